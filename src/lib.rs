@@ -1,0 +1,12 @@
+//! aci runs LLM coding agents on SWE-bench-style tasks through the Agent-Computer Interface of
+//! the SWE-agent paper, one Docker container per task.
+//!
+//! A turn: the model answers the prompt; the parser turns the answer into an action; the ACI
+//! runs the action against the [`sandbox::Sandbox`] and returns an observation; the stop
+//! decider says continue or stop; the trajectory is saved. `submit` writes the diff out as a
+//! patch.
+//!
+//! Dependencies point one way: `main` → `batch`/`eval` → `agent` → `aci`/`lint`/`model`/`sandbox`
+//! → plain data. Only `sandbox::docker` speaks to Docker.
+
+pub mod sandbox;

@@ -1,0 +1,575 @@
+//! The Docker side of aci, and the only file that imports bollard.
+//!
+//! [`DockerRuntime`] is the daemon connection: it starts hardened task containers
+//! ([`DockerSandbox`]), builds and finds images for [`crate::image`], and reaps containers that
+//! runs which died left behind. Every container carries the labels `aci.run_id`,
+//! `aci.instance_id`, and the pid and start time of the `aci` process that made it, so leftovers
+//! can be told apart from containers of runs that are still alive.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
+    ListImagesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    RestartContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use super::shell::{Channel, Frame, KILL_TREE_SCRIPT, Shell, Streams, Transport};
+use super::{ExecOutput, Sandbox, SandboxError, SandboxSpec, repo};
+
+/// Label holding the run id.
+pub const LABEL_RUN_ID: &str = "aci.run_id";
+/// Label holding the instance id.
+pub const LABEL_INSTANCE_ID: &str = "aci.instance_id";
+/// Label holding the pid of the `aci` process that started the container.
+pub const LABEL_PID: &str = "aci.pid";
+/// Label holding that process's start time (clock ticks since boot), against pid reuse.
+pub const LABEL_PID_START: &str = "aci.pid_start";
+
+/// Capabilities added back after dropping all: what root needs to unpack archives, install
+/// packages and run git on files of other owners. Nothing that reaches outside the container.
+const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
+
+/// Environment of every session: no pagers, no progress bars, a fixed locale.
+const SESSION_ENV: [&str; 8] = [
+    "PAGER=cat",
+    "MANPAGER=cat",
+    "GIT_PAGER=cat",
+    "LESS=-R",
+    "PIP_PROGRESS_BAR=off",
+    "TQDM_DISABLE=1",
+    "LANG=C.UTF-8",
+    "TERM=dumb",
+];
+
+fn docker_error(error: bollard::errors::Error) -> SandboxError {
+    SandboxError::Docker(error.to_string())
+}
+
+/// A connection to the Docker daemon plus the containers this process has started.
+#[derive(Clone)]
+pub struct DockerRuntime {
+    docker: Docker,
+    live: Arc<Mutex<Vec<String>>>,
+}
+
+/// What [`DockerRuntime::inspect_image`] reports.
+#[derive(Debug, Clone)]
+pub struct ImageInfo {
+    /// The image id (`sha256:…`).
+    pub id: String,
+    /// Repository digests, when the image came from a registry.
+    pub digests: Vec<String>,
+    /// The image's labels.
+    pub labels: HashMap<String, String>,
+}
+
+impl DockerRuntime {
+    /// Connects to the local daemon and negotiates the API version.
+    pub async fn connect() -> Result<Self, SandboxError> {
+        let docker = Docker::connect_with_local_defaults().map_err(docker_error)?;
+        let docker = docker.negotiate_version().await.map_err(|e| {
+            SandboxError::Docker(format!("cannot reach the Docker daemon: {e}"))
+        })?;
+        Ok(Self { docker, live: Arc::new(Mutex::new(Vec::new())) })
+    }
+
+    /// Starts a task container as `spec` says and opens its shell.
+    pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
+        let container_id = self.create_container(spec).await?;
+        self.track(&container_id, true);
+        match self.prepare(spec, &container_id).await {
+            Ok(sandbox) => Ok(sandbox),
+            Err(error) => {
+                let _ = self.remove_container(&container_id).await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn prepare(
+        &self,
+        spec: &SandboxSpec,
+        container_id: &str,
+    ) -> Result<DockerSandbox, SandboxError> {
+        self.docker.start_container(container_id, None).await.map_err(docker_error)?;
+        if let Some(source) = &spec.repo {
+            let prefix = spec.repo_dir.trim_start_matches('/').to_owned();
+            let source = source.clone();
+            let tar = tokio::task::spawn_blocking(move || repo::tar_repository(&source, &prefix))
+                .await
+                .map_err(|e| SandboxError::Session(format!("repository task failed: {e}")))??;
+            let options = UploadToContainerOptionsBuilder::default().path("/").build();
+            self.docker
+                .upload_to_container(container_id, Some(options), bollard::body_full(Bytes::from(tar)))
+                .await
+                .map_err(docker_error)?;
+        }
+        let transport = DockerTransport {
+            docker: self.docker.clone(),
+            container_id: container_id.to_owned(),
+            instance_id: spec.instance_id.clone(),
+            workdir: spec.repo_dir.clone(),
+        };
+        let init = repo::session_init(&spec.env);
+        let mut shell = Shell::open(transport, &spec.repo_dir, init, spec.output_limit, true).await?;
+        let baseline = repo::make_baseline(&mut shell, repo::Baseline::for_source(spec.repo.as_ref())).await?;
+        Ok(DockerSandbox {
+            runtime: self.clone(),
+            container_id: container_id.to_owned(),
+            repo_dir: spec.repo_dir.clone(),
+            baseline,
+            shell,
+            shut_down: false,
+        })
+    }
+
+    async fn create_container(&self, spec: &SandboxSpec) -> Result<String, SandboxError> {
+        let labels = HashMap::from([
+            (LABEL_RUN_ID.to_owned(), spec.run_id.clone()),
+            (LABEL_INSTANCE_ID.to_owned(), spec.instance_id.clone()),
+            (LABEL_PID.to_owned(), std::process::id().to_string()),
+            (LABEL_PID_START.to_owned(), own_start_time().to_string()),
+        ]);
+        let memory = i64::try_from(spec.limits.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
+        let host_config = HostConfig {
+            memory: Some(memory),
+            memory_swap: Some(memory),
+            nano_cpus: Some((spec.limits.cpus * 1e9) as i64),
+            pids_limit: Some(spec.limits.pids),
+            network_mode: Some(if spec.network { "bridge" } else { "none" }.to_owned()),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            cap_add: Some(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            init: Some(true),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            cmd: Some(vec!["sleep".to_owned(), "infinity".to_owned()]),
+            entrypoint: Some(vec![]),
+            working_dir: Some(spec.repo_dir.clone()),
+            labels: Some(labels),
+            network_disabled: Some(!spec.network),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+        let name = container_name(&spec.instance_id, &spec.run_id);
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        let created = self
+            .docker
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| SandboxError::Docker(format!("cannot create a container from {}: {e}", spec.image)))?;
+        Ok(created.id)
+    }
+
+    fn track(&self, container_id: &str, live: bool) {
+        if let Ok(mut ids) = self.live.lock() {
+            if live {
+                ids.push(container_id.to_owned());
+            } else {
+                ids.retain(|id| id != container_id);
+            }
+        }
+    }
+
+    /// Force-removes one container.
+    pub async fn remove_container(&self, container_id: &str) -> Result<(), SandboxError> {
+        let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+        let result = self.docker.remove_container(container_id, Some(options)).await;
+        self.track(container_id, false);
+        match result {
+            Ok(()) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(()),
+            Err(error) => Err(docker_error(error)),
+        }
+    }
+
+    /// Removes every container this process started that is still there (for Ctrl-C and for
+    /// the end of a run, whatever happened before).
+    pub async fn remove_all_started(&self) -> usize {
+        let ids: Vec<String> = self.live.lock().map(|ids| ids.clone()).unwrap_or_default();
+        let mut removed = 0;
+        for id in ids {
+            if self.remove_container(&id).await.is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Lists the ids of containers carrying `aci.run_id` (any run, or one run).
+    pub async fn list_aci_containers(&self, run_id: Option<&str>) -> Result<Vec<String>, SandboxError> {
+        Ok(self.list_labelled(run_id).await?.into_iter().map(|(id, _)| id).collect())
+    }
+
+    async fn list_labelled(
+        &self,
+        run_id: Option<&str>,
+    ) -> Result<Vec<(String, HashMap<String, String>)>, SandboxError> {
+        let label = match run_id {
+            Some(run_id) => format!("{LABEL_RUN_ID}={run_id}"),
+            None => LABEL_RUN_ID.to_owned(),
+        };
+        let filters = HashMap::from([("label".to_owned(), vec![label])]);
+        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+        let containers = self.docker.list_containers(Some(options)).await.map_err(docker_error)?;
+        Ok(containers
+            .into_iter()
+            .filter_map(|c| Some((c.id?, c.labels.unwrap_or_default())))
+            .collect())
+    }
+
+    /// Removes containers left by `aci` processes that are gone. Returns how many.
+    pub async fn reap_orphans(&self) -> Result<usize, SandboxError> {
+        let mut reaped = 0;
+        for (id, labels) in self.list_labelled(None).await? {
+            let pid = labels.get(LABEL_PID).and_then(|p| p.parse::<u32>().ok());
+            let start = labels.get(LABEL_PID_START).and_then(|s| s.parse::<u64>().ok());
+            let alive = match (pid, start) {
+                (Some(pid), Some(start)) => process_start_time(pid) == Some(start),
+                _ => false,
+            };
+            if !alive && self.remove_container(&id).await.is_ok() {
+                reaped += 1;
+            }
+        }
+        Ok(reaped)
+    }
+
+    /// Number of processes running in a container, as the daemon sees them.
+    pub async fn process_count(&self, container_id: &str) -> Result<usize, SandboxError> {
+        let top = self.docker.top_processes(container_id, None).await.map_err(docker_error)?;
+        Ok(top.processes.map(|p| p.len()).unwrap_or(0))
+    }
+
+    /// Inspects an image by name or id; `None` when it does not exist.
+    pub async fn inspect_image(&self, name: &str) -> Result<Option<ImageInfo>, SandboxError> {
+        match self.docker.inspect_image(name).await {
+            Ok(image) => Ok(Some(ImageInfo {
+                id: image.id.unwrap_or_default(),
+                digests: image.repo_digests.unwrap_or_default(),
+                labels: image.config.and_then(|c| c.labels).unwrap_or_default(),
+            })),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
+            Err(error) => Err(docker_error(error)),
+        }
+    }
+
+    /// Builds `tag` from a tar build context with the classic builder. `on_step` receives each
+    /// `Step N/M : …` line. Returns the image id.
+    pub async fn build_image(
+        &self,
+        tag: &str,
+        dockerfile: &str,
+        context: Vec<u8>,
+        build_args: &HashMap<String, String>,
+        labels: &HashMap<String, String>,
+        network: bool,
+        mut on_step: impl FnMut(&str) + Send,
+    ) -> Result<String, SandboxError> {
+        let options = BuildImageOptionsBuilder::default()
+            .dockerfile(dockerfile)
+            .t(tag)
+            .rm(true)
+            .forcerm(true)
+            .buildargs(build_args)
+            .labels(labels)
+            .networkmode(if network { "default" } else { "none" })
+            .build();
+        let mut stream = self.docker.build_image(options, None, Some(bollard::body_full(Bytes::from(context))));
+        let mut log_tail: Vec<String> = Vec::new();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| SandboxError::Docker(format!("building {tag}: {e}")))?;
+            if let Some(detail) = info.error_detail {
+                let message = detail.message.unwrap_or_default();
+                return Err(SandboxError::Docker(format!(
+                    "building {tag} failed: {message}\n{}",
+                    log_tail.join("")
+                )));
+            }
+            if let Some(line) = info.stream {
+                if line.starts_with("Step ") {
+                    on_step(line.trim_end());
+                }
+                log_tail.push(line);
+                let excess = log_tail.len().saturating_sub(30);
+                log_tail.drain(..excess);
+            }
+        }
+        let image = self
+            .inspect_image(tag)
+            .await?
+            .ok_or_else(|| SandboxError::Docker(format!("the build of {tag} produced no image")))?;
+        Ok(image.id)
+    }
+
+    /// Lists images carrying a label (`key` or `key=value`): `(id, tags)` pairs.
+    pub async fn list_images(&self, label: &str) -> Result<Vec<(String, Vec<String>)>, SandboxError> {
+        let filters = HashMap::from([("label".to_owned(), vec![label.to_owned()])]);
+        let options = ListImagesOptionsBuilder::default().all(false).filters(&filters).build();
+        let images = self.docker.list_images(Some(options)).await.map_err(docker_error)?;
+        Ok(images.into_iter().map(|i| (i.id, i.repo_tags)).collect())
+    }
+
+    /// Removes an image by id or tag (forcing, so tags pointing to it go too).
+    pub async fn remove_image(&self, name: &str) -> Result<(), SandboxError> {
+        let options = RemoveImageOptionsBuilder::default().force(true).build();
+        self.docker.remove_image(name, Some(options), None).await.map_err(docker_error)?;
+        Ok(())
+    }
+
+    /// Runs one command in a running container with a fresh `docker exec` (about 50 ms): for
+    /// work outside the session. Output is collected whole.
+    pub async fn exec_once(&self, container_id: &str, cmd: Vec<String>) -> Result<ExecOutput, SandboxError> {
+        exec_once(&self.docker, container_id, cmd).await
+    }
+}
+
+async fn exec_once(docker: &Docker, container_id: &str, cmd: Vec<String>) -> Result<ExecOutput, SandboxError> {
+    let options = CreateExecOptions {
+        cmd: Some(cmd),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        ..Default::default()
+    };
+    let exec = docker.create_exec(container_id, options).await.map_err(docker_error)?;
+    let mut out = ExecOutput::default();
+    if let StartExecResults::Attached { mut output, .. } =
+        docker.start_exec(&exec.id, None).await.map_err(docker_error)?
+    {
+        while let Some(item) = output.next().await {
+            match item.map_err(docker_error)? {
+                bollard::container::LogOutput::StdOut { message } => out.stdout.extend_from_slice(&message),
+                bollard::container::LogOutput::StdErr { message } => out.stderr.extend_from_slice(&message),
+                _ => {}
+            }
+        }
+    }
+    let inspected = docker.inspect_exec(&exec.id).await.map_err(docker_error)?;
+    out.exit_code = inspected.exit_code.map(|c| c as i32);
+    Ok(out)
+}
+
+/// A container name people can read in `docker ps`: `aci-<instance>-<run>`.
+fn container_name(instance_id: &str, run_id: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+            .collect()
+    };
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = format!("aci-{}-{}-{n}", clean(instance_id), clean(run_id));
+    name.truncate(120);
+    name
+}
+
+/// The start time (clock ticks since boot) of a process, from `/proc/<pid>/stat`.
+fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 2..];
+    // Fields after the command name start at field 3 (state); starttime is field 22.
+    after_comm.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn own_start_time() -> u64 {
+    process_start_time(std::process::id()).unwrap_or(0)
+}
+
+/// The session transport: one attached `docker exec` of bash.
+pub struct DockerTransport {
+    docker: Docker,
+    container_id: String,
+    instance_id: String,
+    workdir: String,
+}
+
+impl DockerTransport {
+    async fn death_reason(&self) -> Option<String> {
+        let inspected = self.docker.inspect_container(&self.container_id, None).await;
+        let state = match inspected {
+            Ok(container) => container.state?,
+            Err(e) => return Some(format!("the container is gone ({e})")),
+        };
+        if state.running == Some(true) {
+            return None;
+        }
+        let mut reason = format!("the container stopped with exit code {}", state.exit_code.unwrap_or(-1));
+        if state.oom_killed == Some(true) {
+            reason.push_str(" after running out of memory");
+        }
+        Some(reason)
+    }
+}
+
+impl Transport for DockerTransport {
+    async fn open(&self) -> Result<Channel, SandboxError> {
+        if let Some(reason) = self.death_reason().await {
+            return Err(SandboxError::ContainerDied { instance_id: self.instance_id.clone(), reason });
+        }
+        let options = CreateExecOptions {
+            cmd: Some(vec!["bash".to_owned(), "--noprofile".to_owned(), "--norc".to_owned()]),
+            attach_stdin: Some(true),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            tty: Some(false),
+            env: Some(SESSION_ENV.iter().map(|v| (*v).to_owned()).collect()),
+            working_dir: Some(self.workdir.clone()),
+            ..Default::default()
+        };
+        let exec = self.docker.create_exec(&self.container_id, options).await.map_err(docker_error)?;
+        let StartExecResults::Attached { mut output, input } =
+            self.docker.start_exec(&exec.id, None).await.map_err(docker_error)?
+        else {
+            return Err(SandboxError::Session("the exec did not attach".to_owned()));
+        };
+        let (sender, frames) = mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Some(Ok(item)) = output.next().await {
+                let frame = match item {
+                    bollard::container::LogOutput::StdOut { message } => Frame::Stdout(message),
+                    bollard::container::LogOutput::StdErr { message } => Frame::Stderr(message),
+                    _ => continue,
+                };
+                if sender.send(frame).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Channel { input, frames })
+    }
+
+    async fn interrupt(&self, shell_pid: u32) -> Result<(), SandboxError> {
+        let cmd = vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            KILL_TREE_SCRIPT.to_owned(),
+            "sh".to_owned(),
+            shell_pid.to_string(),
+        ];
+        let out = tokio::time::timeout(
+            Duration::from_secs(20),
+            exec_once(&self.docker, &self.container_id, cmd),
+        )
+        .await
+        .map_err(|_| SandboxError::Session("interrupting the command timed out".to_owned()))??;
+        match out.exit_code {
+            Some(0) => Ok(()),
+            code => Err(SandboxError::Session(format!(
+                "interrupting the command failed ({code:?}): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+        }
+    }
+
+    async fn reset(&self) -> Result<(), SandboxError> {
+        if let Some(reason) = self.death_reason().await {
+            return Err(SandboxError::ContainerDied { instance_id: self.instance_id.clone(), reason });
+        }
+        // Kill every process but init: a wedged session, or a fork bomb the interrupt could
+        // not even start beside. The file system, and so the repository, stays as it is.
+        let options = RestartContainerOptionsBuilder::default().t(0).build();
+        self.docker
+            .restart_container(&self.container_id, Some(options))
+            .await
+            .map_err(docker_error)
+    }
+}
+
+/// A task container with its persistent shell.
+pub struct DockerSandbox {
+    runtime: DockerRuntime,
+    container_id: String,
+    repo_dir: String,
+    baseline: String,
+    shell: Shell<DockerTransport>,
+    shut_down: bool,
+}
+
+impl DockerSandbox {
+    /// The container's id.
+    pub fn container_id(&self) -> &str {
+        &self.container_id
+    }
+
+    /// The runtime that started this container.
+    pub fn runtime(&self) -> &DockerRuntime {
+        &self.runtime
+    }
+}
+
+impl Sandbox for DockerSandbox {
+    async fn run(&mut self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+        self.shell.run(command, timeout, Streams::Separate).await
+    }
+
+    async fn run_merged(&mut self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+        self.shell.run(command, timeout, Streams::Merged).await
+    }
+
+    async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        self.shell.read_file(path).await
+    }
+
+    async fn write_file(&mut self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
+        self.shell.write_file(path, content).await
+    }
+
+    fn repo_dir(&self) -> &str {
+        &self.repo_dir
+    }
+
+    fn baseline(&self) -> &str {
+        &self.baseline
+    }
+
+    async fn shutdown(mut self) -> Result<(), SandboxError> {
+        self.shut_down = true;
+        let _ = self.shell.transport();
+        self.runtime.remove_container(&self.container_id).await
+    }
+}
+
+impl Drop for DockerSandbox {
+    fn drop(&mut self) {
+        if self.shut_down {
+            return;
+        }
+        // Dropped without shutdown (an error path or a panic): remove it in the background.
+        // The run's final sweep (`remove_all_started`) and the reaper catch anything this misses.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let runtime = self.runtime.clone();
+            let id = self.container_id.clone();
+            handle.spawn(async move {
+                let _ = runtime.remove_container(&id).await;
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_names_keep_only_safe_characters() {
+        assert!(container_name("demo__calc-1", "r1").starts_with("aci-demo__calc-1-r1-"));
+        assert!(container_name("a/b c", "run:1").starts_with("aci-a_b_c-run_1-"));
+    }
+
+    #[test]
+    fn own_process_has_a_start_time() {
+        assert!(process_start_time(std::process::id()).is_some());
+        assert_eq!(process_start_time(u32::MAX), None);
+    }
+}

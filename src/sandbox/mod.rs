@@ -1,0 +1,273 @@
+//! Where commands run: [`Sandbox`] and its two implementations.
+//!
+//! [`docker::DockerSandbox`] is one hardened container per task; [`local::LocalSandbox`] is a
+//! temporary copy of the repository on the host with no isolation at all, for tests and for
+//! machines without Docker. Both drive one persistent bash session ([`shell`]), so `cd` and
+//! `export` persist and a command costs a pipe round trip, not a `docker exec`.
+
+pub mod docker;
+pub mod local;
+pub mod repo;
+pub mod shell;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use shell::OutputLimit;
+
+/// What to start: the image, the repository to materialise, and the container's limits.
+#[derive(Debug, Clone)]
+pub struct SandboxSpec {
+    /// Labels every container of one `aci` invocation (`aci.run_id`).
+    pub run_id: String,
+    /// The task this sandbox serves (`aci.instance_id`).
+    pub instance_id: String,
+    /// The image to start (ignored by [`local::LocalSandbox`]).
+    pub image: String,
+    /// The repository to copy in; `None` when the image already holds it at `repo_dir`.
+    pub repo: Option<RepoSource>,
+    /// Absolute path of the repository inside the sandbox, e.g. `/testbed`.
+    pub repo_dir: String,
+    /// Memory, CPU and process limits.
+    pub limits: ResourceLimits,
+    /// Whether the container gets a network (the default is none: only `lo`).
+    pub network: bool,
+    /// Extra environment variables for the shell session.
+    pub env: Vec<(String, String)>,
+    /// How much of a command's output is kept while it streams.
+    pub output_limit: OutputLimit,
+}
+
+/// A repository on the host: a plain directory, or a git repository and a commit in it.
+#[derive(Debug, Clone)]
+pub struct RepoSource {
+    /// A directory on the host.
+    pub path: PathBuf,
+    /// The commit to check out when `path` is a git repository. `None`, or a commit of all
+    /// zeros, copies the directory as it is (without `.git`).
+    pub commit: Option<String>,
+}
+
+/// Container resource limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResourceLimits {
+    /// Memory limit in MiB (swap is not allowed on top).
+    pub memory_mb: u64,
+    /// CPU limit in cores (fractions allowed).
+    pub cpus: f64,
+    /// Maximum number of processes in the container.
+    pub pids: i64,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        Self { memory_mb: 4096, cpus: 2.0, pids: 1024 }
+    }
+}
+
+/// What a command did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// Standard output, exactly as printed (or, for a merged run, both streams interleaved).
+    /// When the output was over the [`OutputLimit`], the head and tail around a note.
+    pub stdout: Vec<u8>,
+    /// Standard error, exactly as printed (empty for a merged run).
+    pub stderr: Vec<u8>,
+    /// The exit code; `None` when the command did not finish (it timed out and was killed
+    /// before the shell could report, or the session died).
+    pub exit_code: Option<i32>,
+    /// The command ran past its timeout and was killed.
+    pub timed_out: bool,
+    /// The shell session ended (for example the command was `exit`) or had to be killed, and a
+    /// new one was opened: the working directory and exported variables were reset.
+    pub session_restarted: bool,
+    /// The kernel's OOM killer killed a process of this command (the memory limit was hit).
+    pub oom_killed: bool,
+    /// How many bytes of output were dropped between the head and the tail.
+    pub elided_bytes: u64,
+}
+
+impl ExecOutput {
+    /// Standard output then standard error, decoded lossily.
+    pub fn text(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&self.stderr));
+        text
+    }
+}
+
+/// Why a sandbox operation failed. Model mistakes never land here: a non-zero exit code or a
+/// timeout is an [`ExecOutput`]. These are failures of the sandbox itself.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The Docker daemon could not be reached or refused a request.
+    #[error("docker: {0}")]
+    Docker(String),
+    /// The container stopped while the task was running.
+    #[error("the container for {instance_id} died: {reason}")]
+    ContainerDied {
+        /// The task.
+        instance_id: String,
+        /// What inspecting the container said (exit code, OOM).
+        reason: String,
+    },
+    /// The repository could not be prepared on the host.
+    #[error("cannot prepare the repository {path}: {message}")]
+    Repo {
+        /// The repository path on the host.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A file could not be read or written inside the sandbox.
+    #[error("{path}: {message}")]
+    File {
+        /// The path inside the sandbox.
+        path: String,
+        /// What went wrong, e.g. `No such file or directory`.
+        message: String,
+        /// The kind of failure.
+        kind: FileErrorKind,
+    },
+    /// The shell session misbehaved and could not be reopened.
+    #[error("shell session: {0}")]
+    Session(String),
+    /// Local I/O (the host side of [`local::LocalSandbox`], temporary files).
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// The kinds of [`SandboxError::File`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileErrorKind {
+    /// The path does not exist.
+    NotFound,
+    /// The path is a directory.
+    IsDirectory,
+    /// The file is over the read limit.
+    TooLarge,
+    /// Anything else (permissions, I/O).
+    Other,
+}
+
+/// A place where the agent's commands run: one persistent shell plus byte-exact file access.
+///
+/// Every method takes `&mut self`: one session runs one command at a time.
+pub trait Sandbox: Send {
+    /// Runs `command` in the persistent session, stdout and stderr kept apart.
+    fn run(
+        &mut self,
+        command: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<ExecOutput, SandboxError>> + Send;
+
+    /// Runs `command` with stderr interleaved into stdout, as a terminal shows it. This is what
+    /// the agent sees as an observation.
+    fn run_merged(
+        &mut self,
+        command: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<ExecOutput, SandboxError>> + Send;
+
+    /// Reads a file's exact bytes. A relative path is relative to the session's working
+    /// directory.
+    fn read_file(&mut self, path: &str) -> impl Future<Output = Result<Vec<u8>, SandboxError>> + Send;
+
+    /// Writes a file's exact bytes, creating parent directories.
+    fn write_file(
+        &mut self,
+        path: &str,
+        content: &[u8],
+    ) -> impl Future<Output = Result<(), SandboxError>> + Send;
+
+    /// The repository's absolute path inside the sandbox.
+    fn repo_dir(&self) -> &str;
+
+    /// The commit that `git diff` compares against: the repository as materialised.
+    fn baseline(&self) -> &str;
+
+    /// Stops and removes everything the sandbox created.
+    fn shutdown(self) -> impl Future<Output = Result<(), SandboxError>> + Send;
+}
+
+/// Either sandbox, chosen at run time (`--runtime docker|local`).
+pub enum AnySandbox {
+    /// A container.
+    Docker(docker::DockerSandbox),
+    /// A temporary directory on the host.
+    Local(local::LocalSandbox),
+}
+
+macro_rules! delegate {
+    ($self:ident, $sandbox:ident => $call:expr) => {
+        match $self {
+            AnySandbox::Docker($sandbox) => $call,
+            AnySandbox::Local($sandbox) => $call,
+        }
+    };
+}
+
+impl Sandbox for AnySandbox {
+    async fn run(&mut self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+        delegate!(self, s => s.run(command, timeout).await)
+    }
+
+    async fn run_merged(
+        &mut self,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        delegate!(self, s => s.run_merged(command, timeout).await)
+    }
+
+    async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        delegate!(self, s => s.read_file(path).await)
+    }
+
+    async fn write_file(&mut self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
+        delegate!(self, s => s.write_file(path, content).await)
+    }
+
+    fn repo_dir(&self) -> &str {
+        delegate!(self, s => s.repo_dir())
+    }
+
+    fn baseline(&self) -> &str {
+        delegate!(self, s => s.baseline())
+    }
+
+    async fn shutdown(self) -> Result<(), SandboxError> {
+        delegate!(self, s => s.shutdown().await)
+    }
+}
+
+/// Quotes `value` for bash with single quotes.
+pub fn shell_quote(value: &str) -> String {
+    if !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b))
+    {
+        return value.to_owned();
+    }
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_leaves_plain_words_and_quotes_the_rest() {
+        assert_eq!(shell_quote("src/a.py"), "src/a.py");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

@@ -1,0 +1,648 @@
+//! The persistent bash session: one long-lived `bash` whose stdin takes commands and whose
+//! stdout and stderr carry their output, framed by per-command end markers.
+//!
+//! For the N-th command the session is sent
+//!
+//! ```text
+//! __aci_cmd=$'<command, ANSI-C quoted>'
+//! { eval "$__aci_cmd"
+//! } </dev/null
+//! __aci_rc=$?; printf '\n__ACI_<nonce>_N__ %d\n' $__aci_rc; printf '\n__ACI_<nonce>_N__\n' >&2
+//! ```
+//!
+//! `eval` of a quoted string means a command with a syntax error (an open quote, a missing
+//! `fi`) fails at once instead of swallowing the markers; `{ … }` is not a subshell, so `cd`
+//! and `export` persist; `</dev/null` keeps commands off the protocol's stdin. The marker goes
+//! to both streams because their frames arrive in no particular order, and its leading `\n`
+//! keeps output without a final newline exact. Output is capped while it streams
+//! ([`CappedBuffer`]), so memory does not grow with what a command prints.
+//!
+//! The transport ([`Transport`]) is a `docker exec` for containers or a child process for the
+//! local sandbox; everything else — timeouts, interrupting a hung command from outside,
+//! reopening a dead session, file access — lives here, once.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::{ExecOutput, FileErrorKind, SandboxError, shell_quote};
+
+/// One chunk of the session's output.
+#[derive(Debug)]
+pub enum Frame {
+    /// Bytes from stdout.
+    Stdout(Bytes),
+    /// Bytes from stderr.
+    Stderr(Bytes),
+}
+
+/// The two ends of an open session.
+pub struct Channel {
+    /// The session's stdin.
+    pub input: Pin<Box<dyn AsyncWrite + Send>>,
+    /// The session's output; the channel closes when the session ends.
+    pub frames: mpsc::Receiver<Frame>,
+}
+
+/// How a session is opened and how a hung command is stopped.
+pub trait Transport: Send + Sync {
+    /// Starts a new `bash` session.
+    fn open(&self) -> impl Future<Output = Result<Channel, SandboxError>> + Send;
+
+    /// Kills every descendant of the session's shell (`shell_pid`, as the session sees it),
+    /// from outside the session.
+    fn interrupt(&self, shell_pid: u32) -> impl Future<Output = Result<(), SandboxError>> + Send;
+
+    /// Called when the session died or could not be interrupted: kills everything, so that a
+    /// new session can be opened, or says why nothing can be opened any more.
+    fn reset(&self) -> impl Future<Output = Result<(), SandboxError>> + Send;
+}
+
+/// How much output is kept while it streams: the first `head` and the last `tail` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimit {
+    /// Bytes kept from the start.
+    pub head: usize,
+    /// Bytes kept from the end.
+    pub tail: usize,
+}
+
+impl Default for OutputLimit {
+    fn default() -> Self {
+        Self { head: 512 * 1024, tail: 512 * 1024 }
+    }
+}
+
+/// A POSIX `sh` script that kills every descendant of the process `$1`, using only `/proc`
+/// (no `ps`, no `pkill`, no `/proc/*/children`). It freezes what it finds with SIGSTOP before
+/// killing, so a fork bomb cannot outrun it, and runs a few rounds.
+pub const KILL_TREE_SCRIPT: &str = r#"
+root=$1
+for round in 1 2 3 4; do
+  tree=" $root "
+  grew=1
+  while [ -n "$grew" ]; do
+    grew=
+    for st in /proc/[0-9]*/stat; do
+      pid=${st#/proc/}; pid=${pid%/stat}
+      case "$tree" in *" $pid "*) continue;; esac
+      read -r line < "$st" 2>/dev/null || continue
+      rest=${line##*) }
+      set -- $rest
+      case "$tree" in *" $2 "*) tree="$tree$pid "; grew=1;; esac
+    done
+  done
+  victims=${tree# $root }
+  [ -z "${victims# }" ] && exit 0
+  for pid in $victims; do kill -STOP "$pid" 2>/dev/null; done
+  for pid in $victims; do kill -KILL "$pid" 2>/dev/null; done
+done
+"#;
+
+const MARKER_SLACK: usize = 128;
+/// How long a killed command gets to report its end marker before the session is replaced.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// Files read through the session larger than this are refused.
+pub const MAX_READ_BYTES: usize = 256 * 1024 * 1024;
+
+/// Keeps the head and tail of a byte stream of any length, in bounded memory.
+#[derive(Debug)]
+pub struct CappedBuffer {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    total: u64,
+}
+
+impl CappedBuffer {
+    /// A buffer keeping `head` bytes from the start and `tail` (plus a little slack for the end
+    /// marker) from the end.
+    pub fn new(limit: OutputLimit) -> Self {
+        Self {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap: limit.head,
+            tail_cap: limit.tail + MARKER_SLACK,
+            total: 0,
+        }
+    }
+
+    /// Appends bytes.
+    pub fn push(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        if self.head.len() < self.head_cap {
+            let take = data.len().min(self.head_cap - self.head.len());
+            self.head.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        if data.len() >= self.tail_cap {
+            self.tail.clear();
+            self.tail.extend(&data[data.len() - self.tail_cap..]);
+            return;
+        }
+        let overflow = (self.tail.len() + data.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..overflow);
+        self.tail.extend(data);
+    }
+
+    /// Bytes seen so far.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether the stream so far ends with `suffix` (which must be shorter than the slack).
+    fn ends_with(&self, suffix: &[u8]) -> bool {
+        let len = self.head.len() as u64 + self.tail.len() as u64;
+        if (suffix.len() as u64) > len {
+            return false;
+        }
+        suffix
+            .iter()
+            .rev()
+            .enumerate()
+            .all(|(back, byte)| self.byte_from_end(back) == Some(*byte))
+    }
+
+    fn byte_from_end(&self, back: usize) -> Option<u8> {
+        if back < self.tail.len() {
+            self.tail.get(self.tail.len() - 1 - back).copied()
+        } else {
+            let back = back - self.tail.len();
+            self.head.len().checked_sub(1 + back).and_then(|i| self.head.get(i).copied())
+        }
+    }
+
+    /// The last `n` bytes (fewer if the stream is shorter), contiguous.
+    fn last(&self, n: usize) -> Vec<u8> {
+        let available = self.head.len() + self.tail.len();
+        let n = n.min(available);
+        (0..n).rev().filter_map(|back| self.byte_from_end(back)).collect()
+    }
+
+    /// The kept output without its last `strip` bytes, with a note where bytes were dropped,
+    /// and how many were dropped.
+    pub fn finish(mut self, strip: usize) -> (Vec<u8>, u64) {
+        let kept = self.head.len() as u64 + self.tail.len() as u64;
+        let elided = self.total - kept;
+        // Strip from the end: first the tail, then the head.
+        let from_tail = strip.min(self.tail.len());
+        self.tail.truncate(self.tail.len() - from_tail);
+        let rest = strip - from_tail;
+        self.head.truncate(self.head.len().saturating_sub(rest));
+        // The slack beyond tail_cap − MARKER_SLACK only ever held the marker: drop the excess
+        // from the front so that exactly `tail` bytes of real output remain.
+        let real_tail_cap = self.tail_cap - MARKER_SLACK;
+        let extra = self.tail.len().saturating_sub(real_tail_cap);
+        let elided = elided + extra as u64;
+        self.tail.drain(..extra);
+        let mut out = self.head;
+        if elided > 0 {
+            out.extend_from_slice(
+                format!("\n[... {elided} bytes of output elided ...]\n").as_bytes(),
+            );
+        }
+        out.extend(self.tail);
+        (out, elided)
+    }
+}
+
+/// Quotes arbitrary bytes as a bash ANSI-C string, `$'…'`.
+pub fn ansi_c_quote(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 3);
+    out.push_str("$'");
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\'' => out.push_str("\\'"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Encodes bytes as standard base64 (for `base64 -d` in the session).
+pub fn base64_encode(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4 + data.len() / 57 + 1);
+    for (i, chunk) in data.chunks(3).enumerate() {
+        if i > 0 && i % 19 == 0 {
+            out.push('\n'); // 76-column lines, as base64(1) writes them
+        }
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * k)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Whether a command's output is split into two streams or merged into stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streams {
+    /// stdout and stderr apart.
+    Separate,
+    /// stderr redirected into stdout, interleaved as a terminal would show it.
+    Merged,
+}
+
+/// How the end of one exchange came about.
+enum Ending {
+    Done { exit_code: i32 },
+    TimedOut,
+    Died,
+}
+
+struct Session {
+    channel: Channel,
+    pid: u32,
+}
+
+/// A persistent shell over some [`Transport`], reopened when it dies.
+pub struct Shell<T: Transport> {
+    transport: T,
+    session: Option<Session>,
+    nonce: String,
+    seq: u64,
+    limit: OutputLimit,
+    workdir: String,
+    init: String,
+    oom_probe: bool,
+    oom_kills: u64,
+}
+
+impl<T: Transport> Shell<T> {
+    /// Opens a session. `init` runs first in every new session (exports, `cd`); `oom_probe`
+    /// reads the cgroup's OOM-kill counter after a command killed by SIGKILL.
+    pub async fn open(
+        transport: T,
+        workdir: &str,
+        init: String,
+        limit: OutputLimit,
+        oom_probe: bool,
+    ) -> Result<Self, SandboxError> {
+        let mut shell = Self {
+            transport,
+            session: None,
+            nonce: new_nonce(),
+            seq: 0,
+            limit,
+            workdir: workdir.to_owned(),
+            init,
+            oom_probe,
+            oom_kills: 0,
+        };
+        shell.reopen().await?;
+        if oom_probe {
+            shell.oom_kills = shell.read_oom_kills().await;
+        }
+        Ok(shell)
+    }
+
+    /// The transport, for the sandbox's own lifecycle calls.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    async fn reopen(&mut self) -> Result<(), SandboxError> {
+        self.session = None;
+        let channel = self.transport.open().await?;
+        self.session = Some(Session { channel, pid: 0 });
+        let setup = format!("cd {} && {}\nprintf %s \"$$\"", shell_quote(&self.workdir), self.init);
+        let limit = OutputLimit { head: 4096, tail: 0 };
+        let script = format!("{{ {setup}\n}}");
+        let (out, alive) =
+            self.exchange_once(&script, Duration::from_secs(60), Streams::Separate, limit).await?;
+        if !alive || out.exit_code != Some(0) {
+            return Err(SandboxError::Session(format!(
+                "the new session failed to start in {} (exit {:?}): {}",
+                self.workdir,
+                out.exit_code,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let pid_text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let pid = pid_text.parse::<u32>().map_err(|_| {
+            SandboxError::Session(format!(
+                "the new session did not report its pid (stdout {pid_text:?}, stderr {:?})",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        })?;
+        if let Some(session) = self.session.as_mut() {
+            session.pid = pid;
+        }
+        Ok(())
+    }
+
+    /// Runs a command from the model (or a person): quoted, evaluated, never trusted.
+    pub async fn run(
+        &mut self,
+        command: &str,
+        timeout: Duration,
+        streams: Streams,
+    ) -> Result<ExecOutput, SandboxError> {
+        let script = format!(
+            "__aci_cmd={}\n{{ eval \"$__aci_cmd\"\n}}",
+            ansi_c_quote(command.as_bytes())
+        );
+        let mut out = self.exchange(&script, timeout, streams, self.limit).await?;
+        if self.oom_probe && out.exit_code == Some(137) && !out.timed_out {
+            let kills = self.read_oom_kills().await;
+            out.oom_killed = kills > self.oom_kills;
+            self.oom_kills = kills;
+        }
+        Ok(out)
+    }
+
+    /// Runs a script written by the harness itself, uncapped by the output limit.
+    pub async fn run_trusted(
+        &mut self,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        self.exchange_trusted(script, timeout, Streams::Separate).await
+    }
+
+    async fn exchange_trusted(
+        &mut self,
+        script: &str,
+        timeout: Duration,
+        streams: Streams,
+    ) -> Result<ExecOutput, SandboxError> {
+        let limit = OutputLimit { head: MAX_READ_BYTES, tail: 0 };
+        self.exchange(&format!("{{ {script}\n}}"), timeout, streams, limit).await
+    }
+
+    /// Reads a file's bytes through the session.
+    pub async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let quoted = shell_quote(path);
+        let script = format!(
+            "if [ -d {quoted} ]; then exit_code=21; elif [ ! -e {quoted} ]; then exit_code=2; \
+             else exit_code=0; fi; [ $exit_code = 0 ] && cat -- {quoted}; (exit $exit_code)"
+        );
+        let out = self.run_trusted(&script, Duration::from_secs(60)).await?;
+        let kind = match out.exit_code {
+            Some(0) if out.elided_bytes == 0 => return Ok(out.stdout),
+            Some(0) => FileErrorKind::TooLarge,
+            Some(2) => FileErrorKind::NotFound,
+            Some(21) => FileErrorKind::IsDirectory,
+            _ => FileErrorKind::Other,
+        };
+        let message = match kind {
+            FileErrorKind::NotFound => "No such file or directory".to_owned(),
+            FileErrorKind::IsDirectory => "Is a directory".to_owned(),
+            FileErrorKind::TooLarge => format!("file is larger than {MAX_READ_BYTES} bytes"),
+            FileErrorKind::Other => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        };
+        Err(SandboxError::File { path: path.to_owned(), message, kind })
+    }
+
+    /// Writes a file's bytes through the session, creating parent directories.
+    pub async fn write_file(&mut self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
+        let quoted = shell_quote(path);
+        let delimiter = format!("__ACI_B64_{}", self.nonce);
+        let script = format!(
+            "case {quoted} in */*) mkdir -p -- \"${{__aci_p:=$(dirname -- {quoted})}}\"; \
+             unset __aci_p;; esac && base64 -d > {quoted} <<'{delimiter}'\n{}\n{delimiter}",
+            base64_encode(content)
+        );
+        let out = self.run_trusted(&script, Duration::from_secs(60)).await?;
+        if out.exit_code == Some(0) {
+            return Ok(());
+        }
+        let message = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        let kind = if message.contains("Is a directory") {
+            FileErrorKind::IsDirectory
+        } else {
+            FileErrorKind::Other
+        };
+        Err(SandboxError::File { path: path.to_owned(), message, kind })
+    }
+
+    async fn read_oom_kills(&mut self) -> u64 {
+        let script = "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events \
+                      2>/dev/null | while read -r k v; do [ \"$k\" = oom_kill ] && echo \"$v\"; done";
+        match self.run_trusted(script, Duration::from_secs(10)).await {
+            Ok(out) => String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0),
+            Err(_) => 0,
+        }
+    }
+
+    /// Sends one script and collects its output; interrupts it at the deadline and reopens
+    /// the session when it dies.
+    async fn exchange(
+        &mut self,
+        script: &str,
+        timeout: Duration,
+        streams: Streams,
+        limit: OutputLimit,
+    ) -> Result<ExecOutput, SandboxError> {
+        if self.session.is_none() {
+            self.reopen().await?;
+        }
+        let (out, alive) = self.exchange_once(script, timeout, streams, limit).await?;
+        if !alive {
+            self.transport.reset().await?;
+            self.reopen().await?;
+        }
+        Ok(out)
+    }
+
+    /// One exchange on the current session, without reopening it. Returns the output and
+    /// whether the session is still usable.
+    async fn exchange_once(
+        &mut self,
+        script: &str,
+        timeout: Duration,
+        streams: Streams,
+        limit: OutputLimit,
+    ) -> Result<(ExecOutput, bool), SandboxError> {
+        self.seq += 1;
+        let marker = format!("__ACI_{}_{}__", self.nonce, self.seq);
+        let redirect = match streams {
+            Streams::Separate => "",
+            Streams::Merged => " 2>&1",
+        };
+        let wire = format!(
+            "{script} </dev/null{redirect}\n__aci_rc=$?; printf '\\n{marker} %d\\n' \"$__aci_rc\"; \
+             printf '\\n{marker}\\n' >&2\n"
+        );
+        let mut stdout = CappedBuffer::new(limit);
+        let mut stderr = CappedBuffer::new(limit);
+        let Some(session) = self.session.as_mut() else {
+            return Err(SandboxError::Session("no session is open".to_owned()));
+        };
+        let pid = session.pid;
+        let sent = async {
+            session.channel.input.write_all(wire.as_bytes()).await?;
+            session.channel.input.flush().await
+        }
+        .await;
+        let deadline = Instant::now() + timeout;
+        let mut ending = if sent.is_err() {
+            Ending::Died
+        } else {
+            collect(session, &marker, &mut stdout, &mut stderr, deadline).await
+        };
+        let mut out = ExecOutput::default();
+        if matches!(ending, Ending::TimedOut) {
+            out.timed_out = true;
+            let interrupted = self.transport.interrupt(pid).await.is_ok();
+            ending = match self.session.as_mut() {
+                Some(session) if interrupted => {
+                    let grace = Instant::now() + INTERRUPT_GRACE;
+                    collect(session, &marker, &mut stdout, &mut stderr, grace).await
+                }
+                _ => Ending::TimedOut,
+            };
+        }
+        let (strip_out, strip_err, alive) = match ending {
+            Ending::Done { exit_code } => {
+                out.exit_code = Some(exit_code);
+                let suffix = format!("\n{marker} {exit_code}\n");
+                (suffix.len(), marker.len() + 2, true)
+            }
+            Ending::TimedOut | Ending::Died => {
+                out.session_restarted = true;
+                self.session = None;
+                (0, 0, false)
+            }
+        };
+        let (stdout_bytes, elided_out) = stdout.finish(strip_out);
+        let (stderr_bytes, elided_err) = stderr.finish(strip_err);
+        out.stdout = stdout_bytes;
+        out.stderr = stderr_bytes;
+        out.elided_bytes = elided_out + elided_err;
+        Ok((out, alive))
+    }
+}
+
+/// Reads frames until both end markers arrived, the deadline passed or the session ended.
+async fn collect(
+    session: &mut Session,
+    marker: &str,
+    stdout: &mut CappedBuffer,
+    stderr: &mut CappedBuffer,
+    deadline: Instant,
+) -> Ending {
+    let err_suffix = format!("\n{marker}\n");
+    let mut exit_code = None;
+    let mut err_done = false;
+    loop {
+        if let (Some(exit_code), true) = (exit_code, err_done) {
+            return Ending::Done { exit_code };
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let frame = match tokio::time::timeout(left, session.channel.frames.recv()).await {
+            Err(_) => return Ending::TimedOut,
+            Ok(None) => return Ending::Died,
+            Ok(Some(frame)) => frame,
+        };
+        match frame {
+            Frame::Stdout(data) => {
+                stdout.push(&data);
+                if exit_code.is_none() {
+                    exit_code = find_exit_marker(stdout, marker);
+                }
+            }
+            Frame::Stderr(data) => {
+                stderr.push(&data);
+                err_done = err_done || stderr.ends_with(err_suffix.as_bytes());
+            }
+        }
+    }
+}
+
+/// Finds `\n<marker> <rc>\n` at the very end of the stream and returns `rc`.
+fn find_exit_marker(buffer: &CappedBuffer, marker: &str) -> Option<i32> {
+    if !buffer.ends_with(b"\n") {
+        return None;
+    }
+    let last = buffer.last(marker.len() + 16);
+    let text = String::from_utf8_lossy(&last);
+    let needle = format!("\n{marker} ");
+    let at = text.rfind(&needle)?;
+    text[at + needle.len()..].trim_end_matches('\n').parse().ok()
+}
+
+fn new_nonce() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:x}", nanos & 0xffff_ffff_ffff, std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(head: usize, tail: usize) -> OutputLimit {
+        OutputLimit { head, tail }
+    }
+
+    #[test]
+    fn capped_buffer_keeps_short_output_whole() {
+        let mut buffer = CappedBuffer::new(limit(10, 10));
+        buffer.push(b"hello ");
+        buffer.push(b"world");
+        assert_eq!(buffer.finish(0), (b"hello world".to_vec(), 0));
+    }
+
+    #[test]
+    fn capped_buffer_keeps_head_and_tail_of_long_output() {
+        let mut buffer = CappedBuffer::new(limit(4, 4));
+        for chunk in [b"0123".as_slice(), b"456789", b"abcdefghij"] {
+            buffer.push(chunk);
+        }
+        buffer.push(b"\nEND 0\n");
+        let (out, elided) = buffer.finish(7);
+        assert_eq!(String::from_utf8_lossy(&out), "0123\n[... 12 bytes of output elided ...]\nghij");
+        assert_eq!(elided, 12);
+    }
+
+    #[test]
+    fn capped_buffer_strips_a_marker_that_reaches_into_the_head() {
+        let mut buffer = CappedBuffer::new(limit(100, 0));
+        buffer.push(b"ab\nM 0\n");
+        assert_eq!(buffer.finish(5), (b"ab".to_vec(), 0));
+    }
+
+    #[test]
+    fn exit_marker_is_found_only_at_the_end() {
+        let mut buffer = CappedBuffer::new(limit(8, 8));
+        buffer.push(b"lots of output here\n__M__ 42\n");
+        assert_eq!(find_exit_marker(&buffer, "__M__"), Some(42));
+        buffer.push(b"more");
+        assert_eq!(find_exit_marker(&buffer, "__M__"), None);
+    }
+
+    #[test]
+    fn ansi_c_quote_escapes_everything_bash_would_interpret() {
+        assert_eq!(ansi_c_quote(b"echo 'a'\n\\x\xff"), r"$'echo \'a\'\n\\x\xff'");
+    }
+
+    #[test]
+    fn base64_matches_the_standard_alphabet_and_padding() {
+        assert_eq!(base64_encode(b""), "");
+        assert_eq!(base64_encode(b"f"), "Zg==");
+        assert_eq!(base64_encode(b"fo"), "Zm8=");
+        assert_eq!(base64_encode(b"foo"), "Zm9v");
+        assert_eq!(base64_encode(b"\xff\x00\r\n"), "/wANCg==");
+    }
+}
