@@ -190,6 +190,16 @@ impl DockerRuntime {
         match result {
             Ok(()) => Ok(()),
             Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(()),
+            // Another task is already removing it: wait until it is gone.
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 409, .. }) => {
+                for _ in 0..100 {
+                    if self.docker.inspect_container(container_id, None).await.is_err() {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(SandboxError::Docker(format!("container {container_id} is still being removed")))
+            }
             Err(error) => Err(docker_error(error)),
         }
     }

@@ -90,7 +90,8 @@ pub fn session_init(env: &[(String, String)]) -> String {
 /// How the baseline commit comes about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Baseline {
-    /// The image already holds the repository with its baseline: use `HEAD`.
+    /// The image already holds the repository with its baseline: use `HEAD` (or start an
+    /// empty repository when there is none).
     Existing,
     /// Commit the copied tree. `force` adds files that `.gitignore` matches too: right for a
     /// `git archive`, which holds only tracked files, not for a copied directory.
@@ -116,15 +117,19 @@ pub async fn make_baseline<T: Transport>(
     shell: &mut Shell<T>,
     baseline: Baseline,
 ) -> Result<String, SandboxError> {
-    let script = match baseline {
-        Baseline::Fresh { force } => format!(
+    let fresh = |force: bool| {
+        format!(
             "rm -rf .git && git init -q && git config core.compression 0 && \
              git config core.looseCompression 0 && git add -A{} && \
              {BASELINE_GIT_ENV} git commit -q --allow-empty --no-verify -m 'aci baseline' && \
              git rev-parse HEAD",
             if force { " -f" } else { "" }
-        ),
-        Baseline::Existing => "git rev-parse HEAD".to_owned(),
+        )
+    };
+    let script = match baseline {
+        Baseline::Fresh { force } => fresh(force),
+        // An image without a repository at repo_dir gets an empty one.
+        Baseline::Existing => format!("git rev-parse -q --verify HEAD 2>/dev/null || {{ {}; }}", fresh(false)),
     };
     let out = shell.run_trusted(&script, Duration::from_secs(600)).await?;
     let hash = String::from_utf8_lossy(&out.stdout).trim().to_owned();

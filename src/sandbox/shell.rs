@@ -263,7 +263,7 @@ pub enum Streams {
 
 /// How the end of one exchange came about.
 enum Ending {
-    Done { exit_code: i32 },
+    Done { exit_code: i32, oom_kills: i64 },
     TimedOut,
     Died,
 }
@@ -282,13 +282,19 @@ pub struct Shell<T: Transport> {
     limit: OutputLimit,
     workdir: String,
     init: String,
-    oom_probe: bool,
-    oom_kills: u64,
+    oom_read: &'static str,
+    oom_kills: i64,
 }
+
+/// Reads the cgroup's OOM-kill counter (v1 or v2) into `__aci_oom` with builtins only, so it
+/// costs no fork after every command.
+const OOM_READ: &str = "__aci_oom=0; for __aci_f in /sys/fs/cgroup/memory/memory.oom_control \
+/sys/fs/cgroup/memory.events; do [ -r $__aci_f ] && while read -r __aci_k __aci_v; do \
+[ \"$__aci_k\" = oom_kill ] && __aci_oom=$__aci_v; done < $__aci_f; done; ";
 
 impl<T: Transport> Shell<T> {
     /// Opens a session. `init` runs first in every new session (exports, `cd`); `oom_probe`
-    /// reads the cgroup's OOM-kill counter after a command killed by SIGKILL.
+    /// reads the cgroup's OOM-kill counter after every command, to report memory kills.
     pub async fn open(
         transport: T,
         workdir: &str,
@@ -304,13 +310,10 @@ impl<T: Transport> Shell<T> {
             limit,
             workdir: workdir.to_owned(),
             init,
-            oom_probe,
+            oom_read: if oom_probe { OOM_READ } else { "" },
             oom_kills: 0,
         };
         shell.reopen().await?;
-        if oom_probe {
-            shell.oom_kills = shell.read_oom_kills().await;
-        }
         Ok(shell)
     }
 
@@ -360,13 +363,7 @@ impl<T: Transport> Shell<T> {
             "__aci_cmd={}\n{{ eval \"$__aci_cmd\"\n}}",
             ansi_c_quote(command.as_bytes())
         );
-        let mut out = self.exchange(&script, timeout, streams, self.limit).await?;
-        if self.oom_probe && out.exit_code == Some(137) && !out.timed_out {
-            let kills = self.read_oom_kills().await;
-            out.oom_killed = kills > self.oom_kills;
-            self.oom_kills = kills;
-        }
-        Ok(out)
+        self.exchange(&script, timeout, streams, self.limit).await
     }
 
     /// Runs a script written by the harness itself, uncapped by the output limit.
@@ -434,15 +431,6 @@ impl<T: Transport> Shell<T> {
         Err(SandboxError::File { path: path.to_owned(), message, kind })
     }
 
-    async fn read_oom_kills(&mut self) -> u64 {
-        let script = "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events \
-                      2>/dev/null | while read -r k v; do [ \"$k\" = oom_kill ] && echo \"$v\"; done";
-        match self.run_trusted(script, Duration::from_secs(10)).await {
-            Ok(out) => String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0),
-            Err(_) => 0,
-        }
-    }
-
     /// Sends one script and collects its output; interrupts it at the deadline and reopens
     /// the session when it dies.
     async fn exchange(
@@ -479,8 +467,9 @@ impl<T: Transport> Shell<T> {
             Streams::Merged => " 2>&1",
         };
         let wire = format!(
-            "{script} </dev/null{redirect}\n__aci_rc=$?; printf '\\n{marker} %d\\n' \"$__aci_rc\"; \
-             printf '\\n{marker}\\n' >&2\n"
+            "{script} </dev/null{redirect}\n__aci_rc=$?; {}printf '\\n{marker} %d\\n' \"$__aci_rc\"; \
+             printf '\\n{marker} %d\\n' \"${{__aci_oom:-0}}\" >&2\n",
+            self.oom_read
         );
         let mut stdout = CappedBuffer::new(limit);
         let mut stderr = CappedBuffer::new(limit);
@@ -512,10 +501,12 @@ impl<T: Transport> Shell<T> {
             };
         }
         let (strip_out, strip_err, alive) = match ending {
-            Ending::Done { exit_code } => {
+            Ending::Done { exit_code, oom_kills } => {
                 out.exit_code = Some(exit_code);
-                let suffix = format!("\n{marker} {exit_code}\n");
-                (suffix.len(), marker.len() + 2, true)
+                out.oom_killed = oom_kills > self.oom_kills;
+                self.oom_kills = oom_kills;
+                let suffix = |n: i64| format!("\n{marker} {n}\n").len();
+                (suffix(i64::from(exit_code)), suffix(oom_kills), true)
             }
             Ending::TimedOut | Ending::Died => {
                 out.session_restarted = true;
@@ -540,12 +531,11 @@ async fn collect(
     stderr: &mut CappedBuffer,
     deadline: Instant,
 ) -> Ending {
-    let err_suffix = format!("\n{marker}\n");
     let mut exit_code = None;
-    let mut err_done = false;
+    let mut oom_kills = None;
     loop {
-        if let (Some(exit_code), true) = (exit_code, err_done) {
-            return Ending::Done { exit_code };
+        if let (Some(exit_code), Some(oom_kills)) = (exit_code, oom_kills) {
+            return Ending::Done { exit_code, oom_kills };
         }
         let left = deadline.saturating_duration_since(Instant::now());
         let frame = match tokio::time::timeout(left, session.channel.frames.recv()).await {
@@ -557,19 +547,21 @@ async fn collect(
             Frame::Stdout(data) => {
                 stdout.push(&data);
                 if exit_code.is_none() {
-                    exit_code = find_exit_marker(stdout, marker);
+                    exit_code = find_end_marker(stdout, marker).and_then(|n| i32::try_from(n).ok());
                 }
             }
             Frame::Stderr(data) => {
                 stderr.push(&data);
-                err_done = err_done || stderr.ends_with(err_suffix.as_bytes());
+                if oom_kills.is_none() {
+                    oom_kills = find_end_marker(stderr, marker);
+                }
             }
         }
     }
 }
 
-/// Finds `\n<marker> <rc>\n` at the very end of the stream and returns `rc`.
-fn find_exit_marker(buffer: &CappedBuffer, marker: &str) -> Option<i32> {
+/// Finds `\n<marker> <n>\n` at the very end of the stream and returns `n`.
+fn find_end_marker(buffer: &CappedBuffer, marker: &str) -> Option<i64> {
     if !buffer.ends_with(b"\n") {
         return None;
     }
@@ -627,9 +619,9 @@ mod tests {
     fn exit_marker_is_found_only_at_the_end() {
         let mut buffer = CappedBuffer::new(limit(8, 8));
         buffer.push(b"lots of output here\n__M__ 42\n");
-        assert_eq!(find_exit_marker(&buffer, "__M__"), Some(42));
+        assert_eq!(find_end_marker(&buffer, "__M__"), Some(42));
         buffer.push(b"more");
-        assert_eq!(find_exit_marker(&buffer, "__M__"), None);
+        assert_eq!(find_end_marker(&buffer, "__M__"), None);
     }
 
     #[test]

@@ -1,0 +1,100 @@
+//! What only a container gives: limits, isolation and clean-up. Real daemon, never skipped.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use aci::sandbox::Sandbox;
+use support::{SHORT, docker, small_repo, spec};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_container_has_only_the_loopback_interface() {
+    let runtime = docker().await;
+    let repo = small_repo();
+    let mut s = runtime.start(&spec("net", Some(repo.path()))).await.unwrap();
+    let out = s.run("ls /sys/class/net", SHORT).await.unwrap();
+    assert_eq!(out.stdout, b"lo\n");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_container_is_hardened_and_labelled() {
+    let runtime = docker().await;
+    let repo = small_repo();
+    let spec = spec("hardened", Some(repo.path()));
+    let mut s = runtime.start(&spec).await.unwrap();
+    let out = s
+        .run(
+            "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null; \
+             cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null; \
+             grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; cat /proc/1/comm",
+            SHORT,
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "128");
+    assert_eq!(lines[1], (256u64 * 1024 * 1024).to_string());
+    // CHOWN, DAC_OVERRIDE, FOWNER and FSETID only: bits 0, 1, 3, 4.
+    assert_eq!(lines[2], "CapEff:\t000000000000001b");
+    assert_eq!(lines[3], "NoNewPrivs:\t1");
+    assert_eq!(lines[4], "docker-init");
+    let ids = runtime.list_aci_containers(Some(&spec.run_id)).await.unwrap();
+    assert!(ids.contains(&s.container_id().to_owned()));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_hog_is_killed_and_reported() {
+    let runtime = docker().await;
+    let mut s = runtime.start(&spec("memhog", None)).await.unwrap();
+    // tail -c keeps what it is asked to keep: 1 GB against a 256 MiB limit.
+    let out = s.run("head -c 2000000000 /dev/zero | tail -c 1000000000 | wc -c", Duration::from_secs(120)).await.unwrap();
+    assert!(out.oom_killed, "{out:?}");
+    let out = s.run("echo still here", SHORT).await.unwrap();
+    assert_eq!(out.stdout, b"still here\n");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_bomb_is_stopped_by_the_pids_limit() {
+    let runtime = docker().await;
+    let repo = small_repo();
+    let mut s = runtime.start(&spec("forkbomb", Some(repo.path()))).await.unwrap();
+    let id = s.container_id().to_owned();
+    let out = s.run("bomb() { bomb | bomb; }; bomb", Duration::from_secs(3)).await.unwrap();
+    assert!(out.timed_out, "{out:?}");
+    let processes = runtime.process_count(&id).await.unwrap();
+    assert!(processes <= 128 + 2, "{processes} processes despite a limit of 128");
+    let out = s.run("echo survived; cat README.md", SHORT).await.unwrap();
+    assert_eq!(out.stdout, b"survived\n# demo\n");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_removes_the_container_and_dropping_does_too() {
+    let runtime = docker().await;
+    let spec = spec("cleanup", None);
+    let s = runtime.start(&spec).await.unwrap();
+    let id = s.container_id().to_owned();
+    s.shutdown().await.unwrap();
+    assert!(!runtime.list_aci_containers(None).await.unwrap().contains(&id));
+    let dropped = runtime.start(&spec).await.unwrap();
+    let dropped_id = dropped.container_id().to_owned();
+    drop(dropped);
+    runtime.remove_all_started().await;
+    assert!(!runtime.list_aci_containers(None).await.unwrap().contains(&dropped_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_container_is_an_instance_failure_not_a_panic() {
+    let runtime = docker().await;
+    let mut s = runtime.start(&spec("dies", None)).await.unwrap();
+    let id = s.container_id().to_owned();
+    runtime.remove_container(&id).await.unwrap();
+    let error = s.run("echo hi", SHORT).await.unwrap_err();
+    assert!(matches!(error, aci::sandbox::SandboxError::ContainerDied { .. }), "{error}");
+    assert!(error.to_string().starts_with("the container for dies died: "), "{error}");
+}
