@@ -1,1 +1,163 @@
-fn main() {}
+//! Sandbox latency: the persistent-shell round trip against a one-shot `docker exec`, file
+//! reads and writes through the session, and a container's whole life with a 50 MB checkout.
+//! Needs the Docker daemon and the base image (`aci images build`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use aci::sandbox::docker::DockerRuntime;
+use aci::sandbox::{OutputLimit, RepoSource, ResourceLimits, Sandbox, SandboxSpec};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn spec(repo: Option<&std::path::Path>) -> SandboxSpec {
+    SandboxSpec {
+        run_id: format!("bench-{}", std::process::id()),
+        instance_id: "bench".to_owned(),
+        image: std::env::var("ACI_TEST_IMAGE").unwrap_or_else(|_| "aci-base:bookworm".to_owned()),
+        repo: repo.map(|path| RepoSource {
+            path: path.to_owned(),
+            commit: None,
+        }),
+        repo_dir: "/testbed".to_owned(),
+        limits: ResourceLimits::default(),
+        network: false,
+        env: Vec::new(),
+        output_limit: OutputLimit::default(),
+    }
+}
+
+/// A 50 MB repository: 500 source-like files of 100 KB in 25 directories.
+fn fifty_megabyte_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for d in 0..25 {
+        let sub = dir.path().join(format!("pkg{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..20 {
+            let mut text = String::with_capacity(100_000);
+            let mut i = 0u64;
+            while text.len() < 100_000 {
+                text.push_str(&format!(
+                    "def function_{d}_{f}_{i}(value):\n    return value * {}\n\n",
+                    i * 2654435761 % 1000003
+                ));
+                i += 1;
+            }
+            std::fs::write(sub.join(format!("module_{f}.py")), text).unwrap();
+        }
+    }
+    dir
+}
+
+fn benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let runtime = rt
+        .block_on(DockerRuntime::connect())
+        .expect("the benchmarks need the Docker daemon");
+    let mut sandbox = rt.block_on(runtime.start(&spec(None))).unwrap();
+    let timeout = Duration::from_secs(30);
+
+    c.bench_function("shell_round_trip", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    sandbox.run("true", timeout).await.unwrap();
+                }
+                start.elapsed()
+            })
+        })
+    });
+
+    let container = sandbox.container_id().to_owned();
+    let mut group = c.benchmark_group("one_shot");
+    group.sample_size(30);
+    group.bench_function("docker_exec_true", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    runtime
+                        .exec_once(&container, vec!["true".to_owned()])
+                        .await
+                        .unwrap();
+                }
+                start.elapsed()
+            })
+        })
+    });
+    group.finish();
+
+    let file: Vec<u8> = (0..5000)
+        .flat_map(|i| format!("    value_{i} = compute(value_{i}, {i})  # a line\n").into_bytes())
+        .collect();
+    rt.block_on(sandbox.write_file("/tmp/five_thousand.py", &file))
+        .unwrap();
+    c.bench_function("read_file_5000_lines", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    sandbox.read_file("/tmp/five_thousand.py").await.unwrap();
+                }
+                start.elapsed()
+            })
+        })
+    });
+    c.bench_function("write_file_5000_lines", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    sandbox
+                        .write_file("/tmp/five_thousand.py", &file)
+                        .await
+                        .unwrap();
+                }
+                start.elapsed()
+            })
+        })
+    });
+    rt.block_on(sandbox.shutdown()).unwrap();
+
+    let repo = fifty_megabyte_repo();
+    let spec = spec(Some(repo.path()));
+    let mut group = c.benchmark_group("container");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    group.bench_function("create_start_checkout_50mb_remove", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut ready = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    let s = runtime.start(&spec).await.unwrap();
+                    ready += start.elapsed();
+                    s.shutdown().await.unwrap();
+                }
+                ready
+            })
+        })
+    });
+    group.bench_function("whole_life_with_removal", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    runtime
+                        .start(&spec)
+                        .await
+                        .unwrap()
+                        .shutdown()
+                        .await
+                        .unwrap();
+                }
+                start.elapsed()
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(sandbox_benches, benches);
+criterion_main!(sandbox_benches);

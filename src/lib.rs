@@ -9,4 +9,15 @@
 //! Dependencies point one way: `main` → `batch`/`eval` → `agent` → `aci`/`lint`/`model`/`sandbox`
 //! → plain data. Only `sandbox::docker` speaks to Docker.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod aci;
+pub mod agent;
+pub mod batch;
+pub mod config;
+pub mod image;
+pub mod instance;
+pub mod lint;
+pub mod model;
 pub mod sandbox;
+pub mod trajectory;

@@ -1,1 +1,301 @@
-fn main() {}
+//! The `aci` binary: parse the command line, resolve settings, run, and map failures to exit
+//! codes (0 done, 1 run-level failure, 2 usage, 3 an evaluation regression).
+
+#![expect(clippy::print_stdout, reason = "the binary prints its results (data) on stdout; logs go to stderr")]
+
+mod cli;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use aci::batch::{self, RunContext, Runtime, output};
+use aci::config::{self, Config};
+use aci::image;
+use aci::instance::{self, Instance};
+use aci::model::ReplayInput;
+use aci::sandbox::docker::DockerRuntime;
+use clap::Parser;
+use cli::{AgentArgs, Cli, Command, ImagesCommand, RunArgs};
+
+/// A run-level failure: one line, and maybe a hint on the next.
+struct Failure {
+    message: String,
+    hint: Option<String>,
+}
+
+impl Failure {
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Self::new(error.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(failure) => {
+            let (message, inline_hint) = match failure.message.split_once("\nhint: ") {
+                Some((message, hint)) => (message.to_owned(), Some(hint.to_owned())),
+                None => (failure.message, None),
+            };
+            eprintln!("error: {message}");
+            if let Some(hint) = failure.hint.or(inline_hint) {
+                eprintln!("hint: {hint}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Command::Images(ImagesCommand::Build { lang, force }) => images_build(&lang, force).await,
+        Command::Run(args) => run(args).await,
+    }
+}
+
+async fn connect_docker() -> Result<DockerRuntime, Failure> {
+    let runtime = DockerRuntime::connect().await.map_err(|e| {
+        Failure::new(e.to_string())
+            .hint("start the Docker daemon, or use --runtime local (no isolation)")
+    })?;
+    match runtime.reap_orphans().await {
+        Ok(0) => {}
+        Ok(n) => eprintln!("removed {n} container(s) left by aci runs that are gone"),
+        Err(error) => eprintln!("warning: could not look for leftover containers: {error}"),
+    }
+    Ok(runtime)
+}
+
+async fn images_build(lang: &str, force: bool) -> Result<ExitCode, Failure> {
+    let runtime = connect_docker().await?;
+    let languages = image::select_languages(lang)?;
+    let mut progress = |line: &str| eprintln!("{line}");
+    let built = image::build(&runtime, &languages, force, &mut progress).await.map_err(|e| match e {
+        image::ImageError::Base(message) => Failure::new(format!("building the base image failed: {message}"))
+            .hint("the base image needs root and debootstrap (apt-get install -y debootstrap); see docker/build-base.sh"),
+        other => Failure::from(other),
+    })?;
+    for image in built {
+        let state = if image.built { "built" } else { "up to date" };
+        println!("{}\t{}\t{state}", image.tag, image.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run id from the current UTC time: `YYYYMMDD-HHMMSS-<pid>`.
+fn default_run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm), for a timestamp without a date crate.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}-{}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        std::process::id()
+    )
+}
+
+/// The configuration and the directories its relative paths resolve against.
+fn resolve_config(args: &AgentArgs) -> Result<(Config, Vec<PathBuf>), Failure> {
+    let mut config = config::resolve(&args.configs, &args.sets)?;
+    if let Some(api_base) = &args.api_base {
+        config.model.api_base = Some(api_base.clone());
+    }
+    let mut dirs = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs")];
+    dirs.extend(
+        args.configs
+            .iter()
+            .map(|path| path.parent().map(Path::to_owned).unwrap_or_default()),
+    );
+    Ok((config, dirs))
+}
+
+fn load_instances(path: &Path) -> Result<Vec<Instance>, Failure> {
+    let loaded = instance::load_instances_file(path)?;
+    for error in &loaded.errors {
+        eprintln!("error: {}: {error}", path.display());
+    }
+    Ok(loaded.instances)
+}
+
+async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
+    let (config, dirs) = resolve_config(&args.agent)?;
+    let instances = load_instances(&args.instances)?;
+    let instance = match &args.id {
+        Some(id) => instances
+            .iter()
+            .find(|i| &i.instance_id == id)
+            .ok_or_else(|| {
+                Failure::new(format!(
+                    "no instance `{id}` in {}",
+                    args.instances.display()
+                ))
+                .hint(format!("the file holds {} instance(s)", instances.len()))
+            })?,
+        None if instances.len() == 1 => &instances[0],
+        None => {
+            return Err(Failure::new(format!(
+                "{} holds {} instances",
+                args.instances.display(),
+                instances.len()
+            ))
+            .hint("choose one with --id"));
+        }
+    };
+    let replay = args.replay.as_deref().map(ReplayInput::load).transpose()?;
+    let run_id = args.agent.run_id.clone().unwrap_or_else(default_run_id);
+    let output = args
+        .agent
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
+    std::fs::create_dir_all(&output).map_err(|e| {
+        Failure::new(format!(
+            "cannot create the output directory {}: {e}",
+            output.display()
+        ))
+    })?;
+    let (runtime, docker) = match args.agent.runtime {
+        cli::Runtime::Docker => {
+            let docker = connect_docker().await?;
+            (Runtime::Docker(docker.clone()), Some(docker))
+        }
+        cli::Runtime::Local => (Runtime::Local, None),
+    };
+    let ctx = RunContext::new(
+        config,
+        dirs,
+        args.agent.model.clone(),
+        runtime,
+        run_id.clone(),
+        output.clone(),
+    )?;
+    write_manifest(
+        &ctx,
+        &args.agent,
+        &args.instances,
+        None,
+        docker.as_ref(),
+        &[instance],
+    )
+    .await?;
+    let result = tokio::select! {
+        result = batch::run_instance(&ctx, instance, replay) => result,
+        _ = tokio::signal::ctrl_c() => {
+            if let Some(docker) = &docker {
+                docker.remove_all_started().await;
+            }
+            eprintln!("interrupted: the turns so far are in {}", output::traj_path(&output, &instance.instance_id).display());
+            return Ok(ExitCode::from(130));
+        }
+    };
+    if let Some(docker) = &docker {
+        docker.remove_all_started().await;
+    }
+    output::merge_predictions(&output).map_err(|e| {
+        Failure::new(format!(
+            "cannot write {}: {e}",
+            output.join("preds.json").display()
+        ))
+    })?;
+    output::write_exit_statuses(&output)
+        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))?;
+    let patch = output::patch_path(&output, &result.instance_id);
+    println!(
+        "{}\t{}\t{}",
+        result.instance_id,
+        result.exit_status,
+        patch.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn write_manifest(
+    ctx: &RunContext,
+    args: &AgentArgs,
+    instances_file: &Path,
+    seed: Option<u64>,
+    docker: Option<&DockerRuntime>,
+    instances: &[&Instance],
+) -> Result<(), Failure> {
+    let mut images = std::collections::BTreeMap::new();
+    if let Some(docker) = docker {
+        for instance in instances {
+            let tag = ctx.image_for(instance);
+            if images.contains_key(&tag) {
+                continue;
+            }
+            let info = docker.inspect_image(&tag).await?.ok_or_else(|| {
+                Failure::new(format!("the image {tag} does not exist"))
+                    .hint("run `aci images build`")
+            })?;
+            images.insert(
+                tag,
+                output::ImageRecord {
+                    id: info.id,
+                    digests: info.digests,
+                },
+            );
+        }
+    }
+    let mut config_files = vec!["configs/default.yaml (built in)".to_owned()];
+    config_files.extend(args.configs.iter().map(|p| p.display().to_string()));
+    let manifest = output::Manifest {
+        aci_version: env!("CARGO_PKG_VERSION").to_owned(),
+        run_id: ctx.run_id.clone(),
+        model: ctx.model.clone(),
+        runtime: match args.runtime {
+            cli::Runtime::Docker => "docker",
+            cli::Runtime::Local => "local",
+        }
+        .to_owned(),
+        instances: instances_file.display().to_string(),
+        config_files,
+        config_sets: args.sets.clone(),
+        config_hash: ctx.config.hash(),
+        config: serde_json::to_value(&ctx.config).unwrap_or_default(),
+        images,
+        seed,
+    };
+    output::write_manifest(&ctx.output, &manifest).map_err(|e| {
+        Failure::new(format!(
+            "cannot write {}: {e}",
+            ctx.output.join("manifest.json").display()
+        ))
+    })
+}

@@ -47,15 +47,29 @@ async fn working_directory_and_exports_persist_between_commands(mut s: AnySandbo
     let repo = s.repo_dir().to_owned();
     let out = s.run("pwd", SHORT).await.unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{repo}\n"));
-    s.run("cd pkg && export FOO='bar baz'", SHORT).await.unwrap();
-    let out = s.run("pwd; echo \"$FOO\"; echo $ACI_TEST", SHORT).await.unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{repo}/pkg\nbar baz\nyes\n"));
+    s.run("cd pkg && export FOO='bar baz'", SHORT)
+        .await
+        .unwrap();
+    let out = s
+        .run("pwd; echo \"$FOO\"; echo $ACI_TEST", SHORT)
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{repo}/pkg\nbar baz\nyes\n")
+    );
     s.shutdown().await.unwrap();
 }
 
 async fn exit_codes_and_stderr_are_reported_apart(mut s: AnySandbox, _: Kind) {
-    let out = s.run("echo out; echo err >&2; (exit 42)", SHORT).await.unwrap();
-    assert_eq!((out.stdout.as_slice(), out.stderr.as_slice(), out.exit_code), (&b"out\n"[..], &b"err\n"[..], Some(42)));
+    let out = s
+        .run("echo out; echo err >&2; (exit 42)", SHORT)
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice(), out.exit_code),
+        (&b"out\n"[..], &b"err\n"[..], Some(42))
+    );
     let out = s.run("false", SHORT).await.unwrap();
     assert_eq!(out.exit_code, Some(1));
     let out = s.run("ls /definitely-missing", SHORT).await.unwrap();
@@ -68,29 +82,56 @@ async fn exit_codes_and_stderr_are_reported_apart(mut s: AnySandbox, _: Kind) {
 async fn output_is_exact_without_a_trailing_newline_and_in_bytes(mut s: AnySandbox, _: Kind) {
     let out = s.run("printf 'no newline'", SHORT).await.unwrap();
     assert_eq!(out.stdout, b"no newline");
-    let out = s.run("printf '\\377\\376 latin1 \\351\\n\\n\\n'", SHORT).await.unwrap();
+    let out = s
+        .run("printf '\\377\\376 latin1 \\351\\n\\n\\n'", SHORT)
+        .await
+        .unwrap();
     assert_eq!(out.stdout, b"\xff\xfe latin1 \xe9\n\n\n");
     let out = s.run("true", SHORT).await.unwrap();
-    assert_eq!((out.stdout.len(), out.stderr.len(), out.exit_code), (0, 0, Some(0)));
-    let out = s.run("echo 'quotes \" and '\\'' and $HOME-less \\$x'", SHORT).await.unwrap();
+    assert_eq!(
+        (out.stdout.len(), out.stderr.len(), out.exit_code),
+        (0, 0, Some(0))
+    );
+    let out = s
+        .run("echo 'quotes \" and '\\'' and $HOME-less \\$x'", SHORT)
+        .await
+        .unwrap();
     assert_eq!(out.stdout, b"quotes \" and ' and $HOME-less \\$x\n");
     s.shutdown().await.unwrap();
 }
 
 async fn merged_output_interleaves_stderr(mut s: AnySandbox, _: Kind) {
-    let out = s.run_merged("echo one; echo two >&2; echo three; exit_code=3; (exit 3)", SHORT).await.unwrap();
-    assert_eq!((out.stdout.as_slice(), out.stderr.len(), out.exit_code), (&b"one\ntwo\nthree\n"[..], 0, Some(3)));
+    let out = s
+        .run_merged(
+            "echo one; echo two >&2; echo three; exit_code=3; (exit 3)",
+            SHORT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.len(), out.exit_code),
+        (&b"one\ntwo\nthree\n"[..], 0, Some(3))
+    );
     s.shutdown().await.unwrap();
 }
 
 async fn a_hung_command_times_out_and_the_next_command_works(mut s: AnySandbox, _: Kind) {
     s.run("cd pkg", SHORT).await.unwrap();
-    let out = s.run("echo started; sleep 1000", Duration::from_secs(2)).await.unwrap();
+    let out = s
+        .run("echo started; sleep 1000", Duration::from_secs(2))
+        .await
+        .unwrap();
     assert!(out.timed_out, "{out:?}");
     assert_eq!(out.stdout, b"started\n");
-    assert!(!out.session_restarted, "the session should survive a killed command: {out:?}");
+    assert!(
+        !out.session_restarted,
+        "the session should survive a killed command: {out:?}"
+    );
     let out = s.run("echo alive; basename \"$PWD\"", SHORT).await.unwrap();
-    assert_eq!((out.stdout.as_slice(), out.exit_code), (&b"alive\npkg\n"[..], Some(0)));
+    assert_eq!(
+        (out.stdout.as_slice(), out.exit_code),
+        (&b"alive\npkg\n"[..], Some(0))
+    );
     s.shutdown().await.unwrap();
 }
 
@@ -101,12 +142,18 @@ async fn exit_reopens_the_session(mut s: AnySandbox, _: Kind) {
     assert!(out.session_restarted, "{out:?}");
     assert_eq!(out.exit_code, None);
     let out = s.run("pwd; echo \"[$GONE]\"", SHORT).await.unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{repo}\n[]\n"));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{repo}\n[]\n")
+    );
     s.shutdown().await.unwrap();
 }
 
 async fn commands_never_read_the_protocol_stdin(mut s: AnySandbox, _: Kind) {
-    let out = s.run("cat; read line; echo \"read=[$line]\"", SHORT).await.unwrap();
+    let out = s
+        .run("cat; read line; echo \"read=[$line]\"", SHORT)
+        .await
+        .unwrap();
     assert_eq!(out.stdout, b"read=[]\n");
     let out = s.run("echo next", SHORT).await.unwrap();
     assert_eq!(out.stdout, b"next\n");
@@ -117,10 +164,16 @@ async fn a_syntax_error_fails_at_once_instead_of_hanging(mut s: AnySandbox, _: K
     let out = s.run("echo \"unterminated", SHORT).await.unwrap();
     assert!(!out.timed_out);
     assert_eq!(out.exit_code, Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected EOF"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unexpected EOF"),
+        "{out:?}"
+    );
     let out = s.run("if true; then echo x", SHORT).await.unwrap();
     assert_eq!(out.exit_code, Some(2));
-    let out = s.run("cat <<'EOF'\nheredoc works\nEOF", SHORT).await.unwrap();
+    let out = s
+        .run("cat <<'EOF'\nheredoc works\nEOF", SHORT)
+        .await
+        .unwrap();
     assert_eq!(out.stdout, b"heredoc works\n");
     s.shutdown().await.unwrap();
 }
@@ -137,9 +190,17 @@ async fn files_are_read_and_written_byte_exactly(mut s: AnySandbox, _: Kind) {
         s.write_file(path, content).await.unwrap();
         assert_eq!(s.read_file(path).await.unwrap(), content, "{path}");
     }
-    let out = s.run("wc -c < crlf.txt; od -An -c no_newline.py | tail -1", SHORT).await.unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().next(), Some("20"));
-    let big: Vec<u8> = (0..5000).flat_map(|i| format!("line {i} of a five thousand line file\n").into_bytes()).collect();
+    let out = s
+        .run("wc -c < crlf.txt; od -An -c no_newline.py | tail -1", SHORT)
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().next(),
+        Some("20")
+    );
+    let big: Vec<u8> = (0..5000)
+        .flat_map(|i| format!("line {i} of a five thousand line file\n").into_bytes())
+        .collect();
     s.write_file("/tmp/big.py", &big).await.unwrap();
     assert_eq!(s.read_file("/tmp/big.py").await.unwrap(), big);
     s.shutdown().await.unwrap();
@@ -147,27 +208,71 @@ async fn files_are_read_and_written_byte_exactly(mut s: AnySandbox, _: Kind) {
 
 async fn file_errors_say_what_is_wrong(mut s: AnySandbox, _: Kind) {
     let missing = s.read_file("nope.py").await.unwrap_err();
-    assert!(matches!(missing, SandboxError::File { kind: FileErrorKind::NotFound, .. }), "{missing}");
+    assert!(
+        matches!(
+            missing,
+            SandboxError::File {
+                kind: FileErrorKind::NotFound,
+                ..
+            }
+        ),
+        "{missing}"
+    );
     let dir = s.read_file("pkg").await.unwrap_err();
-    assert!(matches!(dir, SandboxError::File { kind: FileErrorKind::IsDirectory, .. }), "{dir}");
+    assert!(
+        matches!(
+            dir,
+            SandboxError::File {
+                kind: FileErrorKind::IsDirectory,
+                ..
+            }
+        ),
+        "{dir}"
+    );
     assert_eq!(dir.to_string(), "pkg: Is a directory");
     s.shutdown().await.unwrap();
 }
 
 async fn the_repository_has_a_clean_git_baseline(mut s: AnySandbox, _: Kind) {
     let baseline = s.baseline().to_owned();
-    let out = s.run("git status --porcelain; git rev-parse HEAD; git log --oneline | wc -l", SHORT).await.unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{baseline}\n1\n"));
-    s.run("echo '# more' >> README.md; echo new > new.txt", SHORT).await.unwrap();
-    let out = s.run(&format!("git add -A && git diff --cached --stat {baseline}"), SHORT).await.unwrap();
+    let out = s
+        .run(
+            "git status --porcelain; git rev-parse HEAD; git log --oneline | wc -l",
+            SHORT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{baseline}\n1\n")
+    );
+    s.run("echo '# more' >> README.md; echo new > new.txt", SHORT)
+        .await
+        .unwrap();
+    let out = s
+        .run(
+            &format!("git add -A && git diff --cached --stat {baseline}"),
+            SHORT,
+        )
+        .await
+        .unwrap();
     let stat = String::from_utf8(out.stdout).unwrap();
-    assert!(stat.contains("README.md") && stat.contains("new.txt") && stat.contains("2 files changed"), "{stat}");
+    assert!(
+        stat.contains("README.md") && stat.contains("new.txt") && stat.contains("2 files changed"),
+        "{stat}"
+    );
     s.shutdown().await.unwrap();
 }
 
 async fn huge_output_keeps_head_and_tail_with_a_note(mut s: AnySandbox, _: Kind) {
     // 20 MB through the session; the limit keeps 64 KiB at each end.
-    let out = s.run("echo first; head -c 20000000 /dev/zero | tr '\\0' x; echo; echo last", SHORT).await.unwrap();
+    let out = s
+        .run(
+            "echo first; head -c 20000000 /dev/zero | tr '\\0' x; echo; echo last",
+            SHORT,
+        )
+        .await
+        .unwrap();
     assert_eq!(out.exit_code, Some(0));
     assert!(out.stdout.starts_with(b"first\nxxx"));
     assert!(out.stdout.ends_with(b"xxx\nlast\n"));

@@ -12,7 +12,10 @@ use support::{SHORT, docker, small_repo, spec};
 async fn the_container_has_only_the_loopback_interface() {
     let runtime = docker().await;
     let repo = small_repo();
-    let mut s = runtime.start(&spec("net", Some(repo.path()))).await.unwrap();
+    let mut s = runtime
+        .start(&spec("net", Some(repo.path())))
+        .await
+        .unwrap();
     let out = s.run("ls /sys/class/net", SHORT).await.unwrap();
     assert_eq!(out.stdout, b"lo\n");
     s.shutdown().await.unwrap();
@@ -41,7 +44,10 @@ async fn the_container_is_hardened_and_labelled() {
     assert_eq!(lines[2], "CapEff:\t000000000000001b");
     assert_eq!(lines[3], "NoNewPrivs:\t1");
     assert_eq!(lines[4], "docker-init");
-    let ids = runtime.list_aci_containers(Some(&spec.run_id)).await.unwrap();
+    let ids = runtime
+        .list_aci_containers(Some(&spec.run_id))
+        .await
+        .unwrap();
     assert!(ids.contains(&s.container_id().to_owned()));
     s.shutdown().await.unwrap();
 }
@@ -51,7 +57,13 @@ async fn a_memory_hog_is_killed_and_reported() {
     let runtime = docker().await;
     let mut s = runtime.start(&spec("memhog", None)).await.unwrap();
     // tail -c keeps what it is asked to keep: 1 GB against a 256 MiB limit.
-    let out = s.run("head -c 2000000000 /dev/zero | tail -c 1000000000 | wc -c", Duration::from_secs(120)).await.unwrap();
+    let out = s
+        .run(
+            "head -c 2000000000 /dev/zero | tail -c 1000000000 | wc -c",
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap();
     assert!(out.oom_killed, "{out:?}");
     let out = s.run("echo still here", SHORT).await.unwrap();
     assert_eq!(out.stdout, b"still here\n");
@@ -62,12 +74,21 @@ async fn a_memory_hog_is_killed_and_reported() {
 async fn a_fork_bomb_is_stopped_by_the_pids_limit() {
     let runtime = docker().await;
     let repo = small_repo();
-    let mut s = runtime.start(&spec("forkbomb", Some(repo.path()))).await.unwrap();
+    let mut s = runtime
+        .start(&spec("forkbomb", Some(repo.path())))
+        .await
+        .unwrap();
     let id = s.container_id().to_owned();
-    let out = s.run("bomb() { bomb | bomb; }; bomb", Duration::from_secs(3)).await.unwrap();
+    let out = s
+        .run("bomb() { bomb | bomb; }; bomb", Duration::from_secs(3))
+        .await
+        .unwrap();
     assert!(out.timed_out, "{out:?}");
     let processes = runtime.process_count(&id).await.unwrap();
-    assert!(processes <= 128 + 2, "{processes} processes despite a limit of 128");
+    assert!(
+        processes <= 128 + 2,
+        "{processes} processes despite a limit of 128"
+    );
     let out = s.run("echo survived; cat README.md", SHORT).await.unwrap();
     assert_eq!(out.stdout, b"survived\n# demo\n");
     s.shutdown().await.unwrap();
@@ -80,12 +101,24 @@ async fn shutdown_removes_the_container_and_dropping_does_too() {
     let s = runtime.start(&spec).await.unwrap();
     let id = s.container_id().to_owned();
     s.shutdown().await.unwrap();
-    assert!(!runtime.list_aci_containers(None).await.unwrap().contains(&id));
+    assert!(
+        !runtime
+            .list_aci_containers(None)
+            .await
+            .unwrap()
+            .contains(&id)
+    );
     let dropped = runtime.start(&spec).await.unwrap();
     let dropped_id = dropped.container_id().to_owned();
     drop(dropped);
     runtime.remove_all_started().await;
-    assert!(!runtime.list_aci_containers(None).await.unwrap().contains(&dropped_id));
+    assert!(
+        !runtime
+            .list_aci_containers(None)
+            .await
+            .unwrap()
+            .contains(&dropped_id)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,6 +128,14 @@ async fn a_dead_container_is_an_instance_failure_not_a_panic() {
     let id = s.container_id().to_owned();
     runtime.remove_container(&id).await.unwrap();
     let error = s.run("echo hi", SHORT).await.unwrap_err();
-    assert!(matches!(error, aci::sandbox::SandboxError::ContainerDied { .. }), "{error}");
-    assert!(error.to_string().starts_with("the container for dies died: "), "{error}");
+    assert!(
+        matches!(error, aci::sandbox::SandboxError::ContainerDied { .. }),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("the container for dies died: "),
+        "{error}"
+    );
 }

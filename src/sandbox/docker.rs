@@ -61,6 +61,22 @@ pub struct DockerRuntime {
     live: Arc<Mutex<Vec<String>>>,
 }
 
+/// An image build: [`DockerRuntime::build_image`].
+pub struct BuildRequest<'a> {
+    /// The tag to give the image.
+    pub tag: &'a str,
+    /// The Dockerfile's name inside the context.
+    pub dockerfile: &'a str,
+    /// The build context, a tar archive.
+    pub context: Vec<u8>,
+    /// `ARG` values.
+    pub build_args: &'a HashMap<String, String>,
+    /// Labels put on the image.
+    pub labels: &'a HashMap<String, String>,
+    /// Whether `RUN` steps get a network (to reach package mirrors).
+    pub network: bool,
+}
+
 /// What [`DockerRuntime::inspect_image`] reports.
 #[derive(Debug, Clone)]
 pub struct ImageInfo {
@@ -76,10 +92,14 @@ impl DockerRuntime {
     /// Connects to the local daemon and negotiates the API version.
     pub async fn connect() -> Result<Self, SandboxError> {
         let docker = Docker::connect_with_local_defaults().map_err(docker_error)?;
-        let docker = docker.negotiate_version().await.map_err(|e| {
-            SandboxError::Docker(format!("cannot reach the Docker daemon: {e}"))
-        })?;
-        Ok(Self { docker, live: Arc::new(Mutex::new(Vec::new())) })
+        let docker = docker
+            .negotiate_version()
+            .await
+            .map_err(|e| SandboxError::Docker(format!("cannot reach the Docker daemon: {e}")))?;
+        Ok(Self {
+            docker,
+            live: Arc::new(Mutex::new(Vec::new())),
+        })
     }
 
     /// Starts a task container as `spec` says and opens its shell.
@@ -100,7 +120,10 @@ impl DockerRuntime {
         spec: &SandboxSpec,
         container_id: &str,
     ) -> Result<DockerSandbox, SandboxError> {
-        self.docker.start_container(container_id, None).await.map_err(docker_error)?;
+        self.docker
+            .start_container(container_id, None)
+            .await
+            .map_err(docker_error)?;
         if let Some(source) = &spec.repo {
             let prefix = spec.repo_dir.trim_start_matches('/').to_owned();
             let source = source.clone();
@@ -109,7 +132,11 @@ impl DockerRuntime {
                 .map_err(|e| SandboxError::Session(format!("repository task failed: {e}")))??;
             let options = UploadToContainerOptionsBuilder::default().path("/").build();
             self.docker
-                .upload_to_container(container_id, Some(options), bollard::body_full(Bytes::from(tar)))
+                .upload_to_container(
+                    container_id,
+                    Some(options),
+                    bollard::body_full(Bytes::from(tar)),
+                )
                 .await
                 .map_err(docker_error)?;
         }
@@ -120,8 +147,10 @@ impl DockerRuntime {
             workdir: spec.repo_dir.clone(),
         };
         let init = repo::session_init(&spec.env);
-        let mut shell = Shell::open(transport, &spec.repo_dir, init, spec.output_limit, true).await?;
-        let baseline = repo::make_baseline(&mut shell, repo::Baseline::for_source(spec.repo.as_ref())).await?;
+        let mut shell =
+            Shell::open(transport, &spec.repo_dir, init, spec.output_limit, true).await?;
+        let baseline =
+            repo::make_baseline(&mut shell, repo::Baseline::for_source(spec.repo.as_ref())).await?;
         Ok(DockerSandbox {
             runtime: self.clone(),
             container_id: container_id.to_owned(),
@@ -139,7 +168,8 @@ impl DockerRuntime {
             (LABEL_PID.to_owned(), std::process::id().to_string()),
             (LABEL_PID_START.to_owned(), own_start_time().to_string()),
         ]);
-        let memory = i64::try_from(spec.limits.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
+        let memory =
+            i64::try_from(spec.limits.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
         let host_config = HostConfig {
             memory: Some(memory),
             memory_swap: Some(memory),
@@ -168,7 +198,12 @@ impl DockerRuntime {
             .docker
             .create_container(Some(options), body)
             .await
-            .map_err(|e| SandboxError::Docker(format!("cannot create a container from {}: {e}", spec.image)))?;
+            .map_err(|e| {
+                SandboxError::Docker(format!(
+                    "cannot create a container from {}: {e}",
+                    spec.image
+                ))
+            })?;
         Ok(created.id)
     }
 
@@ -184,21 +219,38 @@ impl DockerRuntime {
 
     /// Force-removes one container.
     pub async fn remove_container(&self, container_id: &str) -> Result<(), SandboxError> {
-        let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
-        let result = self.docker.remove_container(container_id, Some(options)).await;
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        let result = self
+            .docker
+            .remove_container(container_id, Some(options))
+            .await;
         self.track(container_id, false);
         match result {
             Ok(()) => Ok(()),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
             // Another task is already removing it: wait until it is gone.
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 409, .. }) => {
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => {
                 for _ in 0..100 {
-                    if self.docker.inspect_container(container_id, None).await.is_err() {
+                    if self
+                        .docker
+                        .inspect_container(container_id, None)
+                        .await
+                        .is_err()
+                    {
                         return Ok(());
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(SandboxError::Docker(format!("container {container_id} is still being removed")))
+                Err(SandboxError::Docker(format!(
+                    "container {container_id} is still being removed"
+                )))
             }
             Err(error) => Err(docker_error(error)),
         }
@@ -218,8 +270,16 @@ impl DockerRuntime {
     }
 
     /// Lists the ids of containers carrying `aci.run_id` (any run, or one run).
-    pub async fn list_aci_containers(&self, run_id: Option<&str>) -> Result<Vec<String>, SandboxError> {
-        Ok(self.list_labelled(run_id).await?.into_iter().map(|(id, _)| id).collect())
+    pub async fn list_aci_containers(
+        &self,
+        run_id: Option<&str>,
+    ) -> Result<Vec<String>, SandboxError> {
+        Ok(self
+            .list_labelled(run_id)
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
     }
 
     async fn list_labelled(
@@ -231,8 +291,15 @@ impl DockerRuntime {
             None => LABEL_RUN_ID.to_owned(),
         };
         let filters = HashMap::from([("label".to_owned(), vec![label])]);
-        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
-        let containers = self.docker.list_containers(Some(options)).await.map_err(docker_error)?;
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let containers = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(docker_error)?;
         Ok(containers
             .into_iter()
             .filter_map(|c| Some((c.id?, c.labels.unwrap_or_default())))
@@ -244,7 +311,9 @@ impl DockerRuntime {
         let mut reaped = 0;
         for (id, labels) in self.list_labelled(None).await? {
             let pid = labels.get(LABEL_PID).and_then(|p| p.parse::<u32>().ok());
-            let start = labels.get(LABEL_PID_START).and_then(|s| s.parse::<u64>().ok());
+            let start = labels
+                .get(LABEL_PID_START)
+                .and_then(|s| s.parse::<u64>().ok());
             let alive = match (pid, start) {
                 (Some(pid), Some(start)) => process_start_time(pid) == Some(start),
                 _ => false,
@@ -258,7 +327,11 @@ impl DockerRuntime {
 
     /// Number of processes running in a container, as the daemon sees them.
     pub async fn process_count(&self, container_id: &str) -> Result<usize, SandboxError> {
-        let top = self.docker.top_processes(container_id, None).await.map_err(docker_error)?;
+        let top = self
+            .docker
+            .top_processes(container_id, None)
+            .await
+            .map_err(docker_error)?;
         Ok(top.processes.map(|p| p.len()).unwrap_or(0))
     }
 
@@ -270,23 +343,28 @@ impl DockerRuntime {
                 digests: image.repo_digests.unwrap_or_default(),
                 labels: image.config.and_then(|c| c.labels).unwrap_or_default(),
             })),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
             Err(error) => Err(docker_error(error)),
         }
     }
 
-    /// Builds `tag` from a tar build context with the classic builder. `on_step` receives each
-    /// `Step N/M : …` line. Returns the image id.
+    /// Builds an image from a tar build context with the classic builder. `on_step` receives
+    /// each `Step N/M : …` line. Returns the image id.
     pub async fn build_image(
         &self,
-        tag: &str,
-        dockerfile: &str,
-        context: Vec<u8>,
-        build_args: &HashMap<String, String>,
-        labels: &HashMap<String, String>,
-        network: bool,
+        request: BuildRequest<'_>,
         mut on_step: impl FnMut(&str) + Send,
     ) -> Result<String, SandboxError> {
+        let BuildRequest {
+            tag,
+            dockerfile,
+            context,
+            build_args,
+            labels,
+            network,
+        } = request;
         let options = BuildImageOptionsBuilder::default()
             .dockerfile(dockerfile)
             .t(tag)
@@ -296,7 +374,11 @@ impl DockerRuntime {
             .labels(labels)
             .networkmode(if network { "default" } else { "none" })
             .build();
-        let mut stream = self.docker.build_image(options, None, Some(bollard::body_full(Bytes::from(context))));
+        let mut stream = self.docker.build_image(
+            options,
+            None,
+            Some(bollard::body_full(Bytes::from(context))),
+        );
         let mut log_tail: Vec<String> = Vec::new();
         while let Some(item) = stream.next().await {
             let info = item.map_err(|e| SandboxError::Docker(format!("building {tag}: {e}")))?;
@@ -324,43 +406,73 @@ impl DockerRuntime {
     }
 
     /// Lists images carrying a label (`key` or `key=value`): `(id, tags)` pairs.
-    pub async fn list_images(&self, label: &str) -> Result<Vec<(String, Vec<String>)>, SandboxError> {
+    pub async fn list_images(
+        &self,
+        label: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, SandboxError> {
         let filters = HashMap::from([("label".to_owned(), vec![label.to_owned()])]);
-        let options = ListImagesOptionsBuilder::default().all(false).filters(&filters).build();
-        let images = self.docker.list_images(Some(options)).await.map_err(docker_error)?;
+        let options = ListImagesOptionsBuilder::default()
+            .all(false)
+            .filters(&filters)
+            .build();
+        let images = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .map_err(docker_error)?;
         Ok(images.into_iter().map(|i| (i.id, i.repo_tags)).collect())
     }
 
     /// Removes an image by id or tag (forcing, so tags pointing to it go too).
     pub async fn remove_image(&self, name: &str) -> Result<(), SandboxError> {
         let options = RemoveImageOptionsBuilder::default().force(true).build();
-        self.docker.remove_image(name, Some(options), None).await.map_err(docker_error)?;
+        self.docker
+            .remove_image(name, Some(options), None)
+            .await
+            .map_err(docker_error)?;
         Ok(())
     }
 
     /// Runs one command in a running container with a fresh `docker exec` (about 50 ms): for
     /// work outside the session. Output is collected whole.
-    pub async fn exec_once(&self, container_id: &str, cmd: Vec<String>) -> Result<ExecOutput, SandboxError> {
+    pub async fn exec_once(
+        &self,
+        container_id: &str,
+        cmd: Vec<String>,
+    ) -> Result<ExecOutput, SandboxError> {
         exec_once(&self.docker, container_id, cmd).await
     }
 }
 
-async fn exec_once(docker: &Docker, container_id: &str, cmd: Vec<String>) -> Result<ExecOutput, SandboxError> {
+async fn exec_once(
+    docker: &Docker,
+    container_id: &str,
+    cmd: Vec<String>,
+) -> Result<ExecOutput, SandboxError> {
     let options = CreateExecOptions {
         cmd: Some(cmd),
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         ..Default::default()
     };
-    let exec = docker.create_exec(container_id, options).await.map_err(docker_error)?;
+    let exec = docker
+        .create_exec(container_id, options)
+        .await
+        .map_err(docker_error)?;
     let mut out = ExecOutput::default();
-    if let StartExecResults::Attached { mut output, .. } =
-        docker.start_exec(&exec.id, None).await.map_err(docker_error)?
+    if let StartExecResults::Attached { mut output, .. } = docker
+        .start_exec(&exec.id, None)
+        .await
+        .map_err(docker_error)?
     {
         while let Some(item) = output.next().await {
             match item.map_err(docker_error)? {
-                bollard::container::LogOutput::StdOut { message } => out.stdout.extend_from_slice(&message),
-                bollard::container::LogOutput::StdErr { message } => out.stderr.extend_from_slice(&message),
+                bollard::container::LogOutput::StdOut { message } => {
+                    out.stdout.extend_from_slice(&message)
+                }
+                bollard::container::LogOutput::StdErr { message } => {
+                    out.stderr.extend_from_slice(&message)
+                }
                 _ => {}
             }
         }
@@ -374,7 +486,13 @@ async fn exec_once(docker: &Docker, container_id: &str, cmd: Vec<String>) -> Res
 fn container_name(instance_id: &str, run_id: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect()
     };
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -406,7 +524,10 @@ pub struct DockerTransport {
 
 impl DockerTransport {
     async fn death_reason(&self) -> Option<String> {
-        let inspected = self.docker.inspect_container(&self.container_id, None).await;
+        let inspected = self
+            .docker
+            .inspect_container(&self.container_id, None)
+            .await;
         let state = match inspected {
             Ok(container) => container.state?,
             Err(e) => return Some(format!("the container is gone ({e})")),
@@ -414,7 +535,10 @@ impl DockerTransport {
         if state.running == Some(true) {
             return None;
         }
-        let mut reason = format!("the container stopped with exit code {}", state.exit_code.unwrap_or(-1));
+        let mut reason = format!(
+            "the container stopped with exit code {}",
+            state.exit_code.unwrap_or(-1)
+        );
         if state.oom_killed == Some(true) {
             reason.push_str(" after running out of memory");
         }
@@ -425,10 +549,17 @@ impl DockerTransport {
 impl Transport for DockerTransport {
     async fn open(&self) -> Result<Channel, SandboxError> {
         if let Some(reason) = self.death_reason().await {
-            return Err(SandboxError::ContainerDied { instance_id: self.instance_id.clone(), reason });
+            return Err(SandboxError::ContainerDied {
+                instance_id: self.instance_id.clone(),
+                reason,
+            });
         }
         let options = CreateExecOptions {
-            cmd: Some(vec!["bash".to_owned(), "--noprofile".to_owned(), "--norc".to_owned()]),
+            cmd: Some(vec![
+                "bash".to_owned(),
+                "--noprofile".to_owned(),
+                "--norc".to_owned(),
+            ]),
             attach_stdin: Some(true),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
@@ -437,9 +568,16 @@ impl Transport for DockerTransport {
             working_dir: Some(self.workdir.clone()),
             ..Default::default()
         };
-        let exec = self.docker.create_exec(&self.container_id, options).await.map_err(docker_error)?;
-        let StartExecResults::Attached { mut output, input } =
-            self.docker.start_exec(&exec.id, None).await.map_err(docker_error)?
+        let exec = self
+            .docker
+            .create_exec(&self.container_id, options)
+            .await
+            .map_err(docker_error)?;
+        let StartExecResults::Attached { mut output, input } = self
+            .docker
+            .start_exec(&exec.id, None)
+            .await
+            .map_err(docker_error)?
         else {
             return Err(SandboxError::Session("the exec did not attach".to_owned()));
         };
@@ -484,7 +622,10 @@ impl Transport for DockerTransport {
 
     async fn reset(&self) -> Result<(), SandboxError> {
         if let Some(reason) = self.death_reason().await {
-            return Err(SandboxError::ContainerDied { instance_id: self.instance_id.clone(), reason });
+            return Err(SandboxError::ContainerDied {
+                instance_id: self.instance_id.clone(),
+                reason,
+            });
         }
         // Kill every process but init: a wedged session, or a fork bomb the interrupt could
         // not even start beside. The file system, and so the repository, stays as it is.
@@ -523,7 +664,11 @@ impl Sandbox for DockerSandbox {
         self.shell.run(command, timeout, Streams::Separate).await
     }
 
-    async fn run_merged(&mut self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+    async fn run_merged(
+        &mut self,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
         self.shell.run(command, timeout, Streams::Merged).await
     }
 

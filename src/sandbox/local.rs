@@ -16,7 +16,10 @@ use super::shell::{Channel, Frame, KILL_TREE_SCRIPT, Shell, Streams, Transport};
 use super::{ExecOutput, Sandbox, SandboxError, SandboxSpec, repo};
 
 fn io_error(context: &str) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
-    move |source| SandboxError::Io { context: context.to_owned(), source }
+    move |source| SandboxError::Io {
+        context: context.to_owned(),
+        source,
+    }
 }
 
 /// Opens bash sessions as child processes of `aci`.
@@ -42,13 +45,18 @@ impl Transport for LocalTransport {
         let (Some(input), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(SandboxError::Session("bash started without pipes".to_owned()));
+            return Err(SandboxError::Session(
+                "bash started without pipes".to_owned(),
+            ));
         };
         let (sender, frames) = mpsc::channel(64);
         spawn_reader(stdout, sender.clone(), Frame::Stdout);
         spawn_reader(stderr, sender, Frame::Stderr);
         *self.child.lock().await = Some(child);
-        Ok(Channel { input: Box::pin(input), frames })
+        Ok(Channel {
+            input: Box::pin(input),
+            frames,
+        })
     }
 
     async fn interrupt(&self, shell_pid: u32) -> Result<(), SandboxError> {
@@ -63,7 +71,9 @@ impl Transport for LocalTransport {
         if status.success() {
             Ok(())
         } else {
-            Err(SandboxError::Session(format!("the interrupt script failed: {status}")))
+            Err(SandboxError::Session(format!(
+                "the interrupt script failed: {status}"
+            )))
         }
     }
 
@@ -117,7 +127,12 @@ impl LocalSandbox {
             .prefix("aci-local-")
             .tempdir()
             .map_err(io_error("cannot create a temporary directory"))?;
-        let name = spec.repo_dir.trim_end_matches('/').rsplit('/').next().unwrap_or("testbed");
+        let name = spec
+            .repo_dir
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("testbed");
         let name = if name.is_empty() { "testbed" } else { name };
         let repo_path = dir.path().join(name);
         if let Some(source) = &spec.repo {
@@ -128,15 +143,22 @@ impl LocalSandbox {
                 let tar = repo::tar_repository(&source, &prefix)?;
                 tar::Archive::new(tar.as_slice())
                     .unpack(&target)
-                    .map_err(|e| SandboxError::Io { context: "cannot unpack the repository".to_owned(), source: e })
+                    .map_err(|e| SandboxError::Io {
+                        context: "cannot unpack the repository".to_owned(),
+                        source: e,
+                    })
             })
             .await
             .map_err(|e| SandboxError::Session(format!("repository task failed: {e}")))??;
         } else {
-            std::fs::create_dir_all(&repo_path).map_err(io_error("cannot create the repository directory"))?;
+            std::fs::create_dir_all(&repo_path)
+                .map_err(io_error("cannot create the repository directory"))?;
         }
         let repo_dir = repo_path.display().to_string();
-        let transport = LocalTransport { workdir: repo_dir.clone(), child: Mutex::new(None) };
+        let transport = LocalTransport {
+            workdir: repo_dir.clone(),
+            child: Mutex::new(None),
+        };
         let init = repo::session_init(&spec.env);
         let mut shell = Shell::open(transport, &repo_dir, init, spec.output_limit, false).await?;
         let baseline = match &spec.repo {
@@ -144,7 +166,12 @@ impl LocalSandbox {
             None => repo::Baseline::Fresh { force: false },
         };
         let baseline = repo::make_baseline(&mut shell, baseline).await?;
-        Ok(Self { shell, repo_dir, baseline, dir })
+        Ok(Self {
+            shell,
+            repo_dir,
+            baseline,
+            dir,
+        })
     }
 }
 
@@ -153,7 +180,11 @@ impl Sandbox for LocalSandbox {
         self.shell.run(command, timeout, Streams::Separate).await
     }
 
-    async fn run_merged(&mut self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+    async fn run_merged(
+        &mut self,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
         self.shell.run(command, timeout, Streams::Merged).await
     }
 
@@ -177,6 +208,7 @@ impl Sandbox for LocalSandbox {
         self.shell.transport().reset().await?;
         let Self { shell, dir, .. } = self;
         drop(shell);
-        dir.close().map_err(io_error("cannot remove the temporary directory"))
+        dir.close()
+            .map_err(io_error("cannot remove the temporary directory"))
     }
 }

@@ -62,7 +62,11 @@ pub struct ResourceLimits {
 
 impl Default for ResourceLimits {
     fn default() -> Self {
-        Self { memory_mb: 4096, cpus: 2.0, pids: 1024 }
+        Self {
+            memory_mb: 4096,
+            cpus: 2.0,
+            pids: 1024,
+        }
     }
 }
 
@@ -177,7 +181,10 @@ pub trait Sandbox: Send {
 
     /// Reads a file's exact bytes. A relative path is relative to the session's working
     /// directory.
-    fn read_file(&mut self, path: &str) -> impl Future<Output = Result<Vec<u8>, SandboxError>> + Send;
+    fn read_file(
+        &mut self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<u8>, SandboxError>> + Send;
 
     /// Writes a file's exact bytes, creating parent directories.
     fn write_file(

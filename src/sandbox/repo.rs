@@ -17,7 +17,10 @@ GIT_COMMITTER_NAME=aci GIT_COMMITTER_EMAIL=aci@localhost \
 GIT_AUTHOR_DATE='2000-01-01T00:00:00Z' GIT_COMMITTER_DATE='2000-01-01T00:00:00Z'";
 
 fn repo_error(path: &Path, message: impl Into<String>) -> SandboxError {
-    SandboxError::Repo { path: path.to_owned(), message: message.into() }
+    SandboxError::Repo {
+        path: path.to_owned(),
+        message: message.into(),
+    }
 }
 
 /// Whether `commit` names a real commit rather than the all-zeros placeholder.
@@ -36,13 +39,21 @@ pub fn tar_repository(source: &RepoSource, prefix: &str) -> Result<Vec<u8>, Sand
         let output = Command::new("git")
             .arg("-C")
             .arg(path)
-            .args(["archive", "--format=tar", &format!("--prefix={prefix}/"), commit])
+            .args([
+                "archive",
+                "--format=tar",
+                &format!("--prefix={prefix}/"),
+                commit,
+            ])
             .output()
             .map_err(|e| repo_error(path, format!("cannot run git: {e}")))?;
         if !output.status.success() {
             return Err(repo_error(
                 path,
-                format!("git archive {commit} failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
+                format!(
+                    "git archive {commit} failed: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ),
             ));
         }
         return Ok(output.stdout);
@@ -106,7 +117,9 @@ impl Baseline {
     pub fn for_source(source: Option<&RepoSource>) -> Self {
         match source {
             None => Self::Existing,
-            Some(source) => Self::Fresh { force: is_real_commit(source.commit.as_deref()).is_some() },
+            Some(source) => Self::Fresh {
+                force: is_real_commit(source.commit.as_deref()).is_some(),
+            },
         }
     }
 }
@@ -129,7 +142,10 @@ pub async fn make_baseline<T: Transport>(
     let script = match baseline {
         Baseline::Fresh { force } => fresh(force),
         // An image without a repository at repo_dir gets an empty one.
-        Baseline::Existing => format!("git rev-parse -q --verify HEAD 2>/dev/null || {{ {}; }}", fresh(false)),
+        Baseline::Existing => format!(
+            "git rev-parse -q --verify HEAD 2>/dev/null || {{ {}; }}",
+            fresh(false)
+        ),
     };
     let out = shell.run_trusted(&script, Duration::from_secs(600)).await?;
     let hash = String::from_utf8_lossy(&out.stdout).trim().to_owned();

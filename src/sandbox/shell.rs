@@ -74,7 +74,10 @@ pub struct OutputLimit {
 
 impl Default for OutputLimit {
     fn default() -> Self {
-        Self { head: 512 * 1024, tail: 512 * 1024 }
+        Self {
+            head: 512 * 1024,
+            tail: 512 * 1024,
+        }
     }
 }
 
@@ -174,7 +177,10 @@ impl CappedBuffer {
             self.tail.get(self.tail.len() - 1 - back).copied()
         } else {
             let back = back - self.tail.len();
-            self.head.len().checked_sub(1 + back).and_then(|i| self.head.get(i).copied())
+            self.head
+                .len()
+                .checked_sub(1 + back)
+                .and_then(|i| self.head.get(i).copied())
         }
     }
 
@@ -182,7 +188,10 @@ impl CappedBuffer {
     fn last(&self, n: usize) -> Vec<u8> {
         let available = self.head.len() + self.tail.len();
         let n = n.min(available);
-        (0..n).rev().filter_map(|back| self.byte_from_end(back)).collect()
+        (0..n)
+            .rev()
+            .filter_map(|back| self.byte_from_end(back))
+            .collect()
     }
 
     /// The kept output without its last `strip` bytes, with a note where bytes were dropped,
@@ -239,7 +248,11 @@ pub fn base64_encode(data: &[u8]) -> String {
         if i > 0 && i % 19 == 0 {
             out.push('\n'); // 76-column lines, as base64(1) writes them
         }
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for k in 0..4 {
             if k <= chunk.len() {
@@ -284,6 +297,9 @@ pub struct Shell<T: Transport> {
     init: String,
     oom_read: &'static str,
     oom_kills: i64,
+    /// An exchange was started and never finished (its future was dropped, e.g. by a
+    /// watchdog): the session's output stream is out of step and must be replaced.
+    in_flight: bool,
 }
 
 /// Reads the cgroup's OOM-kill counter (v1 or v2) into `__aci_oom` with builtins only, so it
@@ -312,6 +328,7 @@ impl<T: Transport> Shell<T> {
             init,
             oom_read: if oom_probe { OOM_READ } else { "" },
             oom_kills: 0,
+            in_flight: false,
         };
         shell.reopen().await?;
         Ok(shell)
@@ -326,11 +343,19 @@ impl<T: Transport> Shell<T> {
         self.session = None;
         let channel = self.transport.open().await?;
         self.session = Some(Session { channel, pid: 0 });
-        let setup = format!("cd {} && {}\nprintf %s \"$$\"", shell_quote(&self.workdir), self.init);
-        let limit = OutputLimit { head: 4096, tail: 0 };
+        let setup = format!(
+            "cd {} && {}\nprintf %s \"$$\"",
+            shell_quote(&self.workdir),
+            self.init
+        );
+        let limit = OutputLimit {
+            head: 4096,
+            tail: 0,
+        };
         let script = format!("{{ {setup}\n}}");
-        let (out, alive) =
-            self.exchange_once(&script, Duration::from_secs(60), Streams::Separate, limit).await?;
+        let (out, alive) = self
+            .exchange_once(&script, Duration::from_secs(60), Streams::Separate, limit)
+            .await?;
         if !alive || out.exit_code != Some(0) {
             return Err(SandboxError::Session(format!(
                 "the new session failed to start in {} (exit {:?}): {}",
@@ -372,7 +397,8 @@ impl<T: Transport> Shell<T> {
         script: &str,
         timeout: Duration,
     ) -> Result<ExecOutput, SandboxError> {
-        self.exchange_trusted(script, timeout, Streams::Separate).await
+        self.exchange_trusted(script, timeout, Streams::Separate)
+            .await
     }
 
     async fn exchange_trusted(
@@ -381,8 +407,12 @@ impl<T: Transport> Shell<T> {
         timeout: Duration,
         streams: Streams,
     ) -> Result<ExecOutput, SandboxError> {
-        let limit = OutputLimit { head: MAX_READ_BYTES, tail: 0 };
-        self.exchange(&format!("{{ {script}\n}}"), timeout, streams, limit).await
+        let limit = OutputLimit {
+            head: MAX_READ_BYTES,
+            tail: 0,
+        };
+        self.exchange(&format!("{{ {script}\n}}"), timeout, streams, limit)
+            .await
     }
 
     /// Reads a file's bytes through the session.
@@ -406,7 +436,11 @@ impl<T: Transport> Shell<T> {
             FileErrorKind::TooLarge => format!("file is larger than {MAX_READ_BYTES} bytes"),
             FileErrorKind::Other => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         };
-        Err(SandboxError::File { path: path.to_owned(), message, kind })
+        Err(SandboxError::File {
+            path: path.to_owned(),
+            message,
+            kind,
+        })
     }
 
     /// Writes a file's bytes through the session, creating parent directories.
@@ -428,7 +462,11 @@ impl<T: Transport> Shell<T> {
         } else {
             FileErrorKind::Other
         };
-        Err(SandboxError::File { path: path.to_owned(), message, kind })
+        Err(SandboxError::File {
+            path: path.to_owned(),
+            message,
+            kind,
+        })
     }
 
     /// Sends one script and collects its output; interrupts it at the deadline and reopens
@@ -440,10 +478,19 @@ impl<T: Transport> Shell<T> {
         streams: Streams,
         limit: OutputLimit,
     ) -> Result<ExecOutput, SandboxError> {
+        if self.in_flight {
+            if let Some(pid) = self.session.as_ref().map(|s| s.pid) {
+                let _ = self.transport.interrupt(pid).await;
+            }
+            // Dropping the channel closes bash's stdin: the old session ends by itself.
+            self.session = None;
+        }
         if self.session.is_none() {
             self.reopen().await?;
         }
+        self.in_flight = true;
         let (out, alive) = self.exchange_once(script, timeout, streams, limit).await?;
+        self.in_flight = false;
         if !alive {
             self.transport.reset().await?;
             self.reopen().await?;
@@ -501,7 +548,10 @@ impl<T: Transport> Shell<T> {
             };
         }
         let (strip_out, strip_err, alive) = match ending {
-            Ending::Done { exit_code, oom_kills } => {
+            Ending::Done {
+                exit_code,
+                oom_kills,
+            } => {
                 out.exit_code = Some(exit_code);
                 out.oom_killed = oom_kills > self.oom_kills;
                 self.oom_kills = oom_kills;
@@ -535,7 +585,10 @@ async fn collect(
     let mut oom_kills = None;
     loop {
         if let (Some(exit_code), Some(oom_kills)) = (exit_code, oom_kills) {
-            return Ending::Done { exit_code, oom_kills };
+            return Ending::Done {
+                exit_code,
+                oom_kills,
+            };
         }
         let left = deadline.saturating_duration_since(Instant::now());
         let frame = match tokio::time::timeout(left, session.channel.frames.recv()).await {
@@ -569,7 +622,10 @@ fn find_end_marker(buffer: &CappedBuffer, marker: &str) -> Option<i64> {
     let text = String::from_utf8_lossy(&last);
     let needle = format!("\n{marker} ");
     let at = text.rfind(&needle)?;
-    text[at + needle.len()..].trim_end_matches('\n').parse().ok()
+    text[at + needle.len()..]
+        .trim_end_matches('\n')
+        .parse()
+        .ok()
 }
 
 fn new_nonce() -> String {
@@ -604,7 +660,10 @@ mod tests {
         }
         buffer.push(b"\nEND 0\n");
         let (out, elided) = buffer.finish(7);
-        assert_eq!(String::from_utf8_lossy(&out), "0123\n[... 12 bytes of output elided ...]\nghij");
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "0123\n[... 12 bytes of output elided ...]\nghij"
+        );
         assert_eq!(elided, 12);
     }
 
@@ -626,7 +685,10 @@ mod tests {
 
     #[test]
     fn ansi_c_quote_escapes_everything_bash_would_interpret() {
-        assert_eq!(ansi_c_quote(b"echo 'a'\n\\x\xff"), r"$'echo \'a\'\n\\x\xff'");
+        assert_eq!(
+            ansi_c_quote(b"echo 'a'\n\\x\xff"),
+            r"$'echo \'a\'\n\\x\xff'"
+        );
     }
 
     #[test]

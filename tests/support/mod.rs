@@ -35,12 +35,22 @@ pub fn spec(instance_id: &str, repo: Option<&Path>) -> SandboxSpec {
         run_id: format!("test-{}", std::process::id()),
         instance_id: instance_id.to_owned(),
         image: test_image(),
-        repo: repo.map(|path| RepoSource { path: path.to_owned(), commit: None }),
+        repo: repo.map(|path| RepoSource {
+            path: path.to_owned(),
+            commit: None,
+        }),
         repo_dir: "/testbed".to_owned(),
-        limits: ResourceLimits { memory_mb: 256, cpus: 1.0, pids: 128 },
+        limits: ResourceLimits {
+            memory_mb: 256,
+            cpus: 1.0,
+            pids: 128,
+        },
         network: false,
         env: vec![("ACI_TEST".to_owned(), "yes".to_owned())],
-        output_limit: OutputLimit { head: 64 * 1024, tail: 64 * 1024 },
+        output_limit: OutputLimit {
+            head: 64 * 1024,
+            tail: 64 * 1024,
+        },
     }
 }
 
@@ -73,8 +83,13 @@ pub fn small_repo() -> tempfile::TempDir {
     write("README.md", "# demo\n");
     write("pkg/__init__.py", "");
     write("pkg/calc.py", "def add(a, b):\n    return a + b\n");
-    write("tests/test_calc.py", "from pkg.calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n");
+    write(
+        "tests/test_calc.py",
+        "from pkg.calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
     dir
 }
+
+pub mod mock_llm;
 
 pub const SHORT: Duration = Duration::from_secs(30);

@@ -1,0 +1,16 @@
+//! The Agent-Computer Interface. The pure parts: command specs ([`registry`]), the file viewer
+//! ([`window`]), line-range edits ([`edit`]), summarised search ([`search`]), shell-like
+//! argument splitting ([`args`]), multi-line action splitting ([`action`]) and model-output
+//! parsing ([`parse`]). [`session`] puts them on a sandbox: it reads and writes bytes and runs
+//! the shell commands these modules build.
+
+pub mod action;
+pub mod args;
+pub mod edit;
+pub mod parse;
+pub mod registry;
+pub mod search;
+pub mod session;
+pub mod window;
+
+pub use session::{Aci, State, StepOutput};

@@ -1,0 +1,277 @@
+//! `search_file`, `search_dir` and `find_file` with SWE-agent v0.7 output. Each request builds
+//! one bash command for the sandbox (paths quoted, NUL-separated output so any file name
+//! survives) and formats that command's raw stdout into v0's observation text.
+
+use super::args::{shlex_quote, split_words};
+use super::window::{NO_FILE_OPEN, path_argument};
+
+/// v0's limit on the number of files `search_dir` lists (`aci.search.max_files`).
+pub const DEFAULT_MAX_FILES: usize = 100;
+
+const SEARCH_FILE_USAGE: &str = "Usage: search_file <search_term> [<file>]";
+const SEARCH_DIR_USAGE: &str = "Usage: search_dir <search_term> [<dir>]";
+const FIND_FILE_USAGE: &str = "Usage: find_file <file_name> [<dir>]";
+
+/// A search that passed its argument checks and is ready to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchRequest {
+    /// `search_file <search_term> [<file>]`.
+    File {
+        /// The grep pattern (a basic regular expression, as in v0).
+        term: String,
+        /// The file to search.
+        file: String,
+        /// Whether `file` was typed (otherwise it is the open file).
+        typed: bool,
+    },
+    /// `search_dir <search_term> [<dir>]`.
+    Dir {
+        /// The grep pattern.
+        term: String,
+        /// The directory as typed, or `./`.
+        dir: String,
+    },
+    /// `find_file <file_name> [<dir>]`.
+    FindFile {
+        /// The `find -name` pattern (shell globs allowed).
+        name: String,
+        /// The directory as typed, or `./`.
+        dir: String,
+    },
+}
+
+/// Checks `search_file`'s arguments as v0 does: a search term is required, a given file wins,
+/// otherwise the open file is searched. `Err` is the observation.
+pub fn parse_search_file(args: &str, open_file: Option<&str>) -> Result<SearchRequest, String> {
+    let mut words = split_words(args).into_iter();
+    let term = words.next().unwrap_or_default();
+    if term.is_empty() {
+        return Err(SEARCH_FILE_USAGE.to_owned());
+    }
+    match words.next().filter(|file| !file.is_empty()) {
+        Some(file) => Ok(SearchRequest::File {
+            term,
+            file,
+            typed: true,
+        }),
+        None => match open_file {
+            Some(file) => Ok(SearchRequest::File {
+                term,
+                file: file.to_owned(),
+                typed: false,
+            }),
+            None => Err(NO_FILE_OPEN.to_owned()),
+        },
+    }
+}
+
+/// Checks `search_dir`'s arguments: one or two words (`./` is the default directory). `Err` is
+/// the usage observation.
+pub fn parse_search_dir(args: &str) -> Result<SearchRequest, String> {
+    let (term, dir) = term_and_dir(args).ok_or_else(|| SEARCH_DIR_USAGE.to_owned())?;
+    Ok(SearchRequest::Dir { term, dir })
+}
+
+/// Checks `find_file`'s arguments: one or two words (`./` is the default directory). `Err` is
+/// the usage observation.
+pub fn parse_find_file(args: &str) -> Result<SearchRequest, String> {
+    let (name, dir) = term_and_dir(args).ok_or_else(|| FIND_FILE_USAGE.to_owned())?;
+    Ok(SearchRequest::FindFile { name, dir })
+}
+
+fn term_and_dir(args: &str) -> Option<(String, String)> {
+    let mut words = split_words(args);
+    match words.len() {
+        1 => Some((words.remove(0), "./".to_owned())),
+        2 => {
+            let dir = words.remove(1);
+            Some((words.remove(0), dir))
+        }
+        _ => None,
+    }
+}
+
+impl SearchRequest {
+    /// The bash command to run in the session (it runs in a subshell, so the session's
+    /// directory and variables are untouched). Its stdout goes to
+    /// [`SearchRequest::format_output`]. Standard error is discarded.
+    ///
+    /// `search_dir` runs `find DIR -path '*/.*' -prune -o -type f -exec grep -cIHZ -- TERM {} +`:
+    /// the same files as v0's `find DIR -type f ! -path '*/.*' -exec grep -nIH …` (hidden paths
+    /// and binary files skipped), but hidden directories such as `.git` are never walked, and
+    /// grep reports a count per file instead of every matching line.
+    pub fn shell_command(&self) -> String {
+        let script = match self {
+            Self::File { term, file, .. } => format!(
+                "f={}; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
+                 grep -n -- {} \"$f\"; else printf 'missing\\0'; fi",
+                shlex_quote(&path_argument(file)),
+                shlex_quote(term)
+            ),
+            Self::Dir { term, dir } => format!(
+                "{}find \"$d\" -path '*/.*' -prune -o -type f -exec grep -cIHZ -- {} {{}} +; \
+                 else printf 'missing\\0'; fi",
+                resolve_dir(dir),
+                shlex_quote(term)
+            ),
+            Self::FindFile { name, dir } => format!(
+                "{}find \"$d\" -type f -name {} -print0; else printf 'missing\\0'; fi",
+                resolve_dir(dir),
+                shlex_quote(name)
+            ),
+        };
+        format!("( {script} ) 2>/dev/null")
+    }
+
+    /// Turns the stdout of [`SearchRequest::shell_command`] into v0's observation. `max_files`
+    /// is `search_dir`'s cap (v0: 100; above it only the "Please narrow your search." line is
+    /// printed). Output that does not come from the command (say, it was interrupted) is
+    /// returned as it is.
+    pub fn format_output(&self, stdout: &[u8], max_files: usize) -> String {
+        let Some((status, rest)) = split_field(stdout) else {
+            return String::from_utf8_lossy(stdout).into_owned();
+        };
+        let payload = if status == b"ok" {
+            split_field(rest)
+        } else {
+            None
+        };
+        match (self, payload) {
+            (Self::File { term, file, typed }, None) => {
+                if *typed {
+                    format!(
+                        "{SEARCH_FILE_USAGE}\nError: File name {file} not found. Please provide a valid file name."
+                    )
+                } else {
+                    no_matches(term, file)
+                }
+            }
+            (Self::Dir { dir, .. } | Self::FindFile { dir, .. }, None) => {
+                format!("Directory {dir} not found")
+            }
+            (Self::File { term, .. }, Some((path, output))) => {
+                format_search_file(term, &lossy(path), output)
+            }
+            (Self::Dir { term, .. }, Some((dir, output))) => {
+                format_search_dir(term, &lossy(dir), output, max_files)
+            }
+            (Self::FindFile { name, .. }, Some((dir, output))) => {
+                format_find_file(name, &lossy(dir), output)
+            }
+        }
+    }
+}
+
+/// The start of the directory commands: `d` is set to the realpath of `dir` if it is a
+/// directory, which is printed as the header.
+fn resolve_dir(dir: &str) -> String {
+    format!(
+        "d={}; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; ",
+        shlex_quote(&path_argument(dir))
+    )
+}
+
+/// Splits off the bytes before the first NUL.
+fn split_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let nul = bytes.iter().position(|&byte| byte == 0)?;
+    Some((&bytes[..nul], &bytes[nul + 1..]))
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn no_matches(term: &str, place: &str) -> String {
+    format!("No matches found for \"{term}\" in {place}")
+}
+
+/// `grep -n` output (`N:text` per matching line) into v0's `Line N:text` list. v0 checks for
+/// more than 100 matched lines by counting unique file names, so the cap never fires; neither
+/// does it here.
+fn format_search_file(term: &str, file: &str, grep_output: &[u8]) -> String {
+    let matches: Vec<(&[u8], &[u8])> = grep_output
+        .split(|&byte| byte == b'\n')
+        .filter_map(|line| {
+            let colon = line.iter().position(|&byte| byte == b':')?;
+            let number = &line[..colon];
+            let is_number = !number.is_empty() && number.iter().all(u8::is_ascii_digit);
+            is_number.then(|| (number, &line[colon + 1..]))
+        })
+        .collect();
+    if matches.is_empty() {
+        return no_matches(term, file);
+    }
+    let mut out = vec![format!(
+        "Found {} matches for \"{term}\" in {file}:",
+        matches.len()
+    )];
+    out.extend(
+        matches
+            .iter()
+            .map(|(number, text)| format!("Line {}:{}", lossy(number), lossy(text))),
+    );
+    out.push(format!("End of matches for \"{term}\" in {file}"));
+    out.join("\n")
+}
+
+/// `grep -cHZ` output (`path\0count\n` per file) into v0's per-file summary, sorted by path
+/// bytes (v0 pipes through `sort`, which is byte order in the C locale of the images).
+fn format_search_dir(term: &str, dir: &str, grep_output: &[u8], max_files: usize) -> String {
+    let mut files: Vec<(&[u8], u64)> = Vec::new();
+    let mut rest = grep_output;
+    while let Some((path, after_path)) = split_field(rest) {
+        let line_end = after_path
+            .iter()
+            .position(|&byte| byte == b'\n')
+            .unwrap_or(after_path.len());
+        let count = std::str::from_utf8(&after_path[..line_end])
+            .ok()
+            .and_then(|count| count.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if count > 0 {
+            files.push((path, count));
+        }
+        rest = after_path.get(line_end + 1..).unwrap_or_default();
+    }
+    if files.is_empty() {
+        return no_matches(term, dir);
+    }
+    if files.len() > max_files {
+        return format!(
+            "More than {} files matched for \"{term}\" in {dir}. Please narrow your search.",
+            files.len()
+        );
+    }
+    files.sort_unstable();
+    let total: u64 = files.iter().map(|(_, count)| count).sum();
+    let mut out = vec![format!("Found {total} matches for \"{term}\" in {dir}:")];
+    out.extend(
+        files
+            .iter()
+            .map(|(path, count)| format!("{} ({count} matches)", lossy(path))),
+    );
+    out.push(format!("End of matches for \"{term}\" in {dir}"));
+    out.join("\n")
+}
+
+/// `find -print0` output into v0's list: paths in `find` order, no end line, no cap.
+fn format_find_file(name: &str, dir: &str, find_output: &[u8]) -> String {
+    let paths: Vec<String> = find_output
+        .split(|&byte| byte == 0)
+        .filter(|path| !path.is_empty())
+        .map(lossy)
+        .collect();
+    if paths.is_empty() {
+        return no_matches(name, dir);
+    }
+    let mut out = vec![format!(
+        "Found {} matches for \"{name}\" in {dir}:",
+        paths.len()
+    )];
+    out.extend(paths);
+    out.join("\n")
+}
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;

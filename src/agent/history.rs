@@ -1,0 +1,522 @@
+//! The conversation history and the processors applied to it when a request is built.
+//!
+//! Processors return a new list; the stored history (and so the trajectory) is never modified.
+//! Long observations are cut once, when they enter the history, by [`truncate_observation`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The default for `agent.max_observation_length` (SWE-agent v1's value), in characters.
+pub const DEFAULT_MAX_OBSERVATION_LENGTH: usize = 100_000;
+
+/// Who wrote a history entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The system prompt.
+    System,
+    /// The harness speaking as the user: instance prompt, observations, demonstrations.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result (function calling).
+    Tool,
+}
+
+/// What a history entry is, as SWE-agent v1's `message_type`. Unknown values read from other
+/// tools' trajectories are kept as [`MessageType::Other`] and written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum MessageType {
+    /// `system_prompt`
+    SystemPrompt,
+    /// `demonstration`
+    Demonstration,
+    /// `instance`: the first user message, with the problem statement.
+    Instance,
+    /// `observation`: a command's output.
+    Observation,
+    /// `action`: the model's response with its command.
+    Action,
+    /// `thought`: a model response without a command.
+    Thought,
+    /// `format_error`: the format error message sent on a re-ask.
+    FormatError,
+    /// Any other value, kept as written.
+    Other(String),
+}
+
+impl MessageType {
+    /// The value as written in `message_type`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            MessageType::SystemPrompt => "system_prompt",
+            MessageType::Demonstration => "demonstration",
+            MessageType::Instance => "instance",
+            MessageType::Observation => "observation",
+            MessageType::Action => "action",
+            MessageType::Thought => "thought",
+            MessageType::FormatError => "format_error",
+            MessageType::Other(other) => other,
+        }
+    }
+}
+
+impl From<String> for MessageType {
+    fn from(value: String) -> Self {
+        match value.as_str() {
+            "system_prompt" => MessageType::SystemPrompt,
+            "demonstration" => MessageType::Demonstration,
+            "instance" => MessageType::Instance,
+            "observation" => MessageType::Observation,
+            "action" => MessageType::Action,
+            "thought" => MessageType::Thought,
+            "format_error" => MessageType::FormatError,
+            _ => MessageType::Other(value),
+        }
+    }
+}
+
+impl From<MessageType> for String {
+    fn from(value: MessageType) -> Self {
+        match value {
+            MessageType::Other(other) => other,
+            known => known.as_str().to_owned(),
+        }
+    }
+}
+
+/// One entry of the history, serialised like SWE-agent's: `role, content, agent, message_type,
+/// is_demo?, thought?, action?, tool_calls?, tool_call_ids?`, then any unknown keys read in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryItem {
+    /// Who wrote it.
+    pub role: Role,
+    /// The message text.
+    pub content: String,
+    /// The agent's name; SWE-agent writes `primary`.
+    #[serde(default = "primary")]
+    pub agent: String,
+    /// What it is. SWE-agent v0 trajectories have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_type: Option<MessageType>,
+    /// Part of a demonstration; history processors leave these alone.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_demo: bool,
+    /// For model responses: the text around the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    /// For model responses: the command string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// For function calling: the tool calls, in the provider's shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Value>,
+    /// For tool results: the ids of the calls they answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_ids: Option<Vec<String>>,
+    /// Keys this type does not know (e.g. v1's `thinking_blocks`, `cache_control`), kept so a
+    /// read-then-write loses nothing.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl HistoryItem {
+    /// An entry from agent `primary` with no optional fields set.
+    pub fn new(role: Role, content: impl Into<String>, message_type: MessageType) -> Self {
+        HistoryItem {
+            role,
+            content: content.into(),
+            agent: primary(),
+            message_type: Some(message_type),
+            is_demo: false,
+            thought: None,
+            action: None,
+            tool_calls: None,
+            tool_call_ids: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+fn primary() -> String {
+    "primary".to_owned()
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// `agent.history`: which processor shapes the history sent to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum HistoryConfig {
+    /// SWE-agent v0's `LastNObservations`: all observations but the instance prompt and the last
+    /// `n` are replaced by `Old output omitted (<k> lines)`. The paper's default.
+    LastNObservations {
+        /// How many of the latest observations are kept whole.
+        #[serde(default = "default_n")]
+        n: usize,
+    },
+    /// Everything is sent as stored.
+    Full,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig::LastNObservations { n: default_n() }
+    }
+}
+
+fn default_n() -> usize {
+    5
+}
+
+/// The history to send, built from the stored `history` under `config`.
+///
+/// With `last_n_observations`, the observation messages are the non-demo entries with role
+/// `user` (as in v0) or `tool` (our function-calling results). The first of them (the instance
+/// prompt) and the last `n` are kept; every other one gets the content
+/// `Old output omitted (<k> lines)`, where k is the line count of the original content as
+/// Python's `str.splitlines` counts it. All other fields are kept, so tool-call ids still pair up.
+#[must_use]
+pub fn process(history: &[HistoryItem], config: &HistoryConfig) -> Vec<HistoryItem> {
+    let n = match config {
+        HistoryConfig::Full => return history.to_vec(),
+        HistoryConfig::LastNObservations { n } => *n,
+    };
+    let is_observation =
+        |item: &HistoryItem| !item.is_demo && matches!(item.role, Role::User | Role::Tool);
+    let total = history.iter().filter(|item| is_observation(item)).count();
+    let mut seen = 0;
+    history
+        .iter()
+        .map(|item| {
+            if !is_observation(item) {
+                return item.clone();
+            }
+            seen += 1;
+            if seen == 1 || seen + n > total {
+                return item.clone();
+            }
+            HistoryItem {
+                content: format!(
+                    "Old output omitted ({} lines)",
+                    python_line_count(&item.content)
+                ),
+                ..item.clone()
+            }
+        })
+        .collect()
+}
+
+/// `len(text.splitlines())` in Python: lines end at `\n`, `\r\n`, `\r`, `\x0b`, `\x0c`, `\x1c`,
+/// `\x1d`, `\x1e`, `\x85`, U+2028 and U+2029, and a trailing terminator adds no empty line.
+fn python_line_count(text: &str) -> usize {
+    let mut lines = 0;
+    let mut line_open = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                lines += 1;
+                line_open = false;
+            }
+            '\n' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => {
+                lines += 1;
+                line_open = false;
+            }
+            _ => line_open = true,
+        }
+    }
+    lines + usize::from(line_open)
+}
+
+/// Cuts `observation` to at most `max_chars` characters of output, keeping the first and last
+/// halves, and puts a note in the middle that says how many characters were elided and what to do
+/// instead. Returns the text and the number of characters elided (0 when nothing was cut, and the
+/// text is then returned unchanged). Counts are in Unicode scalar values, so no character is
+/// split. The note itself is not counted against `max_chars`.
+#[must_use]
+pub fn truncate_observation(observation: &str, max_chars: usize) -> (String, usize) {
+    let total = observation.chars().count();
+    if total <= max_chars {
+        return (observation.to_owned(), 0);
+    }
+    let elided = total - max_chars;
+    let head_chars = max_chars / 2;
+    let tail_chars = max_chars - head_chars;
+    let head_end = byte_offset(observation, head_chars);
+    let tail_start = byte_offset(observation, total - tail_chars);
+    let note = format!(
+        "\n<response clipped><NOTE>Observations should not exceed {max_chars} characters. \
+{elided} characters were elided from the middle of this output. Please try a different command \
+that produces less output or use head/tail/grep/redirect the output to a file. Do not use \
+interactive pagers.</NOTE>\n"
+    );
+    let text = format!(
+        "{}{note}{}",
+        &observation[..head_end],
+        &observation[tail_start..]
+    );
+    (text, elided)
+}
+
+/// The byte offset of character number `chars` in `text` (its length when past the end).
+fn byte_offset(text: &str, chars: usize) -> usize {
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(offset, _)| offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(content: &str, message_type: MessageType) -> HistoryItem {
+        HistoryItem::new(Role::User, content, message_type)
+    }
+
+    fn assistant(content: &str) -> HistoryItem {
+        HistoryItem {
+            thought: Some("I look.".to_owned()),
+            action: Some(content.to_owned()),
+            ..HistoryItem::new(Role::Assistant, content, MessageType::Action)
+        }
+    }
+
+    fn demo(role: Role, content: &str) -> HistoryItem {
+        HistoryItem {
+            is_demo: true,
+            ..HistoryItem::new(role, content, MessageType::Demonstration)
+        }
+    }
+
+    fn observation(content: &str) -> HistoryItem {
+        user(content, MessageType::Observation)
+    }
+
+    fn omitted(item: &HistoryItem, lines: usize) -> HistoryItem {
+        HistoryItem {
+            content: format!("Old output omitted ({lines} lines)"),
+            ..item.clone()
+        }
+    }
+
+    /// System, a demo pair, the instance, then `count` action/observation pairs.
+    fn session(count: usize) -> Vec<HistoryItem> {
+        let mut items = vec![
+            HistoryItem::new(Role::System, "You are an agent.", MessageType::SystemPrompt),
+            demo(Role::User, "demo problem\nline 2"),
+            demo(Role::Assistant, "demo action"),
+            user("Fix the bug.\nIt is in a.py.", MessageType::Instance),
+        ];
+        for i in 1..=count {
+            items.push(assistant(&format!("cmd {i}")));
+            items.push(observation(&format!("out {i}\n").repeat(i)));
+        }
+        items
+    }
+
+    #[test]
+    fn full_history_is_sent_unchanged() {
+        let history = session(8);
+        assert_eq!(process(&history, &HistoryConfig::Full), history);
+    }
+
+    #[test]
+    fn last_n_keeps_the_instance_prompt_demos_and_the_last_n_observations() {
+        let history = session(8);
+        let processed = process(&history, &HistoryConfig::LastNObservations { n: 5 });
+        let mut expected = history.clone();
+        // Observations 1..=3 sit at indexes 5, 7, 9; observation i has i lines.
+        for (index, lines) in [(5, 1), (7, 2), (9, 3)] {
+            expected[index] = omitted(&history[index], lines);
+        }
+        assert_eq!(processed, expected);
+    }
+
+    #[test]
+    fn last_n_changes_nothing_while_there_are_at_most_n_observations_after_the_instance() {
+        let history = session(5);
+        assert_eq!(
+            process(&history, &HistoryConfig::LastNObservations { n: 5 }),
+            history
+        );
+    }
+
+    #[test]
+    fn last_n_with_n_zero_omits_every_observation_but_the_instance_prompt() {
+        let history = session(2);
+        let mut expected = history.clone();
+        expected[5] = omitted(&history[5], 1);
+        expected[7] = omitted(&history[7], 2);
+        assert_eq!(
+            process(&history, &HistoryConfig::LastNObservations { n: 0 }),
+            expected
+        );
+    }
+
+    #[test]
+    fn tool_results_count_as_observations_and_keep_their_call_ids() {
+        let tool = HistoryItem {
+            tool_call_ids: Some(vec!["call_1".to_owned()]),
+            ..HistoryItem::new(Role::Tool, "a\nb\nc", MessageType::Observation)
+        };
+        let history = vec![
+            user("Fix it.", MessageType::Instance),
+            assistant("ls"),
+            tool.clone(),
+            assistant("pwd"),
+            observation("/testbed"),
+        ];
+        let mut expected = history.clone();
+        expected[2] = omitted(&tool, 3);
+        assert_eq!(
+            process(&history, &HistoryConfig::LastNObservations { n: 1 }),
+            expected
+        );
+    }
+
+    #[test]
+    fn omitted_line_counts_follow_python_splitlines() {
+        let cases = [
+            ("", 0),
+            ("one", 1),
+            ("one\n", 1),
+            ("one\n\n", 2),
+            ("a\r\nb\rc\nd", 4),
+            ("a\x0bb\x0cc\u{85}d\u{2028}e\u{2029}", 5),
+            ("\n", 1),
+        ];
+        let counts: Vec<(&str, usize)> = cases
+            .iter()
+            .map(|(text, _)| (*text, python_line_count(text)))
+            .collect();
+        assert_eq!(counts, cases.to_vec());
+    }
+
+    #[test]
+    fn history_items_serialise_in_sweagent_key_order_without_empty_fields() {
+        let item = HistoryItem {
+            is_demo: true,
+            thought: Some("t".to_owned()),
+            action: Some("ls".to_owned()),
+            tool_calls: Some(serde_json::json!([{"id": "c1"}])),
+            tool_call_ids: Some(vec!["c1".to_owned()]),
+            ..HistoryItem::new(Role::Assistant, "t\nls", MessageType::Action)
+        };
+        let plain = HistoryItem::new(Role::User, "out", MessageType::Observation);
+        assert_eq!(
+            (
+                serde_json::to_string(&item).unwrap(),
+                serde_json::to_string(&plain).unwrap()
+            ),
+            (
+                r#"{"role":"assistant","content":"t\nls","agent":"primary","message_type":"action","is_demo":true,"thought":"t","action":"ls","tool_calls":[{"id":"c1"}],"tool_call_ids":["c1"]}"#.to_owned(),
+                r#"{"role":"user","content":"out","agent":"primary","message_type":"observation"}"#.to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_message_types_and_keys_survive_a_round_trip() {
+        let json = r#"{"role":"user","content":"x","agent":"primary","message_type":"user_review","cache_control":{"type":"ephemeral"}}"#;
+        let item: HistoryItem = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            (
+                item.message_type.clone(),
+                serde_json::to_string(&item).unwrap()
+            ),
+            (
+                Some(MessageType::Other("user_review".to_owned())),
+                json.to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn history_config_reads_both_types_with_a_default_n() {
+        let configs: Vec<HistoryConfig> = serde_json::from_str(
+            r#"[{"type": "last_n_observations"}, {"type": "last_n_observations", "n": 2}, {"type": "full"}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            configs,
+            vec![
+                HistoryConfig::default(),
+                HistoryConfig::LastNObservations { n: 2 },
+                HistoryConfig::Full
+            ]
+        );
+        assert_eq!(
+            HistoryConfig::default(),
+            HistoryConfig::LastNObservations { n: 5 }
+        );
+    }
+
+    #[test]
+    fn history_config_rejects_unknown_keys_and_types() {
+        let errors: Vec<bool> = [
+            r#"{"type": "last_n_observations", "m": 2}"#,
+            r#"{"type": "last_5"}"#,
+        ]
+        .iter()
+        .map(|json| serde_json::from_str::<HistoryConfig>(json).is_err())
+        .collect();
+        assert_eq!(errors, vec![true, true]);
+    }
+
+    #[test]
+    fn short_observations_are_returned_unchanged() {
+        assert_eq!(
+            (
+                truncate_observation("hello", 5),
+                truncate_observation("", 0)
+            ),
+            (("hello".to_owned(), 0), (String::new(), 0))
+        );
+    }
+
+    #[test]
+    fn long_observations_keep_head_and_tail_around_a_note() {
+        let (text, elided) = truncate_observation("0123456789abcdefghij", 10);
+        assert_eq!(
+            (text.as_str(), elided),
+            (
+                "01234\n<response clipped><NOTE>Observations should not exceed 10 characters. \
+10 characters were elided from the middle of this output. Please try a different command that \
+produces less output or use head/tail/grep/redirect the output to a file. Do not use interactive \
+pagers.</NOTE>\nfghij",
+                10
+            )
+        );
+    }
+
+    /// The note as the model sees it, to build whole expected values.
+    fn note(max_chars: usize, elided: usize) -> String {
+        format!(
+            "\n<response clipped><NOTE>Observations should not exceed {max_chars} characters. \
+{elided} characters were elided from the middle of this output. Please try a different command \
+that produces less output or use head/tail/grep/redirect the output to a file. Do not use \
+interactive pagers.</NOTE>\n"
+        )
+    }
+
+    #[test]
+    fn truncation_never_splits_a_multibyte_character() {
+        assert_eq!(
+            truncate_observation("äöü€😀ß漢字", 5),
+            (format!("äö{}ß漢字", note(5, 3)), 3)
+        );
+    }
+
+    #[test]
+    fn a_zero_limit_elides_everything_but_the_note() {
+        assert_eq!(truncate_observation("abc", 0), (note(0, 3), 3));
+    }
+}

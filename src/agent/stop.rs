@@ -1,0 +1,669 @@
+//! The stop decider: a pure function from one turn's outcome and the loop's counters to
+//! "continue, maybe with a nudge" or "stop, with an exit status".
+//!
+//! The loop calls [`decide`] with the state from *before* the turn, then [`LoopState::record`] to
+//! get the state for the next turn. Nothing here does I/O or reads a clock: cost and elapsed time
+//! arrive in the [`TurnOutcome`].
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Why an instance ended: the statuses of SWE-agent (reference §8), plus `exit_step_limit`.
+///
+/// The loop attempts an **autosubmission after every stop except [`ExitStatus::Submitted`]**
+/// (see [`ExitStatus::autosubmits`]): it takes the diff of the working tree, and when that diff
+/// is non-empty the recorded status becomes [`ExitStatus::autosubmitted`], e.g.
+/// `submitted (exit_cost)`. With an empty diff the plain status is recorded. Unlike SWE-agent v1
+/// this includes `exit_command`, so no finished work is ever dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExitStatus {
+    /// The `submit` command ran (its patch may be empty).
+    Submitted,
+    /// The instance cost limit was reached (reported by the model layer, or seen here).
+    ExitCost,
+    /// The prompt no longer fits the model's context window (reported by the model layer).
+    ExitContext,
+    /// Too many malformed responses, or too many responses without a command.
+    ExitFormat,
+    /// The model API kept failing until its retries were spent.
+    ExitApi,
+    /// An unexpected harness error.
+    ExitError,
+    /// The sandbox failed (container died, exec API error).
+    ExitEnvironmentError,
+    /// Too many commands in a row ran past their timeout.
+    ExitCommandTimeout,
+    /// The instance's wall-clock budget ran out.
+    ExitTotalExecutionTime,
+    /// Ours, not SWE-agent's: the instance used its `max_steps` model responses. SWE-agent has no
+    /// step limit (its workaround, `per_instance_call_limit`, reports `exit_cost`).
+    ExitStepLimit,
+    /// The model gave up with the `exit_forfeit` command.
+    ExitForfeit,
+    /// The model's action was exactly `exit`.
+    ExitCommand,
+    /// Infrastructure failure (e.g. an interrupt that failed); resume reruns these instances.
+    EarlyExit,
+    /// The model's action was `skip`.
+    Skipped,
+}
+
+impl ExitStatus {
+    /// Every status, in the order of reference §8.
+    pub const ALL: [ExitStatus; 14] = [
+        ExitStatus::Submitted,
+        ExitStatus::ExitCost,
+        ExitStatus::ExitContext,
+        ExitStatus::ExitFormat,
+        ExitStatus::ExitApi,
+        ExitStatus::ExitError,
+        ExitStatus::ExitEnvironmentError,
+        ExitStatus::ExitCommandTimeout,
+        ExitStatus::ExitTotalExecutionTime,
+        ExitStatus::ExitStepLimit,
+        ExitStatus::ExitForfeit,
+        ExitStatus::ExitCommand,
+        ExitStatus::EarlyExit,
+        ExitStatus::Skipped,
+    ];
+
+    /// The status as written to `info.exit_status` and `run_batch_exit_statuses.yaml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitStatus::Submitted => "submitted",
+            ExitStatus::ExitCost => "exit_cost",
+            ExitStatus::ExitContext => "exit_context",
+            ExitStatus::ExitFormat => "exit_format",
+            ExitStatus::ExitApi => "exit_api",
+            ExitStatus::ExitError => "exit_error",
+            ExitStatus::ExitEnvironmentError => "exit_environment_error",
+            ExitStatus::ExitCommandTimeout => "exit_command_timeout",
+            ExitStatus::ExitTotalExecutionTime => "exit_total_execution_time",
+            ExitStatus::ExitStepLimit => "exit_step_limit",
+            ExitStatus::ExitForfeit => "exit_forfeit",
+            ExitStatus::ExitCommand => "exit_command",
+            ExitStatus::EarlyExit => "early_exit",
+            ExitStatus::Skipped => "skipped",
+        }
+    }
+
+    /// Whether the loop attempts an autosubmission after this stop: always, except after
+    /// [`ExitStatus::Submitted`].
+    pub fn autosubmits(self) -> bool {
+        self != ExitStatus::Submitted
+    }
+
+    /// The status recorded when the autosubmission after this stop found a non-empty diff:
+    /// `submitted (<status>)`.
+    pub fn autosubmitted(self) -> String {
+        format!("submitted ({})", self.as_str())
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// How the model writes its actions; the no-action nudges remind it of this format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionFormat {
+    /// A discussion, then the command in the last fenced code block.
+    #[default]
+    ThoughtAction,
+    /// One tool (function) call per response.
+    FunctionCalling,
+}
+
+/// The thresholds the decider enforces. Counter limits below 1 act as 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Model responses per instance before `exit_step_limit`; 0 turns the limit off. Every
+    /// response counts, including malformed ones and ones without a command.
+    pub max_steps: u32,
+    /// Instance cost in dollars at which the run stops with `exit_cost`; 0 turns it off. Not a
+    /// config key of its own: it is taken from `model.per_instance_cost_limit`.
+    #[serde(skip)]
+    pub max_cost: f64,
+    /// Wall-clock seconds after which the run stops with `exit_total_execution_time`; 0 turns it
+    /// off.
+    pub max_wall_time_secs: u64,
+    /// Malformed responses since the last executed command before `exit_format`
+    /// (SWE-agent's `agent.max_requeries`).
+    pub max_requeries: u32,
+    /// Responses without a command (prose, questions) since the last executed command before
+    /// `exit_format`. Counted apart from `max_requeries`.
+    pub max_no_action_turns: u32,
+    /// Command timeouts in a row before `exit_command_timeout`.
+    pub max_consecutive_timeouts: u32,
+    /// Identical responses in a row (whitespace-normalised) that trigger the stall nudge; 0 turns
+    /// stall detection off. Stalls never stop the run by themselves.
+    pub stall_repeats: u32,
+    /// Fraction of the step, cost or wall-time budget after which every turn carries an
+    /// "approaching limits" nudge.
+    pub warn_at_fraction: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_steps: 250,
+            max_cost: 3.0,
+            max_wall_time_secs: 3600,
+            max_requeries: 3,
+            max_no_action_turns: 3,
+            max_consecutive_timeouts: 3,
+            stall_repeats: 3,
+            warn_at_fraction: 0.8,
+        }
+    }
+}
+
+/// The wording of every nudge, overridable from config.
+///
+/// Each nudge kind is a list of escalation levels: level 1 is used the first time the kind fires,
+/// level 2 the second time in a row, and so on; the last entry is reused after that. An empty
+/// list disables that kind. Placeholders, written `{name}`: `{action_format}` (one of the two
+/// format texts below), `{count}` (responses without a command in a row), `{turns_left}` (how many
+/// more of those stop the run), `{repeats}` (identical responses in a row), `{remaining}` (the
+/// budget left, e.g. `2 of 10 steps`), `{timeouts}` and `{max_timeouts}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NudgeTexts {
+    /// The model answered without a command.
+    pub no_action: Vec<String>,
+    /// The model answered without a command and asked a question.
+    pub question: Vec<String>,
+    /// The model sent the same response `stall_repeats` or more times in a row.
+    pub stall: Vec<String>,
+    /// A step, cost or wall-time budget is past `warn_at_fraction`.
+    pub approaching_limit: Vec<String>,
+    /// One more command timeout will stop the run.
+    pub timeout: Vec<String>,
+    /// `{action_format}` for [`ActionFormat::ThoughtAction`].
+    pub action_format_thought_action: String,
+    /// `{action_format}` for [`ActionFormat::FunctionCalling`].
+    pub action_format_function_calling: String,
+}
+
+impl Default for NudgeTexts {
+    fn default() -> Self {
+        let strings = |texts: &[&str]| texts.iter().map(|text| (*text).to_owned()).collect();
+        NudgeTexts {
+            no_action: strings(&DEFAULT_NO_ACTION),
+            question: strings(&DEFAULT_QUESTION),
+            stall: strings(&DEFAULT_STALL),
+            approaching_limit: strings(&DEFAULT_APPROACHING_LIMIT),
+            timeout: strings(&DEFAULT_TIMEOUT),
+            action_format_thought_action: DEFAULT_FORMAT_THOUGHT_ACTION.to_owned(),
+            action_format_function_calling: DEFAULT_FORMAT_FUNCTION_CALLING.to_owned(),
+        }
+    }
+}
+
+const DEFAULT_FORMAT_THOUGHT_ACTION: &str = "Every response must be a short discussion followed \
+by exactly one command in a fenced code block, like this:\n\nDISCUSSION\nI will list the files \
+in the repository first.\n\n```\nls -a\n```";
+
+const DEFAULT_FORMAT_FUNCTION_CALLING: &str = "Every response must call exactly one of the \
+provided tools; text without a tool call runs nothing.";
+
+const DEFAULT_NO_ACTION: [&str; 3] = [
+    "Your last response contained no command, so nothing was run. {action_format}\n\nWhen the \
+task is complete, use the `submit` command.",
+    "Your last {count} responses contained no command, so nothing was run. No one reads prose \
+and no one will reply to it: only commands make progress. {action_format}\n\nIf the fix is \
+complete, use the `submit` command now; otherwise issue the next command you need. Responses \
+without a command left before the run stops: {turns_left}.",
+    "Still no command ({count} responses in a row). Your next response MUST contain a command. \
+{action_format}\n\nResponses without a command left before the run stops: {turns_left}. If the \
+task is done, use the `submit` command.",
+];
+
+const DEFAULT_QUESTION: [&str; 3] = [
+    "You asked a question, but no human is reading this conversation, so no one will answer it. \
+Make the most reasonable assumption, say in one sentence what you assumed, and continue. \
+{action_format}\n\nWhen the task is complete, use the `submit` command.",
+    "There is still no one to answer questions: you are working alone. Pick the interpretation \
+of the issue that best fits the code and its tests, and act on it now. {action_format}\n\n\
+Responses without a command left before the run stops: {turns_left}.",
+    "Questions will not be answered ({count} responses in a row without a command). Your next \
+response MUST contain a command. {action_format}\n\nResponses without a command left before the \
+run stops: {turns_left}. If the task is done, use the `submit` command.",
+];
+
+const DEFAULT_STALL: [&str; 3] = [
+    "Your last {repeats} responses were identical. Repeating a response gives the same result, \
+so try a different approach: re-read the last output, look at another file or function, or \
+search for something else.",
+    "You are still repeating yourself ({repeats} identical responses in a row). Do not send that \
+response again. Choose a command you have not tried yet; if the fix is already complete, use \
+the `submit` command.",
+    "You are stuck in a loop: {repeats} identical responses in a row. Your next response must be \
+different from the last one. Run a command you have not run before, or use the `submit` command \
+if the task is done.",
+];
+
+const DEFAULT_APPROACHING_LIMIT: [&str; 3] = [
+    "Budget check: {remaining} left before this run stops. Plan to finish soon: complete the \
+fix, check it, and use the `submit` command.",
+    "Only {remaining} left. Do not start new investigations: make the smallest change that fixes \
+the issue and use the `submit` command.",
+    "Almost out of budget: {remaining} left. Use the `submit` command now.",
+];
+
+const DEFAULT_TIMEOUT: [&str; 1] = [
+    "Your last {timeouts} commands timed out. If the next command also times out, the run stops \
+({max_timeouts} timeouts in a row end it). Run something that finishes quickly: avoid commands \
+that wait for input or never end, run a single test instead of the whole suite, or bound the \
+command with `timeout`.",
+];
+
+/// Everything [`decide`] needs besides the turn and the state.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StopPolicy {
+    /// The thresholds.
+    pub limits: Limits,
+    /// The nudge wording.
+    pub nudges: NudgeTexts,
+    /// Which action format the no-action nudges describe.
+    pub action_format: ActionFormat,
+}
+
+/// How an executed command ended. None of these stops the run by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandResult {
+    /// The command ran and exited 0.
+    Completed,
+    /// A tool failure: non-zero exit, rejected edit, bad arguments. It is an observation for the
+    /// model and never stops the run.
+    Failed,
+    /// The command ran past its timeout and was interrupted.
+    TimedOut,
+}
+
+/// What happened in one turn, as the loop saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnKind {
+    /// The response held a command and the ACI ran it.
+    Executed {
+        /// The model's whole response.
+        response: String,
+        /// How the command ended.
+        result: CommandResult,
+    },
+    /// The response ran `submit`.
+    Submitted {
+        /// The model's whole response.
+        response: String,
+    },
+    /// The parser rejected the response (malformed block, unknown tool arguments, blocked
+    /// command); the loop re-asks with the `format_error` template.
+    FormatError {
+        /// The model's whole response.
+        response: String,
+    },
+    /// The response was well-formed prose with no command at all, e.g. a question.
+    NoAction {
+        /// The model's whole response.
+        response: String,
+    },
+    /// The turn ended the run outright: the model layer (`exit_cost`, `exit_context`,
+    /// `exit_api`), the sandbox (`exit_environment_error`, `early_exit`), a harness error
+    /// (`exit_error`) or a special action (`exit_forfeit`, `exit_command`, `skipped`).
+    Ended {
+        /// The status to stop with.
+        exit_status: ExitStatus,
+    },
+}
+
+/// One turn's outcome plus the running totals the limits are checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// What happened.
+    pub kind: TurnKind,
+    /// Instance cost in dollars so far, this turn included.
+    pub instance_cost: f64,
+    /// Wall-clock time since the instance started, this turn included.
+    pub elapsed: Duration,
+}
+
+/// The kinds of nudge; escalation counts repeats of the same kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NudgeKind {
+    /// The model answered without a command.
+    NoAction,
+    /// The model answered without a command and asked a question.
+    Question,
+    /// The model repeated the same response.
+    Stall,
+    /// A budget is nearly spent.
+    ApproachingLimit,
+    /// One more timeout stops the run.
+    Timeout,
+}
+
+/// A message sent with the next request only. The loop never stores it in the history, and only
+/// the latest one is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nudge {
+    /// What prompted it.
+    pub kind: NudgeKind,
+    /// 1 the first time this kind fires, 2 the second time in a row, and so on.
+    pub level: u32,
+    /// The rendered text.
+    pub text: String,
+}
+
+/// The decider's answer for one turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Ask the model again, with this nudge added to the next request only.
+    Continue {
+        /// The nudge, if any.
+        nudge: Option<Nudge>,
+    },
+    /// End the instance; the loop then autosubmits unless the status is `submitted`.
+    Stop {
+        /// Why.
+        exit_status: ExitStatus,
+    },
+}
+
+/// The counters the decider needs, carried from turn to turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LoopState {
+    /// Model responses so far.
+    pub steps: u32,
+    /// Malformed responses since the last executed command.
+    pub format_errors: u32,
+    /// Responses without a command since the last executed command.
+    pub no_action_turns: u32,
+    /// Executed commands in a row that timed out.
+    pub consecutive_timeouts: u32,
+    /// The last response, whitespace-normalised.
+    pub last_response: Option<String>,
+    /// How many times in a row `last_response` was sent.
+    pub repeats: u32,
+    /// The kind of the nudge sent with the last decision, if any.
+    pub last_nudge: Option<NudgeKind>,
+    /// That nudge's level.
+    pub nudge_streak: u32,
+}
+
+impl LoopState {
+    /// The state after `turn` and the `decision` [`decide`] made for it.
+    #[must_use]
+    pub fn record(&self, turn: &TurnOutcome, decision: &Decision) -> LoopState {
+        let mut next = self.after_turn(turn);
+        match decision {
+            Decision::Continue { nudge: Some(nudge) } => {
+                next.last_nudge = Some(nudge.kind);
+                next.nudge_streak = nudge.level;
+            }
+            Decision::Continue { nudge: None } | Decision::Stop { .. } => {
+                next.last_nudge = None;
+                next.nudge_streak = 0;
+            }
+        }
+        next
+    }
+
+    /// The counters after `turn`, with the nudge streak untouched.
+    fn after_turn(&self, turn: &TurnOutcome) -> LoopState {
+        let mut next = self.clone();
+        let response = match &turn.kind {
+            TurnKind::Ended { .. } => return next,
+            TurnKind::Executed { response, result } => {
+                next.format_errors = 0;
+                next.no_action_turns = 0;
+                next.consecutive_timeouts = match result {
+                    CommandResult::TimedOut => self.consecutive_timeouts.saturating_add(1),
+                    CommandResult::Completed | CommandResult::Failed => 0,
+                };
+                response
+            }
+            TurnKind::Submitted { response } => {
+                next.format_errors = 0;
+                next.no_action_turns = 0;
+                response
+            }
+            TurnKind::FormatError { response } => {
+                next.format_errors = self.format_errors.saturating_add(1);
+                response
+            }
+            TurnKind::NoAction { response } => {
+                next.no_action_turns = self.no_action_turns.saturating_add(1);
+                response
+            }
+        };
+        next.steps = self.steps.saturating_add(1);
+        let normalised = normalise_whitespace(response);
+        if next.last_response.as_deref() == Some(normalised.as_str()) {
+            next.repeats = self.repeats.saturating_add(1);
+        } else {
+            next.last_response = Some(normalised);
+            next.repeats = 1;
+        }
+        next
+    }
+}
+
+/// Decides what follows `turn`, given the `state` from before it.
+///
+/// Stop checks, first match wins: the turn ended the run; `submitted`; `max_requeries` format
+/// errors; `max_no_action_turns` responses without a command (`exit_format`);
+/// `max_consecutive_timeouts`; `max_steps`; `max_cost`; `max_wall_time_secs` (each limit is
+/// reached when the count equals it). Otherwise at most one nudge, first match wins: one timeout
+/// left; no action (or a question); stall; approaching limits. Tool failures never stop the run.
+#[must_use]
+pub fn decide(turn: &TurnOutcome, state: &LoopState, policy: &StopPolicy) -> Decision {
+    let after = state.after_turn(turn);
+    if let Some(exit_status) = stop_status(turn, &after, &policy.limits) {
+        return Decision::Stop { exit_status };
+    }
+    let variables = variables(turn, &after, policy);
+    let nudge = nudge_candidates(turn, &after, &policy.limits)
+        .into_iter()
+        .find_map(|kind| {
+            let level = match state.last_nudge {
+                Some(last) if last == kind => state.nudge_streak.saturating_add(1),
+                _ => 1,
+            };
+            let template = level_text(texts_for(kind, &policy.nudges), level)?;
+            let text = fill(template, &variables);
+            Some(Nudge { kind, level, text })
+        });
+    Decision::Continue { nudge }
+}
+
+/// The status to stop with after `turn`, if any; `after` holds the counters including `turn`.
+fn stop_status(turn: &TurnOutcome, after: &LoopState, limits: &Limits) -> Option<ExitStatus> {
+    match turn.kind {
+        TurnKind::Ended { exit_status } => return Some(exit_status),
+        TurnKind::Submitted { .. } => return Some(ExitStatus::Submitted),
+        _ => {}
+    }
+    let checks = [
+        (
+            after.format_errors >= limits.max_requeries.max(1),
+            ExitStatus::ExitFormat,
+        ),
+        (
+            after.no_action_turns >= limits.max_no_action_turns.max(1),
+            ExitStatus::ExitFormat,
+        ),
+        (
+            after.consecutive_timeouts >= limits.max_consecutive_timeouts.max(1),
+            ExitStatus::ExitCommandTimeout,
+        ),
+        (
+            limits.max_steps > 0 && after.steps >= limits.max_steps,
+            ExitStatus::ExitStepLimit,
+        ),
+        (
+            limits.max_cost > 0.0 && turn.instance_cost >= limits.max_cost,
+            ExitStatus::ExitCost,
+        ),
+        (
+            limits.max_wall_time_secs > 0
+                && turn.elapsed >= Duration::from_secs(limits.max_wall_time_secs),
+            ExitStatus::ExitTotalExecutionTime,
+        ),
+    ];
+    checks
+        .into_iter()
+        .find_map(|(reached, status)| reached.then_some(status))
+}
+
+/// The nudge kinds that apply after `turn`, most important first.
+fn nudge_candidates(turn: &TurnOutcome, after: &LoopState, limits: &Limits) -> Vec<NudgeKind> {
+    let mut kinds = Vec::new();
+    if let TurnKind::Executed {
+        result: CommandResult::TimedOut,
+        ..
+    } = turn.kind
+        && after.consecutive_timeouts.saturating_add(1) >= limits.max_consecutive_timeouts
+    {
+        kinds.push(NudgeKind::Timeout);
+    }
+    if let TurnKind::NoAction { response } = &turn.kind {
+        kinds.push(if asks_question(response) {
+            NudgeKind::Question
+        } else {
+            NudgeKind::NoAction
+        });
+    }
+    if limits.stall_repeats > 0 && after.repeats >= limits.stall_repeats {
+        kinds.push(NudgeKind::Stall);
+    }
+    if !budgets_past_warning(turn, after, limits).is_empty() {
+        kinds.push(NudgeKind::ApproachingLimit);
+    }
+    kinds
+}
+
+/// Whether a response without a command asks something: some line ends with `?`.
+fn asks_question(response: &str) -> bool {
+    response.lines().any(|line| line.trim_end().ends_with('?'))
+}
+
+/// The budgets past `warn_at_fraction`, each described as what is left, e.g. `2 of 10 steps`.
+fn budgets_past_warning(turn: &TurnOutcome, after: &LoopState, limits: &Limits) -> Vec<String> {
+    let fraction = limits.warn_at_fraction;
+    let mut left = Vec::new();
+    if limits.max_steps > 0 && f64::from(after.steps) >= fraction * f64::from(limits.max_steps) {
+        let steps = limits.max_steps.saturating_sub(after.steps);
+        let unit = if limits.max_steps == 1 {
+            "step"
+        } else {
+            "steps"
+        };
+        left.push(format!("{steps} of {} {unit}", limits.max_steps));
+    }
+    if limits.max_cost > 0.0 && turn.instance_cost >= fraction * limits.max_cost {
+        let dollars = (limits.max_cost - turn.instance_cost).max(0.0);
+        left.push(format!(
+            "${dollars:.2} of the ${:.2} cost budget",
+            limits.max_cost
+        ));
+    }
+    let wall = limits.max_wall_time_secs;
+    if wall > 0 && turn.elapsed.as_secs_f64() >= fraction * wall as f64 {
+        let seconds = wall.saturating_sub(turn.elapsed.as_secs());
+        left.push(format!("{seconds} of {wall} seconds of wall-clock time"));
+    }
+    left
+}
+
+/// The placeholder values available to every nudge text.
+fn variables(
+    turn: &TurnOutcome,
+    after: &LoopState,
+    policy: &StopPolicy,
+) -> Vec<(&'static str, String)> {
+    let limits = &policy.limits;
+    let action_format = match policy.action_format {
+        ActionFormat::ThoughtAction => &policy.nudges.action_format_thought_action,
+        ActionFormat::FunctionCalling => &policy.nudges.action_format_function_calling,
+    };
+    let turns_left = limits
+        .max_no_action_turns
+        .max(1)
+        .saturating_sub(after.no_action_turns);
+    vec![
+        ("action_format", action_format.clone()),
+        ("count", after.no_action_turns.to_string()),
+        ("turns_left", turns_left.to_string()),
+        ("repeats", after.repeats.to_string()),
+        (
+            "remaining",
+            budgets_past_warning(turn, after, limits).join(" and "),
+        ),
+        ("timeouts", after.consecutive_timeouts.to_string()),
+        ("max_timeouts", limits.max_consecutive_timeouts.to_string()),
+    ]
+}
+
+fn texts_for(kind: NudgeKind, texts: &NudgeTexts) -> &[String] {
+    match kind {
+        NudgeKind::NoAction => &texts.no_action,
+        NudgeKind::Question => &texts.question,
+        NudgeKind::Stall => &texts.stall,
+        NudgeKind::ApproachingLimit => &texts.approaching_limit,
+        NudgeKind::Timeout => &texts.timeout,
+    }
+}
+
+/// The text for escalation `level` (1-based): the last one once the levels run out, `None` when
+/// the kind has no texts.
+fn level_text(levels: &[String], level: u32) -> Option<&str> {
+    let index = usize::try_from(level.saturating_sub(1)).unwrap_or(usize::MAX);
+    levels
+        .get(index)
+        .or_else(|| levels.last())
+        .map(String::as_str)
+}
+
+/// Replaces each `{name}` in `template` whose name is in `variables`, in one pass; other braces
+/// are kept as they are.
+fn fill(template: &str, variables: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after_open = &rest[open..];
+        let known = after_open.find('}').and_then(|close| {
+            let name = &after_open[1..close];
+            let value = variables.iter().find(|(key, _)| *key == name)?;
+            Some((close, &value.1))
+        });
+        match known {
+            Some((close, value)) => {
+                out.push_str(value);
+                rest = &after_open[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = &after_open[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Collapses every run of whitespace to one space and trims the ends, so responses that differ
+/// only in spacing count as the same for stall detection.
+fn normalise_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,294 @@
+//! Layering: `--config a.yaml --config b.yaml --set k=v` → one [`Config`].
+//!
+//! Precedence, lowest first: the built-in defaults, each `--config` file in the order given,
+//! then each `--set` in the order given. Mappings merge key by key; any other value (a scalar,
+//! a list) replaces the earlier one whole. Each layer is checked against the schema on its own
+//! first, so an error names the file, the line and the key, with the nearest valid key as a
+//! hint; a `--set` is type-checked the same way.
+
+use std::path::PathBuf;
+
+use serde_yaml::{Mapping, Value};
+use sha2::{Digest, Sha256};
+
+use super::Config;
+
+/// Why a configuration could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A file (or a `--set`) does not fit the schema.
+    #[error("{origin}{location}: {message}{hint}")]
+    Invalid {
+        /// The file path, or `--set key=value`.
+        origin: String,
+        /// `:line:column` when known.
+        location: String,
+        /// serde's message, which names the key path.
+        message: String,
+        /// `\nhint: …` with the nearest valid key, or empty.
+        hint: String,
+    },
+    /// A `--set` without `=`.
+    #[error("--set {0}: expected key.path=value")]
+    SetSyntax(String),
+}
+
+/// The built-in defaults, as a YAML document.
+fn defaults_value() -> Result<Value, ConfigError> {
+    serde_yaml::to_value(Config::default()).map_err(|e| invalid("built-in defaults", None, &e))
+}
+
+fn invalid(
+    origin: &str,
+    location: Option<(usize, usize)>,
+    error: &serde_yaml::Error,
+) -> ConfigError {
+    let message = error.to_string();
+    // serde_yaml appends " at line L column C"; the location is reported in front instead.
+    let message = match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message,
+    };
+    ConfigError::Invalid {
+        origin: origin.to_owned(),
+        location: location
+            .map(|(l, c)| format!(":{l}:{c}"))
+            .unwrap_or_default(),
+        hint: nearest_key_hint(&message),
+        message,
+    }
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`": the expected key closest to `x`.
+fn nearest_key_hint(message: &str) -> String {
+    let Some(rest) = message.split("unknown field `").nth(1) else {
+        return String::new();
+    };
+    let Some((unknown, expected)) = rest.split_once('`') else {
+        return String::new();
+    };
+    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    candidates
+        .iter()
+        .map(|c| (edit_distance(unknown, c), *c))
+        .min()
+        .filter(|(distance, c)| *distance <= (c.len().max(unknown.len()) / 2).max(2))
+        .map(|(_, c)| format!("\nhint: did you mean `{c}`?"))
+        .unwrap_or_default()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let current = row[j + 1];
+            row[j + 1] = (current + 1)
+                .min(row[j] + 1)
+                .min(previous + usize::from(ca != *cb));
+            previous = current;
+        }
+    }
+    row[b.len()]
+}
+
+/// Merges `layer` into `base`: mappings key by key, anything else replaced.
+fn merge(base: &mut Value, layer: Value) {
+    match (base, layer) {
+        (Value::Mapping(base), Value::Mapping(layer)) => {
+            for (key, value) in layer {
+                match base.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, layer) => *base = layer,
+    }
+}
+
+/// Parses one layer's text, checking it against the schema on its own.
+fn parse_layer(origin: &str, text: &str) -> Result<Value, ConfigError> {
+    let located =
+        |e: &serde_yaml::Error| invalid(origin, e.location().map(|l| (l.line(), l.column())), e);
+    serde_yaml::from_str::<Config>(text).map_err(|e| located(&e))?;
+    let value: Value = serde_yaml::from_str(text).map_err(|e| located(&e))?;
+    Ok(if value.is_null() {
+        Value::Mapping(Mapping::new())
+    } else {
+        value
+    })
+}
+
+/// Turns `a.b.c=value` into the YAML layer `{a: {b: {c: value}}}`, the value parsed as YAML.
+fn set_layer(assignment: &str) -> Result<Value, ConfigError> {
+    let (path, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| ConfigError::SetSyntax(assignment.to_owned()))?;
+    if path.is_empty() || path.split('.').any(str::is_empty) {
+        return Err(ConfigError::SetSyntax(assignment.to_owned()));
+    }
+    let origin = format!("--set {assignment}");
+    let scalar: Value = serde_yaml::from_str(raw).map_err(|e| invalid(&origin, None, &e))?;
+    let scalar = if scalar.is_null()
+        && !raw.trim().is_empty()
+        && raw.trim() != "null"
+        && raw.trim() != "~"
+    {
+        Value::String(raw.to_owned())
+    } else {
+        scalar
+    };
+    let value = path.rsplit('.').fold(scalar, |inner, key| {
+        let mut map = Mapping::new();
+        map.insert(Value::String(key.to_owned()), inner);
+        Value::Mapping(map)
+    });
+    // Checked through text, so serde's message carries the key path.
+    let text = serde_yaml::to_string(&value).map_err(|e| invalid(&origin, None, &e))?;
+    serde_yaml::from_str::<Config>(&text).map_err(|e| invalid(&origin, None, &e))?;
+    Ok(value)
+}
+
+/// `configs/default.yaml`, compiled in: the first layer of every configuration.
+pub const DEFAULT_CONFIG: &str = include_str!("../../configs/default.yaml");
+
+/// Resolves the configuration: the built-in `configs/default.yaml`, then `files`, then `sets`.
+pub fn resolve(files: &[PathBuf], sets: &[String]) -> Result<Config, ConfigError> {
+    let mut merged = defaults_value()?;
+    merge(
+        &mut merged,
+        parse_layer("configs/default.yaml (built in)", DEFAULT_CONFIG)?,
+    );
+    for path in files {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        merge(
+            &mut merged,
+            parse_layer(&path.display().to_string(), &text)?,
+        );
+    }
+    for assignment in sets {
+        merge(&mut merged, set_layer(assignment)?);
+    }
+    serde_yaml::from_value(merged).map_err(|e| invalid("the merged configuration", None, &e))
+}
+
+/// Resolves from YAML text (tests, embedded configs).
+pub fn resolve_text(layers: &[(&str, &str)], sets: &[String]) -> Result<Config, ConfigError> {
+    let mut merged = defaults_value()?;
+    for (origin, text) in layers {
+        merge(&mut merged, parse_layer(origin, text)?);
+    }
+    for assignment in sets {
+        merge(&mut merged, set_layer(assignment)?);
+    }
+    serde_yaml::from_value(merged).map_err(|e| invalid("the merged configuration", None, &e))
+}
+
+impl Config {
+    /// The resolved configuration as YAML, as saved with every run.
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).unwrap_or_default()
+    }
+
+    /// A SHA-256 of the resolved configuration (its canonical JSON), saved with every run.
+    pub fn hash(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        let digest = Sha256::digest(json.as_bytes());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(layers: &[(&str, &str)], sets: &[&str]) -> String {
+        let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
+        resolve_text(layers, &sets).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_unknown_key_names_file_line_key_and_the_nearest_valid_key() {
+        let text = "env:\n  command_timeout: 5\n  comand_timeout: 3\n";
+        assert_eq!(
+            error(&[("configs/x.yaml", text)], &[]),
+            "configs/x.yaml:3:3: env: unknown field `comand_timeout`, expected one of `image`, `images`, \
+             `repo_dir`, `command_timeout`, `instance_timeout`, `memory_mb`, `cpus`, `pids`, `network`, \
+             `output_head_bytes`, `output_tail_bytes`, `variables`\nhint: did you mean `command_timeout`?"
+        );
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_key_path() {
+        let text = "env:\n  memory_mb: lots\n";
+        assert_eq!(
+            error(&[("a.yaml", text)], &[]),
+            "a.yaml:2:14: env.memory_mb: invalid type: string \"lots\", expected u64"
+        );
+    }
+
+    #[test]
+    fn later_layers_override_earlier_ones_and_sets_come_last() {
+        let a = "env:\n  command_timeout: 5\n  pids: 10\n";
+        let b = "env:\n  command_timeout: 7\n";
+        let config = resolve_text(&[("a", a), ("b", b)], &["env.pids=99".to_owned()]).unwrap();
+        assert_eq!((config.env.command_timeout, config.env.pids), (7.0, 99));
+        assert_eq!(config.env.repo_dir, "/testbed");
+    }
+
+    #[test]
+    fn a_set_is_type_checked_against_the_schema() {
+        assert_eq!(
+            error(&[], &["env.pids=many"]),
+            "--set env.pids=many: env.pids: invalid type: string \"many\", expected i64"
+        );
+        assert_eq!(
+            error(&[], &["env.pid=3"]).lines().last(),
+            Some("hint: did you mean `pids`?")
+        );
+        assert_eq!(
+            error(&[], &["env.pids"]),
+            "--set env.pids: expected key.path=value"
+        );
+    }
+
+    #[test]
+    fn the_built_in_default_config_resolves_and_sets_the_paper_aci() {
+        let config = resolve(&[], &[]).unwrap();
+        assert_eq!(
+            (
+                config.aci.window,
+                config.aci.overlap,
+                config.aci.commands.len()
+            ),
+            (100, 2, 10)
+        );
+        assert!(config.aci.lint.enabled);
+        assert!(config.agent.templates.system.contains("{{command_docs}}"));
+    }
+
+    #[test]
+    fn the_hash_changes_with_the_configuration() {
+        let a = resolve_text(&[], &[]).unwrap();
+        let b = resolve_text(&[], &["env.pids=3".to_owned()]).unwrap();
+        assert_eq!(a.hash(), resolve_text(&[], &[]).unwrap().hash());
+        assert_ne!(a.hash(), b.hash());
+        assert_eq!(a.hash().len(), 64);
+    }
+}

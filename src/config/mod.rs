@@ -1,0 +1,235 @@
+//! The configuration schema. One YAML document with four sections — `agent`, `aci`, `model`,
+//! `env` — where every field has a doc comment (the reference for users) and a default, and
+//! unknown keys are errors. Layering and `--set` live in [`load`].
+
+pub mod load;
+
+use std::collections::BTreeMap;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aci::action::Blocklist;
+use crate::agent::history::HistoryConfig;
+use crate::agent::stop::{Limits, NudgeTexts};
+use crate::model::ModelConfig;
+
+pub use load::{ConfigError, resolve, resolve_text};
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The agent loop: prompts, parser, history, limits.
+    pub agent: AgentConfig,
+    /// The Agent-Computer Interface: commands, viewer, lint gate, search.
+    pub aci: AciConfig,
+    /// The language model.
+    pub model: ModelConfig,
+    /// The container each task runs in.
+    pub env: EnvConfig,
+}
+
+/// `agent`: how the loop talks to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Prompt templates (minijinja).
+    pub templates: Templates,
+    /// Demonstration trajectories (`.traj` files, relative to the config file that names them)
+    /// shown to the model before the task; empty for none.
+    pub demonstrations: Vec<PathBuf>,
+    /// How the model's answer becomes an action: `thought_action` (the last fenced code
+    /// block) or `function_calling` (a tool call).
+    pub parser: ParserKind,
+    /// Which past observations are sent: `{type: last_n_observations, n: 5}` or `{type: full}`.
+    pub history: HistoryConfig,
+    /// Observations longer than this many characters are cut in the middle, with a note of how
+    /// much was elided.
+    pub max_observation_length: usize,
+    /// When the loop stops: steps, wall time, format errors, turns without an action, command
+    /// timeouts, stalls.
+    pub limits: Limits,
+    /// The wording of the nudges sent (never stored) when the model stalls or answers without
+    /// an action.
+    pub nudges: NudgeTexts,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            templates: Templates::default(),
+            demonstrations: Vec::new(),
+            parser: ParserKind::ThoughtAction,
+            history: HistoryConfig::default(),
+            max_observation_length: crate::agent::history::DEFAULT_MAX_OBSERVATION_LENGTH,
+            limits: Limits::default(),
+            nudges: NudgeTexts::default(),
+        }
+    }
+}
+
+/// The prompt templates. Variables: `command_docs`, `problem_statement`, `instance_id`, `repo`,
+/// `extra_fields`, `observation`, `open_file`, `working_dir`, `WINDOW`, `OVERLAP`,
+/// `demonstration`, `error_code`, `exception_message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Templates {
+    /// The system prompt, with the command docs.
+    pub system: String,
+    /// Wraps one demonstration trajectory (`{{demonstration}}`) into a user message.
+    pub demonstration: String,
+    /// The first user message: the problem statement.
+    pub instance: String,
+    /// Every later user message: the observation and the state.
+    pub next_step: String,
+    /// The user message after a command that printed nothing.
+    pub next_step_no_output: String,
+    /// The re-ask after an answer that could not be parsed (`error_code`, `exception_message`).
+    pub format_error: String,
+    /// The re-ask after a blocked command (`exception_message`).
+    pub blocked: String,
+}
+
+/// How the model's answer becomes an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ParserKind {
+    /// A discussion, then the action in the last fenced code block.
+    #[default]
+    ThoughtAction,
+    /// One tool call per answer.
+    FunctionCalling,
+}
+
+/// `aci`: the interface the model drives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AciConfig {
+    /// The ACI commands offered to the model, from `aci-commands/` (and `custom_commands`).
+    /// Empty: shell only.
+    pub commands: Vec<String>,
+    /// YAML files defining extra commands by a shell `script:`, relative to the config file.
+    pub custom_commands: Vec<PathBuf>,
+    /// Lines shown by the file viewer (`open`, `goto`, `scroll_*`).
+    pub window: usize,
+    /// Lines kept from the previous window when scrolling.
+    pub overlap: usize,
+    /// The edit lint gate.
+    pub lint: LintConfig,
+    /// Search summarisation.
+    pub search: SearchConfig,
+    /// Commands refused before they run (interactive programs).
+    pub blocklist: Blocklist,
+}
+
+impl Default for AciConfig {
+    fn default() -> Self {
+        Self {
+            commands: crate::aci::registry::BUILTIN_COMMANDS
+                .iter()
+                .map(|c| (*c).to_owned())
+                .collect(),
+            custom_commands: Vec::new(),
+            window: 100,
+            overlap: 2,
+            lint: LintConfig::default(),
+            search: SearchConfig::default(),
+            blocklist: Blocklist::default(),
+        }
+    }
+}
+
+/// `aci.lint`: the gate every `edit` passes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LintConfig {
+    /// Gate edits at all. Off: every edit lands, syntax errors included.
+    pub enabled: bool,
+    /// Languages gated by the built-in checker, chosen by file extension (`python`, `rust`).
+    pub languages: Vec<String>,
+    /// An extra linter run in the container after each edit, with `{file}` replaced by the
+    /// path; its flake8-format output is filtered like the built-in errors. Null for none.
+    pub external: Option<String>,
+    /// Only errors the edit introduced block it (v0.7). Off: any error in the file blocks.
+    pub filter_preexisting: bool,
+}
+
+impl Default for LintConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            languages: vec!["python".to_owned(), "rust".to_owned()],
+            external: None,
+            filter_preexisting: true,
+        }
+    }
+}
+
+/// `aci.search`: summarised search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// Above this many matching files, `search_dir` asks the model to narrow the search.
+    pub max_files: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self { max_files: 100 }
+    }
+}
+
+/// `env`: the container each task runs in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnvConfig {
+    /// An image for every instance, overriding `images` and the instances' own `image`.
+    pub image: Option<String>,
+    /// The image per instance `language`, when the instance names no `image`.
+    pub images: BTreeMap<String, String>,
+    /// Where the repository is checked out in the container; `{repo_name}` is the instance's
+    /// `repo` with `/` replaced by `__`.
+    pub repo_dir: String,
+    /// Seconds a single command may run before it is killed (the model is told).
+    pub command_timeout: f64,
+    /// Seconds a whole instance may run (agent loop and all) before it is stopped.
+    pub instance_timeout: f64,
+    /// Container memory limit in MiB (no swap on top).
+    pub memory_mb: u64,
+    /// Container CPU limit in cores.
+    pub cpus: f64,
+    /// Maximum number of processes in the container.
+    pub pids: i64,
+    /// Give the container a network. Off by default: the container has only `lo`.
+    pub network: bool,
+    /// Bytes of a command's output kept from the start while it streams.
+    pub output_head_bytes: usize,
+    /// Bytes of a command's output kept from the end while it streams.
+    pub output_tail_bytes: usize,
+    /// Environment variables exported in the task's shell.
+    pub variables: BTreeMap<String, String>,
+}
+
+impl Default for EnvConfig {
+    fn default() -> Self {
+        Self {
+            image: None,
+            images: BTreeMap::from([
+                ("python".to_owned(), "aci-python:bookworm".to_owned()),
+                ("rust".to_owned(), "aci-rust:bookworm".to_owned()),
+            ]),
+            repo_dir: "/testbed".to_owned(),
+            command_timeout: 25.0,
+            instance_timeout: 1800.0,
+            memory_mb: 4096,
+            cpus: 2.0,
+            pids: 1024,
+            network: false,
+            output_head_bytes: 512 * 1024,
+            output_tail_bytes: 512 * 1024,
+            variables: BTreeMap::new(),
+        }
+    }
+}

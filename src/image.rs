@@ -1,0 +1,288 @@
+//! Building and finding images, with no registry.
+//!
+//! The base image comes from Debian packages (`docker/build-base.sh`: debootstrap, then
+//! `docker import`); the language images (`docker/<lang>.Dockerfile`) are built on top of it
+//! through the daemon's build API from a tar context. The recipes are compiled into the binary,
+//! so `aci images build` works from any directory. Each language image carries the label
+//! `aci.recipe`, a hash of its Dockerfile and of the base image's id: a build is a no-op when
+//! that hash matches, and a changed recipe or base rebuilds it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::sandbox::SandboxError;
+use crate::sandbox::docker::{BuildRequest, DockerRuntime};
+
+/// The base image's tag.
+pub const BASE_TAG: &str = "aci-base:bookworm";
+/// The recipe that builds [`BASE_TAG`].
+pub const BASE_SCRIPT: &str = include_str!("../docker/build-base.sh");
+/// Label on every image aci builds: what it is (`base`, `python`, `rust`, `env`).
+pub const LABEL_IMAGE: &str = "aci.image";
+/// Label holding the recipe hash of a built image.
+pub const LABEL_RECIPE: &str = "aci.recipe";
+/// Where the host's CA bundle is read from, for pip during builds.
+pub const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// A language image: its name, tag and Dockerfile.
+#[derive(Debug, Clone, Copy)]
+pub struct LanguageImage {
+    /// `python` or `rust`.
+    pub language: &'static str,
+    /// The image tag.
+    pub tag: &'static str,
+    /// The Dockerfile text.
+    pub dockerfile: &'static str,
+    /// Whether the build needs the host CA bundle in its context.
+    pub needs_ca_bundle: bool,
+}
+
+/// Every language image aci knows how to build.
+pub const LANGUAGE_IMAGES: [LanguageImage; 2] = [
+    LanguageImage {
+        language: "python",
+        tag: "aci-python:bookworm",
+        dockerfile: include_str!("../docker/python.Dockerfile"),
+        needs_ca_bundle: true,
+    },
+    LanguageImage {
+        language: "rust",
+        tag: "aci-rust:bookworm",
+        dockerfile: include_str!("../docker/rust.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+];
+
+/// Why images could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// The daemon failed.
+    #[error(transparent)]
+    Docker(#[from] SandboxError),
+    /// The base recipe failed or could not run.
+    #[error("building the base image failed: {0}")]
+    Base(String),
+    /// A file the build needs is missing.
+    #[error("{0}")]
+    Missing(String),
+    /// An unknown language was asked for.
+    #[error("no image recipe for language `{0}` (known: python, rust)")]
+    UnknownLanguage(String),
+}
+
+/// What happened to one image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltImage {
+    /// The tag.
+    pub tag: String,
+    /// The image id.
+    pub id: String,
+    /// Whether it was built now (`false`: it was already up to date).
+    pub built: bool,
+}
+
+/// The language images for `--lang python|rust|all`.
+pub fn select_languages(lang: &str) -> Result<Vec<LanguageImage>, ImageError> {
+    if lang == "all" {
+        return Ok(LANGUAGE_IMAGES.to_vec());
+    }
+    LANGUAGE_IMAGES
+        .iter()
+        .find(|image| image.language == lang)
+        .map(|image| vec![*image])
+        .ok_or_else(|| ImageError::UnknownLanguage(lang.to_owned()))
+}
+
+/// The recipe hash of a language image on a given base.
+pub fn recipe_hash(image: &LanguageImage, base_id: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(image.dockerfile.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(base_id.as_bytes());
+    let digest = hasher.finalize();
+    digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Builds the base image (when absent or forced) and the given language images (when absent,
+/// out of date or forced). `progress` gets one line per step.
+pub async fn build(
+    runtime: &DockerRuntime,
+    languages: &[LanguageImage],
+    force: bool,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<Vec<BuiltImage>, ImageError> {
+    let mut results = Vec::new();
+    let base = match runtime.inspect_image(BASE_TAG).await? {
+        Some(info) if !force => {
+            progress(&format!(
+                "[base] {BASE_TAG} is present ({})",
+                short_id(&info.id)
+            ));
+            BuiltImage {
+                tag: BASE_TAG.to_owned(),
+                id: info.id,
+                built: false,
+            }
+        }
+        _ => {
+            build_base(progress).await?;
+            let info = runtime.inspect_image(BASE_TAG).await?.ok_or_else(|| {
+                ImageError::Base(format!("the recipe ran but {BASE_TAG} does not exist"))
+            })?;
+            BuiltImage {
+                tag: BASE_TAG.to_owned(),
+                id: info.id,
+                built: true,
+            }
+        }
+    };
+    for image in languages {
+        let hash = recipe_hash(image, &base.id);
+        let existing = runtime.inspect_image(image.tag).await?;
+        if let Some(info) =
+            existing.filter(|info| !force && info.labels.get(LABEL_RECIPE) == Some(&hash))
+        {
+            progress(&format!(
+                "[{}] {} is up to date ({})",
+                image.language,
+                image.tag,
+                short_id(&info.id)
+            ));
+            results.push(BuiltImage {
+                tag: image.tag.to_owned(),
+                id: info.id,
+                built: false,
+            });
+            continue;
+        }
+        let context = build_context(image)?;
+        let labels = HashMap::from([
+            (LABEL_IMAGE.to_owned(), image.language.to_owned()),
+            (LABEL_RECIPE.to_owned(), hash),
+        ]);
+        let args = HashMap::from([("BASE".to_owned(), BASE_TAG.to_owned())]);
+        let prefix = format!("[{}] ", image.language);
+        let request = BuildRequest {
+            tag: image.tag,
+            dockerfile: "Dockerfile",
+            context,
+            build_args: &args,
+            labels: &labels,
+            network: true,
+        };
+        let id = runtime
+            .build_image(request, |line| progress(&format!("{prefix}{line}")))
+            .await?;
+        progress(&format!(
+            "[{}] built {} ({})",
+            image.language,
+            image.tag,
+            short_id(&id)
+        ));
+        results.push(BuiltImage {
+            tag: image.tag.to_owned(),
+            id,
+            built: true,
+        });
+    }
+    results.insert(0, base);
+    Ok(results)
+}
+
+fn short_id(id: &str) -> &str {
+    let id = id.strip_prefix("sha256:").unwrap_or(id);
+    &id[..id.len().min(12)]
+}
+
+/// The tar build context: the Dockerfile, plus the host CA bundle when pip needs it.
+fn build_context(image: &LanguageImage) -> Result<Vec<u8>, ImageError> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut append = |name: &str, data: &[u8]| -> Result<(), ImageError> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, name, data)
+            .map_err(|e| ImageError::Missing(format!("cannot write the build context: {e}")))
+    };
+    append("Dockerfile", image.dockerfile.as_bytes())?;
+    if image.needs_ca_bundle {
+        let bundle = std::fs::read(Path::new(HOST_CA_BUNDLE)).map_err(|e| {
+            ImageError::Missing(format!(
+                "the {} image needs the host CA bundle {HOST_CA_BUNDLE} for pip: {e}\n\
+                 hint: apt-get install -y ca-certificates",
+                image.language
+            ))
+        })?;
+        append("ca-certificates.crt", &bundle)?;
+    }
+    builder
+        .into_inner()
+        .map_err(|e| ImageError::Missing(format!("cannot write the build context: {e}")))
+}
+
+/// Runs the base recipe (`bash -s BASE_TAG`), streaming its lines to `progress`.
+async fn build_base(progress: &mut (dyn FnMut(&str) + Send)) -> Result<(), ImageError> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = tokio::process::Command::new("bash")
+        .args(["-s", BASE_TAG])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| ImageError::Base(format!("cannot run bash: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(BASE_SCRIPT.as_bytes())
+            .await
+            .map_err(|e| ImageError::Base(format!("cannot send the recipe: {e}")))?;
+    }
+    if let Some(stdout) = child.stdout.take() {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            progress(&line);
+        }
+    }
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|e| ImageError::Base(e.to_string()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(ImageError::Base(
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_are_selected_by_name_or_all() {
+        assert_eq!(select_languages("all").unwrap().len(), 2);
+        assert_eq!(
+            select_languages("rust").unwrap()[0].tag,
+            "aci-rust:bookworm"
+        );
+        assert_eq!(
+            select_languages("cobol").unwrap_err().to_string(),
+            "no image recipe for language `cobol` (known: python, rust)"
+        );
+    }
+
+    #[test]
+    fn the_recipe_hash_follows_the_dockerfile_and_the_base() {
+        let python = LANGUAGE_IMAGES[0];
+        let a = recipe_hash(&python, "sha256:aaa");
+        assert_eq!(a, recipe_hash(&python, "sha256:aaa"));
+        assert_ne!(a, recipe_hash(&python, "sha256:bbb"));
+        assert_ne!(a, recipe_hash(&LANGUAGE_IMAGES[1], "sha256:aaa"));
+    }
+}

@@ -1,0 +1,682 @@
+//! The task record: SWE-bench instance fields plus aci's own optional fields, the JSON and JSONL
+//! loaders (a bad record is reported and skipped, the rest still loads), and the pure selection
+//! steps behind `--filter`, `--slice`, `--shuffle`/`--seed` and `--shard`.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Default seed of `--shuffle` when `--seed` is not given (the same as SWE-agent and mini-swe-agent).
+pub const DEFAULT_SEED: u64 = 42;
+
+/// One task: the SWE-bench fields, aci's optional fields, and every unknown field in
+/// [`Instance::extra_fields`].
+///
+/// Serialising an instance gives back a record that [`parse_instances`] reads to an equal value
+/// (the test lists come out as JSON lists under their uppercase SWE-bench keys).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Instance {
+    /// Unique id, `owner__name-PR` in SWE-bench.
+    pub instance_id: String,
+    /// The issue text given to the agent.
+    pub problem_statement: String,
+    /// `owner/name`.
+    pub repo: String,
+    /// The commit the repository is checked out at.
+    pub base_commit: String,
+    /// The gold patch (source files only), used by `--predictions gold`.
+    pub patch: Option<String>,
+    /// The patch that adds or changes the tests used for grading.
+    pub test_patch: Option<String>,
+    /// Tests that must go from failing to passing.
+    #[serde(rename = "FAIL_TO_PASS")]
+    pub fail_to_pass: Vec<String>,
+    /// Tests that must keep passing.
+    #[serde(rename = "PASS_TO_PASS")]
+    pub pass_to_pass: Vec<String>,
+    /// Comments from the issue thread before the fix; empty when absent.
+    pub hints_text: String,
+    /// Key into per-repository install specifications; empty when absent. Numbers are kept as text.
+    pub version: String,
+    /// Creation time of the pull request, as written in the record; empty when absent.
+    pub created_at: String,
+    /// Commit used to fetch environment files, when it differs from `base_commit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment_setup_commit: Option<String>,
+    /// A local directory or git repository, resolved against the instances file's directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo_path: Option<PathBuf>,
+    /// The image to run the instance in, overriding the language image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// `python`, `rust`, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Shell commands run once per environment image; a single string in the record is one command.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<String>,
+    /// The test command used by `aci eval`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_cmd: Option<String>,
+    /// Name of the log parser (`pytest`, `cargo`, `unittest`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_parser: Option<String>,
+    /// Every field this struct does not name, kept as it was and passed to templates.
+    #[serde(flatten)]
+    pub extra_fields: Map<String, Value>,
+}
+
+impl Instance {
+    /// The repository directory inside the container: `template` with `{repo_name}` replaced by
+    /// the repo with `/` turned into `__` (`django/django` → `django__django`).
+    pub fn repo_dir(&self, template: &str) -> String {
+        template.replace("{repo_name}", &self.repo.replace('/', "__"))
+    }
+}
+
+/// Where a record sits in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordLocation {
+    /// 0-based index in a JSON array (`jq '.[N]'`).
+    Index(usize),
+    /// 1-based line number in a JSONL file.
+    Line(usize),
+}
+
+impl fmt::Display for RecordLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Index(index) => write!(f, "record [{index}]"),
+            Self::Line(line) => write!(f, "line {line}"),
+        }
+    }
+}
+
+/// A record that could not be loaded. The other records of the file are unaffected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct InstanceError {
+    /// Where the record is in the file.
+    pub location: RecordLocation,
+    /// The record's `instance_id`, when it has a usable one.
+    pub instance_id: Option<String>,
+    /// The offending field, when the problem is one field.
+    pub field: Option<String>,
+    /// What is wrong, naming the value.
+    pub message: String,
+}
+
+impl fmt::Display for InstanceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.instance_id {
+            Some(id) => write!(f, "instance {id:?} ({})", self.location)?,
+            None => write!(f, "{}", self.location)?,
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field {field:?}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// A whole-file failure: nothing could be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum InstanceFileError {
+    /// The file could not be read.
+    #[error("failed to read instances file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file starts with `[` but is not a JSON array.
+    #[error("instances file is not a valid JSON array: {source}")]
+    NotJsonArray {
+        /// The JSON error, with its line and column.
+        source: serde_json::Error,
+    },
+}
+
+/// The result of loading an instances file: the good records in file order, and one error per
+/// bad record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadedInstances {
+    /// Records that loaded, in file order.
+    pub instances: Vec<Instance>,
+    /// Records that did not, in file order.
+    pub errors: Vec<InstanceError>,
+}
+
+/// Reads an instances file (JSON array or JSONL, told apart by content) and resolves `repo_path`
+/// against the file's directory.
+pub fn load_instances_file(path: &Path) -> Result<LoadedInstances, InstanceFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| InstanceFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
+    parse_instances(&text, Some(base_dir))
+}
+
+/// Parses instances text. When the first non-space character is `[` the text is one JSON array;
+/// otherwise it is JSONL, one record per line, blank lines skipped. A relative `repo_path` is
+/// joined onto `base_dir` when one is given. A duplicate `instance_id` is an error for the later
+/// record.
+pub fn parse_instances(
+    text: &str,
+    base_dir: Option<&Path>,
+) -> Result<LoadedInstances, InstanceFileError> {
+    let records: Vec<(RecordLocation, Result<Value, String>)> =
+        if text.trim_start().starts_with('[') {
+            let values: Vec<Value> = serde_json::from_str(text)
+                .map_err(|source| InstanceFileError::NotJsonArray { source })?;
+            values
+                .into_iter()
+                .enumerate()
+                .map(|(index, value)| (RecordLocation::Index(index), Ok(value)))
+                .collect()
+        } else {
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| !line.trim().is_empty())
+                .map(|(number, line)| {
+                    let value = serde_json::from_str(line)
+                        .map_err(|error| format!("invalid JSON: {error}"));
+                    (RecordLocation::Line(number + 1), value)
+                })
+                .collect()
+        };
+    let mut loaded = LoadedInstances::default();
+    let mut seen = BTreeSet::new();
+    for (location, value) in records {
+        let result = value
+            .map_err(|message| InstanceError {
+                location,
+                instance_id: None,
+                field: None,
+                message,
+            })
+            .and_then(|value| instance_from_value(value, base_dir, location));
+        match result {
+            Ok(instance) if !seen.insert(instance.instance_id.clone()) => {
+                loaded.errors.push(InstanceError {
+                    location,
+                    instance_id: Some(instance.instance_id),
+                    field: Some("instance_id".to_owned()),
+                    message: "duplicate instance_id: an earlier record has the same id".to_owned(),
+                });
+            }
+            Ok(instance) => loaded.instances.push(instance),
+            Err(error) => loaded.errors.push(error),
+        }
+    }
+    Ok(loaded)
+}
+
+/// A problem with one field of a record.
+struct FieldError {
+    field: &'static str,
+    message: String,
+}
+
+fn field_error(field: &'static str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        field,
+        message: message.into(),
+    }
+}
+
+/// Builds an [`Instance`] from one JSON record, naming the record and field on failure.
+fn instance_from_value(
+    value: Value,
+    base_dir: Option<&Path>,
+    location: RecordLocation,
+) -> Result<Instance, InstanceError> {
+    let Value::Object(map) = value else {
+        return Err(InstanceError {
+            location,
+            instance_id: None,
+            field: None,
+            message: format!("expected a JSON object, found {}", json_type(&value)),
+        });
+    };
+    let id_hint = match map.get("instance_id") {
+        Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
+        _ => None,
+    };
+    let mut record = Record { map };
+    read_instance(&mut record, base_dir).map_err(|error| InstanceError {
+        location,
+        instance_id: id_hint,
+        field: Some(error.field.to_owned()),
+        message: error.message,
+    })
+}
+
+fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instance, FieldError> {
+    let instance_id = record.required_string("instance_id")?;
+    if instance_id.trim().is_empty() {
+        return Err(field_error("instance_id", "must not be empty"));
+    }
+    let repo_path = record.optional_string("repo_path")?.map(|raw| {
+        let path = PathBuf::from(raw);
+        match base_dir {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path,
+        }
+    });
+    Ok(Instance {
+        instance_id,
+        problem_statement: record.required_string("problem_statement")?,
+        repo: record.required_string("repo")?,
+        base_commit: record.required_string("base_commit")?,
+        patch: record.optional_string("patch")?,
+        test_patch: record.optional_string("test_patch")?,
+        fail_to_pass: record.test_list("FAIL_TO_PASS", "fail_to_pass")?,
+        pass_to_pass: record.test_list("PASS_TO_PASS", "pass_to_pass")?,
+        hints_text: record.optional_string("hints_text")?.unwrap_or_default(),
+        version: record.version("version")?,
+        created_at: record.optional_string("created_at")?.unwrap_or_default(),
+        environment_setup_commit: record.optional_string("environment_setup_commit")?,
+        repo_path,
+        image: record.optional_string("image")?,
+        language: record.optional_string("language")?,
+        setup: record.setup("setup")?,
+        test_cmd: record.optional_string("test_cmd")?,
+        log_parser: record.optional_string("log_parser")?,
+        extra_fields: std::mem::take(&mut record.map),
+    })
+}
+
+/// A JSON record whose known fields are taken out one by one; what is left is `extra_fields`.
+struct Record {
+    map: Map<String, Value>,
+}
+
+impl Record {
+    fn required_string(&mut self, field: &'static str) -> Result<String, FieldError> {
+        match self.map.remove(field) {
+            None => Err(field_error(field, "missing")),
+            Some(Value::Null) => Err(field_error(field, "missing (null)")),
+            Some(Value::String(text)) => Ok(text),
+            Some(other) => Err(field_error(
+                field,
+                format!("expected a string, found {}", json_type(&other)),
+            )),
+        }
+    }
+
+    fn optional_string(&mut self, field: &'static str) -> Result<Option<String>, FieldError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(other) => Err(field_error(
+                field,
+                format!("expected a string, found {}", json_type(&other)),
+            )),
+        }
+    }
+
+    /// A string, or a number turned into text as serde_json prints it (`0.12` → `"0.12"`).
+    fn version(&mut self, field: &'static str) -> Result<String, FieldError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(text)) => Ok(text),
+            Some(Value::Number(number)) => Ok(number.to_string()),
+            Some(other) => Err(field_error(
+                field,
+                format!("expected a string or number, found {}", json_type(&other)),
+            )),
+        }
+    }
+
+    /// A list of test ids, written either as a JSON list or as a string holding a JSON-encoded
+    /// list (the SWE-bench dataset form). The lowercase key is accepted as an alias.
+    fn test_list(
+        &mut self,
+        field: &'static str,
+        alias: &'static str,
+    ) -> Result<Vec<String>, FieldError> {
+        let value = match (self.map.remove(field), self.map.remove(alias)) {
+            (Some(_), Some(_)) => {
+                return Err(field_error(
+                    field,
+                    format!("given twice, as {field} and as {alias}; keep one"),
+                ));
+            }
+            (Some(value), None) | (None, Some(value)) => value,
+            (None, None) => return Ok(Vec::new()),
+        };
+        let value = match value {
+            Value::String(text) => serde_json::from_str(&text).map_err(|error| {
+                field_error(
+                    field,
+                    format!("a string must hold a JSON list of test ids: {error}"),
+                )
+            })?,
+            other => other,
+        };
+        match value {
+            Value::Null => Ok(Vec::new()),
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(index, item)| match item {
+                    Value::String(id) => Ok(id),
+                    other => Err(field_error(
+                        field,
+                        format!(
+                            "item {index}: expected a string test id, found {}",
+                            json_type(&other)
+                        ),
+                    )),
+                })
+                .collect(),
+            other => Err(field_error(
+                field,
+                format!(
+                    "expected a list of test ids (or a JSON string of one), found {}",
+                    json_type(&other)
+                ),
+            )),
+        }
+    }
+
+    /// One command as a string, or a list of commands. A blank string means no commands.
+    fn setup(&mut self, field: &'static str) -> Result<Vec<String>, FieldError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::String(command)) if command.trim().is_empty() => Ok(Vec::new()),
+            Some(Value::String(command)) => Ok(vec![command]),
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .enumerate()
+                .map(|(index, item)| match item {
+                    Value::String(command) => Ok(command),
+                    other => Err(field_error(
+                        field,
+                        format!(
+                            "item {index}: expected a string command, found {}",
+                            json_type(&other)
+                        ),
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(field_error(
+                field,
+                format!(
+                    "expected a string or a list of strings, found {}",
+                    json_type(&other)
+                ),
+            )),
+        }
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A bad `--filter`, `--slice` or `--shard` value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectionError {
+    /// `--filter` is not a valid regular expression.
+    #[error("invalid --filter {input:?}: {reason}")]
+    Filter {
+        /// What the user wrote.
+        input: String,
+        /// The regex error.
+        reason: String,
+    },
+    /// `--slice` is not `A:B` or `A:B:STEP`.
+    #[error(
+        "invalid --slice {input:?}: {reason}\nhint: use Python slice syntax, e.g. 0:10, -5:, ::2"
+    )]
+    Slice {
+        /// What the user wrote.
+        input: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `--shard` is not `I/N` with `1 <= I <= N`.
+    #[error(
+        "invalid --shard {input:?}: {reason}\nhint: write I/N with shards numbered 1..=N, e.g. 1/4"
+    )]
+    Shard {
+        /// What the user wrote.
+        input: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Parses `--filter RE`. The regex is matched anywhere in the instance id (`Regex::is_match`,
+/// like Python's `re.search`); anchor it with `^…$` to match whole ids.
+pub fn parse_filter(input: &str) -> Result<Regex, SelectionError> {
+    Regex::new(input).map_err(|error| SelectionError::Filter {
+        input: input.to_owned(),
+        reason: error.to_string(),
+    })
+}
+
+/// `--slice A:B[:STEP]` with Python slice semantics: negative indices count from the end, omitted
+/// ends default by the step's sign, out-of-range ends are clamped, and a negative step walks
+/// backwards. A step of 0 is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SliceSpec {
+    /// First index (`A`), or `None` when omitted.
+    pub start: Option<i64>,
+    /// End index, exclusive (`B`), or `None` when omitted.
+    pub stop: Option<i64>,
+    /// Step, never 0; 1 when omitted.
+    pub step: i64,
+}
+
+impl FromStr for SliceSpec {
+    type Err = SelectionError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        let fail = |reason: &str| SelectionError::Slice {
+            input: input.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let parts: Vec<&str> = input.split(':').map(str::trim).collect();
+        if parts.len() < 2 {
+            return Err(fail("expected a colon, as in A:B"));
+        }
+        if parts.len() > 3 {
+            return Err(fail("expected at most two colons, as in A:B:STEP"));
+        }
+        let number = |part: &str| -> Result<Option<i64>, SelectionError> {
+            if part.is_empty() {
+                return Ok(None);
+            }
+            part.parse::<i64>()
+                .map(Some)
+                .map_err(|_| fail(&format!("{part:?} is not an integer")))
+        };
+        let step = match parts.get(2) {
+            Some(part) => number(part)?.unwrap_or(1),
+            None => 1,
+        };
+        if step == 0 {
+            return Err(fail("the step must not be zero"));
+        }
+        Ok(Self {
+            start: number(parts[0])?,
+            stop: number(parts[1])?,
+            step,
+        })
+    }
+}
+
+impl SliceSpec {
+    /// The indices this slice selects from a sequence of `len` items, in order
+    /// (CPython's `PySlice_AdjustIndices`).
+    pub fn indices(&self, len: usize) -> Vec<usize> {
+        let len = i64::try_from(len).unwrap_or(i64::MAX);
+        let clamp = |value: i64, low: i64, high: i64| {
+            let value = if value < 0 {
+                value.saturating_add(len)
+            } else {
+                value
+            };
+            value.clamp(low, high)
+        };
+        let mut indices = Vec::new();
+        if self.step > 0 {
+            let start = self.start.map_or(0, |s| clamp(s, 0, len));
+            let stop = self.stop.map_or(len, |s| clamp(s, 0, len));
+            let mut index = start;
+            while index < stop {
+                indices.push(index);
+                let Some(next) = index.checked_add(self.step) else {
+                    break;
+                };
+                index = next;
+            }
+        } else {
+            let start = self.start.map_or(len - 1, |s| clamp(s, -1, len - 1));
+            let stop = self.stop.map_or(-1, |s| clamp(s, -1, len - 1));
+            let mut index = start;
+            while index > stop {
+                indices.push(index);
+                let Some(next) = index.checked_add(self.step) else {
+                    break;
+                };
+                index = next;
+            }
+        }
+        indices
+            .into_iter()
+            .filter_map(|index| usize::try_from(index).ok())
+            .collect()
+    }
+}
+
+/// `--shard I/N`: shards are numbered from 1 to N, and shard I takes the I-th of N contiguous,
+/// near-equal chunks (the first `len % N` chunks hold one extra item). Contiguous chunks keep
+/// instances of one repository together, so a shard reuses its images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    /// 1-based shard number.
+    pub index: usize,
+    /// Number of shards, at least 1.
+    pub count: usize,
+}
+
+impl FromStr for ShardSpec {
+    type Err = SelectionError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        let fail = |reason: String| SelectionError::Shard {
+            input: input.to_owned(),
+            reason,
+        };
+        let Some((index, count)) = input.split_once('/') else {
+            return Err(fail("expected a slash, as in 1/4".to_owned()));
+        };
+        let parse = |part: &str| {
+            part.trim()
+                .parse::<usize>()
+                .map_err(|_| fail(format!("{:?} is not a non-negative integer", part.trim())))
+        };
+        let (index, count) = (parse(index)?, parse(count)?);
+        if count == 0 {
+            return Err(fail("the shard count must be at least 1".to_owned()));
+        }
+        if index == 0 || index > count {
+            return Err(fail(format!(
+                "shard {index} is out of range: shards are numbered 1 to {count}"
+            )));
+        }
+        Ok(Self { index, count })
+    }
+}
+
+impl ShardSpec {
+    /// The index range of this shard in a sequence of `len` items.
+    pub fn range(&self, len: usize) -> std::ops::Range<usize> {
+        let (base, extra) = (len / self.count, len % self.count);
+        let chunk = |shard: usize| shard * base + shard.min(extra);
+        chunk(self.index - 1)..chunk(self.index)
+    }
+}
+
+/// The selection options of `aci batch`, applied in the order shuffle → filter → slice → shard.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// `--shuffle --seed N`: when set, sort by id and shuffle deterministically with this seed.
+    pub shuffle_seed: Option<u64>,
+    /// `--filter RE`, matched anywhere in the id.
+    pub filter: Option<Regex>,
+    /// `--slice A:B[:STEP]`.
+    pub slice: Option<SliceSpec>,
+    /// `--shard I/N`.
+    pub shard: Option<ShardSpec>,
+}
+
+/// Applies a [`Selection`]: shuffle (if asked) → filter → slice → shard. Without `--shuffle` the
+/// file order is kept.
+pub fn select(mut instances: Vec<Instance>, selection: &Selection) -> Vec<Instance> {
+    if let Some(seed) = selection.shuffle_seed {
+        instances.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        shuffle(&mut instances, seed);
+    }
+    if let Some(filter) = &selection.filter {
+        instances.retain(|instance| filter.is_match(&instance.instance_id));
+    }
+    if let Some(slice) = &selection.slice {
+        let mut slots: Vec<Option<Instance>> = instances.into_iter().map(Some).collect();
+        instances = slice
+            .indices(slots.len())
+            .into_iter()
+            .filter_map(|index| slots.get_mut(index).and_then(Option::take))
+            .collect();
+    }
+    if let Some(shard) = &selection.shard {
+        let range = shard.range(instances.len());
+        instances = instances
+            .into_iter()
+            .skip(range.start)
+            .take(range.len())
+            .collect();
+    }
+    instances
+}
+
+/// Shuffles `items` in place, the same way on every machine: Fisher–Yates from the last item
+/// down, drawing `j` in `0..=i` as the high 64 bits of `next_u64() * (i + 1)`, where `next_u64`
+/// is SplitMix64 seeded with `seed`.
+pub fn shuffle<T>(items: &mut [T], seed: u64) {
+    let mut state = seed;
+    for i in (1..items.len()).rev() {
+        let bound = u128::try_from(i + 1).unwrap_or(u128::MAX);
+        let j = (u128::from(split_mix_64(&mut state)) * bound) >> 64;
+        items.swap(i, usize::try_from(j).unwrap_or(0));
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): a tiny, well-mixed generator, enough for shuffling.
+fn split_mix_64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,403 @@
+use super::*;
+use serde_json::json;
+
+fn record(id: &str) -> Value {
+    json!({
+        "instance_id": id,
+        "problem_statement": format!("bug in {id}"),
+        "repo": "acme/calc",
+        "base_commit": "abc123",
+    })
+}
+
+fn minimal(id: &str) -> Instance {
+    Instance {
+        instance_id: id.to_owned(),
+        problem_statement: format!("bug in {id}"),
+        repo: "acme/calc".to_owned(),
+        base_commit: "abc123".to_owned(),
+        patch: None,
+        test_patch: None,
+        fail_to_pass: Vec::new(),
+        pass_to_pass: Vec::new(),
+        hints_text: String::new(),
+        version: String::new(),
+        created_at: String::new(),
+        environment_setup_commit: None,
+        repo_path: None,
+        image: None,
+        language: None,
+        setup: Vec::new(),
+        test_cmd: None,
+        log_parser: None,
+        extra_fields: Map::new(),
+    }
+}
+
+fn ids(instances: &[Instance]) -> Vec<&str> {
+    instances.iter().map(|i| i.instance_id.as_str()).collect()
+}
+
+fn named(names: &[&str]) -> Vec<Instance> {
+    names.iter().map(|name| minimal(name)).collect()
+}
+
+#[test]
+fn a_full_swe_bench_record_with_json_string_test_lists_loads_every_field() {
+    let text = json!([{
+        "instance_id": "acme__calc-12",
+        "problem_statement": "Division by zero crashes",
+        "repo": "acme/calc",
+        "base_commit": "abc123",
+        "patch": "diff --git a/calc.py b/calc.py\n",
+        "test_patch": "diff --git a/tests/test_calc.py b/tests/test_calc.py\n",
+        "FAIL_TO_PASS": "[\"tests/test_calc.py::test_div_zero\"]",
+        "PASS_TO_PASS": "[\"tests/test_calc.py::test_add\", \"tests/test_calc.py::test_sub\"]",
+        "hints_text": "see #11",
+        "version": "1.2",
+        "created_at": "2024-01-02T03:04:05Z",
+        "environment_setup_commit": "def456",
+        "difficulty": "<15 min fix",
+    }])
+    .to_string();
+    let loaded = parse_instances(&text, None).unwrap();
+    let mut extra = Map::new();
+    extra.insert("difficulty".to_owned(), json!("<15 min fix"));
+    let expected = Instance {
+        instance_id: "acme__calc-12".to_owned(),
+        problem_statement: "Division by zero crashes".to_owned(),
+        patch: Some("diff --git a/calc.py b/calc.py\n".to_owned()),
+        test_patch: Some("diff --git a/tests/test_calc.py b/tests/test_calc.py\n".to_owned()),
+        fail_to_pass: vec!["tests/test_calc.py::test_div_zero".to_owned()],
+        pass_to_pass: vec![
+            "tests/test_calc.py::test_add".to_owned(),
+            "tests/test_calc.py::test_sub".to_owned(),
+        ],
+        hints_text: "see #11".to_owned(),
+        version: "1.2".to_owned(),
+        created_at: "2024-01-02T03:04:05Z".to_owned(),
+        environment_setup_commit: Some("def456".to_owned()),
+        extra_fields: extra,
+        ..minimal("acme__calc-12")
+    };
+    assert_eq!(
+        loaded,
+        LoadedInstances {
+            instances: vec![expected],
+            errors: vec![]
+        }
+    );
+}
+
+#[test]
+fn list_form_test_lists_and_our_optional_fields_load_from_jsonl() {
+    let line = json!({
+        "instance_id": "demo-1",
+        "problem_statement": "p",
+        "repo": "demo/shop",
+        "base_commit": "HEAD",
+        "FAIL_TO_PASS": ["t::a", "t::b"],
+        "PASS_TO_PASS": [],
+        "version": 0.12,
+        "repo_path": "repos/shop",
+        "image": "aci-python:latest",
+        "language": "python",
+        "setup": "pip install -e .",
+        "test_cmd": "pytest -rA",
+        "log_parser": "pytest",
+    });
+    let loaded = parse_instances(&format!("\n{line}\n\n"), Some(Path::new("/data/set"))).unwrap();
+    let expected = Instance {
+        problem_statement: "p".to_owned(),
+        repo: "demo/shop".to_owned(),
+        base_commit: "HEAD".to_owned(),
+        fail_to_pass: vec!["t::a".to_owned(), "t::b".to_owned()],
+        version: "0.12".to_owned(),
+        repo_path: Some(PathBuf::from("/data/set/repos/shop")),
+        image: Some("aci-python:latest".to_owned()),
+        language: Some("python".to_owned()),
+        setup: vec!["pip install -e .".to_owned()],
+        test_cmd: Some("pytest -rA".to_owned()),
+        log_parser: Some("pytest".to_owned()),
+        ..minimal("demo-1")
+    };
+    assert_eq!(loaded.errors, vec![]);
+    assert_eq!(loaded.instances, vec![expected]);
+}
+
+#[test]
+fn setup_accepts_a_list_and_an_absolute_repo_path_is_kept() {
+    let mut value = record("a");
+    value["setup"] = json!(["apt-get update", "pip install ."]);
+    value["repo_path"] = json!("/abs/repo");
+    let loaded = parse_instances(&value.to_string(), Some(Path::new("/data"))).unwrap();
+    assert_eq!(
+        loaded.instances[0].setup,
+        vec!["apt-get update".to_owned(), "pip install .".to_owned()]
+    );
+    assert_eq!(
+        loaded.instances[0].repo_path,
+        Some(PathBuf::from("/abs/repo"))
+    );
+}
+
+#[test]
+fn a_record_missing_problem_statement_is_reported_and_its_neighbours_still_load() {
+    let mut bad = record("acme__calc-2");
+    bad.as_object_mut().unwrap().remove("problem_statement");
+    let text = json!([record("acme__calc-1"), bad, record("acme__calc-3")]).to_string();
+    let loaded = parse_instances(&text, None).unwrap();
+    assert_eq!(ids(&loaded.instances), vec!["acme__calc-1", "acme__calc-3"]);
+    assert_eq!(
+        loaded.errors,
+        vec![InstanceError {
+            location: RecordLocation::Index(1),
+            instance_id: Some("acme__calc-2".to_owned()),
+            field: Some("problem_statement".to_owned()),
+            message: "missing".to_owned(),
+        }]
+    );
+    assert_eq!(
+        loaded.errors[0].to_string(),
+        "instance \"acme__calc-2\" (record [1]): field \"problem_statement\": missing"
+    );
+}
+
+#[test]
+fn a_record_without_an_id_is_named_by_its_jsonl_line() {
+    let mut no_id = record("x");
+    no_id.as_object_mut().unwrap().remove("instance_id");
+    let text = format!("{}\n{}\n", record("a"), no_id);
+    let loaded = parse_instances(&text, None).unwrap();
+    assert_eq!(ids(&loaded.instances), vec!["a"]);
+    assert_eq!(
+        loaded.errors[0].to_string(),
+        "line 2: field \"instance_id\": missing"
+    );
+}
+
+#[test]
+fn an_invalid_jsonl_line_is_reported_and_later_lines_still_load() {
+    let text = format!("{}\n{{not json\n{}\n", record("a"), record("b"));
+    let loaded = parse_instances(&text, None).unwrap();
+    assert_eq!(ids(&loaded.instances), vec!["a", "b"]);
+    assert_eq!(loaded.errors.len(), 1);
+    assert_eq!(loaded.errors[0].location, RecordLocation::Line(2));
+    assert!(loaded.errors[0].message.starts_with("invalid JSON: "));
+}
+
+#[test]
+fn wrong_field_types_name_the_field_and_the_type_found() {
+    let mut bad_list = record("a");
+    bad_list["FAIL_TO_PASS"] = json!("not a list");
+    let mut bad_item = record("b");
+    bad_item["PASS_TO_PASS"] = json!(["ok", 3]);
+    let mut bad_repo = record("c");
+    bad_repo["repo"] = json!(7);
+    let mut twice = record("d");
+    twice["FAIL_TO_PASS"] = json!([]);
+    twice["fail_to_pass"] = json!([]);
+    let text = json!([bad_list, bad_item, bad_repo, twice, "just a string"]).to_string();
+    let messages: Vec<String> = parse_instances(&text, None)
+        .unwrap()
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            "instance \"a\" (record [0]): field \"FAIL_TO_PASS\": a string must hold a JSON list \
+             of test ids: expected ident at line 1 column 2"
+                .to_owned(),
+            "instance \"b\" (record [1]): field \"PASS_TO_PASS\": item 1: expected a string test \
+             id, found a number"
+                .to_owned(),
+            "instance \"c\" (record [2]): field \"repo\": expected a string, found a number"
+                .to_owned(),
+            "instance \"d\" (record [3]): field \"FAIL_TO_PASS\": given twice, as FAIL_TO_PASS \
+             and as fail_to_pass; keep one"
+                .to_owned(),
+            "record [4]: expected a JSON object, found a string".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn a_duplicate_instance_id_is_an_error_for_the_later_record_only() {
+    let text = json!([record("a"), record("b"), record("a")]).to_string();
+    let loaded = parse_instances(&text, None).unwrap();
+    assert_eq!(ids(&loaded.instances), vec!["a", "b"]);
+    assert_eq!(
+        loaded.errors[0].to_string(),
+        "instance \"a\" (record [2]): field \"instance_id\": duplicate instance_id: an earlier \
+         record has the same id"
+    );
+}
+
+#[test]
+fn a_file_starting_with_a_bracket_that_is_not_an_array_fails_as_a_whole() {
+    let error = parse_instances("  [ {\"instance_id\": ", None).unwrap_err();
+    assert!(matches!(error, InstanceFileError::NotJsonArray { .. }));
+}
+
+#[test]
+fn serialising_an_instance_gives_a_record_that_loads_back_equal() {
+    let mut value = record("round-trip");
+    value["FAIL_TO_PASS"] = json!("[\"t::a\"]");
+    value["setup"] = json!(["make"]);
+    value["custom"] = json!({"k": [1, 2]});
+    let first = parse_instances(&value.to_string(), None).unwrap().instances;
+    let again = serde_json::to_string(&first[0]).unwrap();
+    let second = parse_instances(&again, None).unwrap().instances;
+    assert_eq!(second, first);
+}
+
+#[test]
+fn repo_dir_replaces_the_repo_name_placeholder() {
+    let instance = Instance {
+        repo: "django/django".to_owned(),
+        ..minimal("x")
+    };
+    assert_eq!(
+        instance.repo_dir("/work/{repo_name}"),
+        "/work/django__django"
+    );
+    assert_eq!(instance.repo_dir("/testbed"), "/testbed");
+}
+
+#[test]
+fn every_slice_form_follows_python_semantics() {
+    let cases: [(&str, &[usize]); 15] = [
+        ("0:3", &[0, 1, 2]),
+        ("2:", &[2, 3, 4, 5, 6]),
+        ("-3:", &[4, 5, 6]),
+        (":-2", &[0, 1, 2, 3, 4]),
+        ("-5:-2", &[2, 3, 4]),
+        ("::2", &[0, 2, 4, 6]),
+        ("1::3", &[1, 4]),
+        ("::-1", &[6, 5, 4, 3, 2, 1, 0]),
+        ("5:1:-2", &[5, 3]),
+        ("-2::-1", &[5, 4, 3, 2, 1, 0]),
+        ("10:20", &[]),
+        ("-100:2", &[0, 1]),
+        ("3:3", &[]),
+        (":", &[0, 1, 2, 3, 4, 5, 6]),
+        ("::-3", &[6, 3, 0]),
+    ];
+    for (input, expected) in cases {
+        let slice: SliceSpec = input.parse().unwrap();
+        assert_eq!(slice.indices(7), expected.to_vec(), "slice {input}");
+    }
+    let empty: SliceSpec = "::-1".parse().unwrap();
+    assert_eq!(empty.indices(0), Vec::<usize>::new());
+}
+
+#[test]
+fn bad_slices_are_rejected_with_the_reason() {
+    let messages: Vec<String> = ["5", "1:2:3:4", "a:3", "::0"]
+        .iter()
+        .map(|input| input.parse::<SliceSpec>().unwrap_err().to_string())
+        .collect();
+    let hint = "\nhint: use Python slice syntax, e.g. 0:10, -5:, ::2";
+    assert_eq!(
+        messages,
+        vec![
+            format!("invalid --slice \"5\": expected a colon, as in A:B{hint}"),
+            format!(
+                "invalid --slice \"1:2:3:4\": expected at most two colons, as in A:B:STEP{hint}"
+            ),
+            format!("invalid --slice \"a:3\": \"a\" is not an integer{hint}"),
+            format!("invalid --slice \"::0\": the step must not be zero{hint}"),
+        ]
+    );
+}
+
+#[test]
+fn shards_are_one_based_contiguous_and_cover_every_item_once() {
+    let ranges: Vec<std::ops::Range<usize>> = (1..=3)
+        .map(|index| ShardSpec { index, count: 3 }.range(10))
+        .collect();
+    assert_eq!(ranges, vec![0..4, 4..7, 7..10]);
+    assert_eq!(ShardSpec { index: 4, count: 4 }.range(2), 2..2);
+    assert_eq!(
+        " 2 / 4 ".parse::<ShardSpec>().unwrap(),
+        ShardSpec { index: 2, count: 4 }
+    );
+}
+
+#[test]
+fn bad_shards_are_rejected_with_the_reason() {
+    let messages: Vec<String> = ["0/4", "5/4", "1/0", "2", "x/3"]
+        .iter()
+        .map(|input| input.parse::<ShardSpec>().unwrap_err().to_string())
+        .collect();
+    let hint = "\nhint: write I/N with shards numbered 1..=N, e.g. 1/4";
+    assert_eq!(
+        messages,
+        vec![
+            format!(
+                "invalid --shard \"0/4\": shard 0 is out of range: shards are numbered 1 to 4{hint}"
+            ),
+            format!(
+                "invalid --shard \"5/4\": shard 5 is out of range: shards are numbered 1 to 4{hint}"
+            ),
+            format!("invalid --shard \"1/0\": the shard count must be at least 1{hint}"),
+            format!("invalid --shard \"2\": expected a slash, as in 1/4{hint}"),
+            format!("invalid --shard \"x/3\": \"x\" is not a non-negative integer{hint}"),
+        ]
+    );
+}
+
+#[test]
+fn a_bad_filter_regex_is_rejected_and_a_good_one_matches_anywhere_in_the_id() {
+    assert!(matches!(
+        parse_filter("django(").unwrap_err(),
+        SelectionError::Filter { .. }
+    ));
+    let filter = parse_filter("calc-1").unwrap();
+    let selected = select(
+        named(&["acme__calc-1", "acme__calc-12", "x__calc-2"]),
+        &Selection {
+            filter: Some(filter),
+            ..Selection::default()
+        },
+    );
+    assert_eq!(ids(&selected), vec!["acme__calc-1", "acme__calc-12"]);
+}
+
+#[test]
+fn shuffle_is_deterministic_and_independent_of_file_order() {
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let mut reversed = names;
+    reversed.reverse();
+    let selection = Selection {
+        shuffle_seed: Some(DEFAULT_SEED),
+        ..Selection::default()
+    };
+    let first = select(named(&names), &selection);
+    let second = select(named(&reversed), &selection);
+    assert_eq!(ids(&first), ids(&second));
+    assert_eq!(ids(&first), vec!["e", "d", "c", "a", "h", "g", "b", "f"]);
+    let other_seed = select(
+        named(&names),
+        &Selection {
+            shuffle_seed: Some(7),
+            ..Selection::default()
+        },
+    );
+    assert_ne!(ids(&other_seed), ids(&first));
+}
+
+#[test]
+fn selection_applies_shuffle_then_filter_then_slice_then_shard() {
+    let names = ["p-1", "p-2", "p-3", "q-1", "p-4", "p-5", "p-6"];
+    let selection = Selection {
+        shuffle_seed: None,
+        filter: Some(parse_filter("^p-").unwrap()),
+        slice: Some("1:".parse().unwrap()),
+        shard: Some("2/2".parse().unwrap()),
+    };
+    // filter → p-1..p-6; slice 1: → p-2..p-6; shard 2/2 of 5 → the last 2.
+    assert_eq!(ids(&select(named(&names), &selection)), vec!["p-5", "p-6"]);
+}

@@ -1,0 +1,228 @@
+//! `.traj` files, compatible with SWE-agent v0.7: the types, an atomic writer, a reader, and the
+//! resume rule.
+//!
+//! Keys are written in SWE-agent's order with an indent of 2, as `json.dumps(indent=2)` does.
+//! Keys this module does not know are kept in `extra` maps, so reading and rewriting a trajectory
+//! from another SWE-agent version loses nothing.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::agent::history::HistoryItem;
+
+/// A whole `.traj` file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// The environment's name (v0: `swe_main`; v1: `main` or the instance id).
+    pub environment: String,
+    /// One entry per turn.
+    pub trajectory: Vec<TrajectoryStep>,
+    /// The stored conversation, before any history processor ran.
+    pub history: Vec<HistoryItem>,
+    /// How the run ended, and what it cost.
+    pub info: Info,
+    /// The configuration to replay the run with (v1 writes a JSON string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_config: Option<Value>,
+    /// Keys this type does not know, kept as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One turn: `action, observation, response, thought, state, execution_time`, plus our optional
+/// keys, which SWE-agent's readers ignore.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TrajectoryStep {
+    /// The command that ran, as a string.
+    pub action: String,
+    /// What the command printed, as the model saw it.
+    pub observation: String,
+    /// The model's whole response.
+    pub response: String,
+    /// The response without the command.
+    pub thought: String,
+    /// `{"open_file": ..., "working_dir": ...}` after the step (a JSON string in v0).
+    #[serde(default)]
+    pub state: Value,
+    /// Seconds the command took (absent before v0.7).
+    #[serde(default)]
+    pub execution_time: f64,
+    /// Ours: the nudge sent with the request that produced this response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudge: Option<String>,
+    /// Ours: the format error this response caused, when the parser rejected it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_error: Option<String>,
+    /// Keys this type does not know (e.g. v1's `query`, `extra_info`), kept as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `info`: the outcome.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Info {
+    /// `submitted`, `exit_cost`, `submitted (exit_cost)`, …; null while the run is going.
+    #[serde(default)]
+    pub exit_status: Option<String>,
+    /// The patch, or null when there is none.
+    #[serde(default)]
+    pub submission: Option<String>,
+    /// Tokens, calls and cost.
+    #[serde(default)]
+    pub model_stats: ModelStats,
+    /// The edited files with 30 lines of context, SWE-agent style.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_files30: Option<String>,
+    /// The same with 50 lines of context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_files50: Option<String>,
+    /// The same with 70 lines of context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_files70: Option<String>,
+    /// Ours: the version of aci that wrote the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aci_version: Option<String>,
+    /// Keys this type does not know (e.g. `swe_agent_hash`), kept as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `info.model_stats`, in v0's key order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ModelStats {
+    /// v0 only: the cost of the whole run so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cost: Option<f64>,
+    /// This instance's cost in dollars.
+    #[serde(default)]
+    pub instance_cost: f64,
+    /// Prompt tokens sent, cached ones included.
+    #[serde(default)]
+    pub tokens_sent: u64,
+    /// Completion tokens received.
+    #[serde(default)]
+    pub tokens_received: u64,
+    /// Model calls made.
+    #[serde(default)]
+    pub api_calls: u64,
+    /// Ours: prompt tokens read from the provider's cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Ours: prompt tokens written to the provider's cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+/// Why a trajectory could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TrajectoryError {
+    /// The file could not be read.
+    #[error("failed to read trajectory {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The file is not a trajectory.
+    #[error("failed to parse trajectory {path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: serde_json::Error,
+    },
+}
+
+/// Statuses after which resume reruns an instance (reference §7), plus our autosubmitted form of
+/// `early_exit`: it is still an infrastructure failure, not the model's result.
+const RERUN_STATUSES: [&str; 2] = ["early_exit", "submitted (early_exit)"];
+
+/// Makes temporary names unique between writers in this process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `trajectory` to `path` so that readers see the old file or the new one, never a part:
+/// a temporary file in the same directory is written and synced, then renamed over `path`.
+///
+/// # Errors
+///
+/// Any I/O error from writing, syncing or renaming; the temporary file is removed first.
+pub fn write_atomic(path: &Path, trajectory: &Trajectory) -> io::Result<()> {
+    let json = serde_json::to_vec_pretty(trajectory).map_err(io::Error::other)?;
+    let file_name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("trajectory path {} has no file name", path.display()),
+        )
+    })?;
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let temp = directory.join(format!(
+        ".{}.{}.{}.tmp",
+        file_name.to_string_lossy(),
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = write_synced(&temp, &json).and_then(|()| fs::rename(&temp, path));
+    if written.is_err() {
+        // Best effort: the error that matters is the one being returned.
+        let _ = fs::remove_file(&temp);
+    }
+    written?;
+    // Persist the rename itself. Some file systems cannot sync a directory; the file is complete
+    // either way, so that failure is not an error.
+    if let Ok(dir) = File::open(directory) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Reads a trajectory written by aci or by SWE-agent v0.7.
+///
+/// # Errors
+///
+/// [`TrajectoryError::Read`] when the file cannot be read, [`TrajectoryError::Parse`] when it is
+/// not a trajectory.
+pub fn read(path: &Path) -> Result<Trajectory, TrajectoryError> {
+    let bytes = fs::read(path).map_err(|source| TrajectoryError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| TrajectoryError::Parse {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The resume rule: the instance is finished when `path` exists, is JSON, and its
+/// `info.exit_status` is a string other than `early_exit` (or `submitted (early_exit)`). Only
+/// that key is looked at, as SWE-agent does, so a foreign trajectory is never rerun because our
+/// types would not parse it.
+pub fn is_finished(path: &Path) -> bool {
+    let Ok(bytes) = fs::read(path) else {
+        return false;
+    };
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        return false;
+    };
+    value
+        .pointer("/info/exit_status")
+        .and_then(Value::as_str)
+        .is_some_and(|status| !RERUN_STATUSES.contains(&status))
+}
+
+#[cfg(test)]
+mod tests;
