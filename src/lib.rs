@@ -11,6 +11,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod ablate;
 pub mod aci;
 pub mod agent;
 pub mod batch;

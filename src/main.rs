@@ -1,7 +1,10 @@
 //! The `aci` binary: parse the command line, resolve settings, run, and map failures to exit
 //! codes (0 done, 1 run-level failure, 2 usage, 3 an evaluation regression).
 
-#![expect(clippy::print_stdout, reason = "the binary prints its results (data) on stdout; logs go to stderr")]
+#![expect(
+    clippy::print_stdout,
+    reason = "the binary prints its results (data) on stdout; logs go to stderr"
+)]
 
 mod cli;
 

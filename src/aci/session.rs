@@ -56,6 +56,8 @@ pub struct Aci<S: Sandbox> {
     command_timeout: Duration,
     memory_mb: u64,
     test_patch: Option<String>,
+    /// Keeps the last parse, so gating the next edit of the same file is incremental.
+    linter: lint::Linter,
 }
 
 /// v0's timeout text, with the configured seconds.
@@ -96,6 +98,7 @@ impl<S: Sandbox> Aci<S> {
             command_timeout,
             memory_mb,
             test_patch: None,
+            linter: lint::Linter::new(),
         }
     }
 
@@ -392,8 +395,8 @@ impl<S: Sandbox> Aci<S> {
         body: &str,
     ) -> Result<Vec<String>, SandboxError> {
         let lint = &self.config.lint;
-        let Some(language) = lint
-            .enabled
+        let gated = lint.enabled && lint.builtin;
+        let Some(language) = gated
             .then(|| Language::from_path(path, &lint.languages))
             .flatten()
         else {
@@ -402,8 +405,9 @@ impl<S: Sandbox> Aci<S> {
         let edited = lint_range(range, body);
         let options = GateOptions {
             filter_preexisting: lint.filter_preexisting,
+            package_init: path.ends_with("/__init__.py") || path == "__init__.py",
         };
-        let verdict = lint::gate(language, before, after, &edited, &options);
+        let verdict = self.linter.gate(language, before, after, &edited, &options);
         Ok(verdict
             .new_errors
             .iter()

@@ -147,7 +147,11 @@ impl Default for AciConfig {
 pub struct LintConfig {
     /// Gate edits at all. Off: every edit lands, syntax errors included.
     pub enabled: bool,
-    /// Languages gated by the built-in checker, chosen by file extension (`python`, `rust`).
+    /// Run the built-in, in-process gate (tree-sitter syntax for every language in
+    /// `languages`, plus Python indentation and name checks). Off: only `external` gates.
+    pub builtin: bool,
+    /// Languages gated, chosen by file extension (`python`: .py/.pyi, `rust`: .rs); files of
+    /// other languages are never gated.
     pub languages: Vec<String>,
     /// An extra linter run in the container after each edit, with `{file}` replaced by the
     /// path; its flake8-format output is filtered like the built-in errors. Null for none.
@@ -160,6 +164,7 @@ impl Default for LintConfig {
     fn default() -> Self {
         Self {
             enabled: true,
+            builtin: true,
             languages: vec!["python".to_owned(), "rust".to_owned()],
             external: None,
             filter_preexisting: true,

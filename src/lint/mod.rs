@@ -1,90 +1,394 @@
-//! The lint gate (placeholder until the tree-sitter gate lands: every edit passes).
+//! The lint gate for `edit`: tree-sitter syntax checks for Python and Rust, plus Python's
+//! tokenizer-level indentation check and pyflakes-style name checks, reported with flake8's
+//! codes and wording. Pure: bytes in, verdict out. Only errors an edit *adds* block it.
+//!
+//! [`gate`] and [`check`] are one-shot; [`Linter`] keeps the parse trees and per-statement
+//! analyses of the texts it last saw, so that consecutive edits re-parse incrementally.
 
-/// A gated language.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+mod filter;
+mod noqa;
+mod python_builtins;
+mod python_definitions;
+mod python_indent;
+mod python_names;
+mod python_scope;
+mod python_strings;
+mod python_syntax;
+mod python_tokens;
+mod syntax;
+mod text;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use tree_sitter::{Parser, Tree};
+
+pub use filter::{filter_new, parse_flake8};
+
+use python_names::{Change, Units};
+use syntax::{SYNTAX_CODE, line_edit, new_parser, reparse};
+use text::LineIndex;
+
+/// A language the gate can check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Language {
-    /// `.py`
     Python,
-    /// `.rs`
     Rust,
 }
 
 impl Language {
-    /// The language of `path` when it is enabled.
+    /// The language of `path` by extension (`.py`/`.pyi` → Python, `.rs` → Rust), if its
+    /// name (`"python"`, `"rust"`, any case) is in `enabled`. None means "not gated".
     pub fn from_path(path: &str, enabled: &[String]) -> Option<Language> {
-        let language = if path.ends_with(".py") {
-            Language::Python
-        } else if path.ends_with(".rs") {
-            Language::Rust
-        } else {
-            return None;
+        let file_name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        let (_, extension) = file_name.rsplit_once('.')?;
+        let language = match extension {
+            "py" | "pyi" => Language::Python,
+            "rs" => Language::Rust,
+            _ => return None,
         };
-        let name = match language {
+        enabled
+            .iter()
+            .any(|name| name.trim().eq_ignore_ascii_case(language.name()))
+            .then_some(language)
+    }
+
+    /// The name used in configuration (`aci.lint.languages`).
+    pub fn name(self) -> &'static str {
+        match self {
             Language::Python => "python",
             Language::Rust => "rust",
-        };
-        enabled.iter().any(|e| e == name).then_some(language)
+        }
     }
 }
 
-/// One error.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One lint error, positioned as flake8 positions it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LintError {
     /// 1-based line.
     pub line: usize,
-    /// 1-based column.
+    /// 1-based column in characters. For E999 this is flake8's column, one right of
+    /// CPython's offset.
     pub column: usize,
-    /// flake8 code.
+    /// `"E999"`, `"F821"`, `"E111"`, ...
     pub code: String,
-    /// The message.
+    /// The text after the code, e.g. `SyntaxError: '(' was never closed`.
     pub message: String,
 }
 
 impl LintError {
-    /// `CODE message`.
+    /// The code and message as flake8 prints them after `file:line:col: `.
     pub fn problem(&self) -> String {
         format!("{} {}", self.code, self.message)
     }
 }
 
-/// The edited range.
-#[derive(Debug, Clone, Copy)]
+impl fmt::Display for LintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {} {}",
+            self.line, self.column, self.code, self.message
+        )
+    }
+}
+
+/// The edited lines of `before`: `start..=end` (1-based, v0 semantics) were replaced by
+/// `replacement_lines` lines. Only [`filter_new`] uses it; the incremental re-parse finds
+/// the changed lines itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EditRange {
-    /// First line.
     pub start: usize,
-    /// Last line.
     pub end: usize,
-    /// Replacement line count.
     pub replacement_lines: usize,
 }
 
-/// The gate's answer.
-#[derive(Debug, Clone, Default)]
+/// The gate's answer for one edit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Verdict {
-    /// New errors.
+    /// Errors the edit introduced; any of them blocks the edit.
     pub new_errors: Vec<LintError>,
-    /// All errors.
+    /// Every error of the edited text.
     pub all_errors: Vec<LintError>,
 }
 
-/// Options.
-#[derive(Debug, Clone, Copy)]
+impl Verdict {
+    /// True when the edit introduced no error.
+    pub fn passed(&self) -> bool {
+        self.new_errors.is_empty()
+    }
+}
+
+/// Gate settings (`aci.lint.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GateOptions {
-    /// Filter pre-existing errors.
+    /// Drop errors that existed before the edit (v0.7); false blocks on every error (v0.1).
     pub filter_preexisting: bool,
+    /// The file is a package's `__init__.py`: like pyflakes, allow `__path__` and skip F822.
+    pub package_init: bool,
 }
 
-/// Gate an edit.
-pub fn gate(_: Language, _: &[u8], _: &[u8], _: &EditRange, _: &GateOptions) -> Verdict {
-    Verdict::default()
+impl Default for GateOptions {
+    fn default() -> Self {
+        Self {
+            filter_preexisting: true,
+            package_init: false,
+        }
+    }
 }
 
-/// Parse flake8 output.
-pub fn parse_flake8(_: &str) -> Vec<LintError> {
-    Vec::new()
+/// Gates one edit: checks `before` and `after` and returns the errors the edit added.
+pub fn gate(
+    language: Language,
+    before: &[u8],
+    after: &[u8],
+    edited: &EditRange,
+    options: &GateOptions,
+) -> Verdict {
+    Linter::new().gate(language, before, after, edited, options)
 }
 
-/// Filter pre-existing errors.
-pub fn filter_new(_: &[LintError], after: Vec<LintError>, _: &EditRange) -> Vec<LintError> {
-    after
+/// Every error of one text.
+pub fn check(language: Language, source: &[u8]) -> Vec<LintError> {
+    Linter::new().check(language, source, &GateOptions::default())
+}
+
+/// The analysis of one text: its bytes, tree, Python units and errors.
+struct Snapshot {
+    language: Language,
+    package_init: bool,
+    text: Vec<u8>,
+    tree: Option<Tree>,
+    units: Units,
+    errors: Vec<LintError>,
+}
+
+/// A gate that remembers the last texts it checked, so that the next edit of the same file
+/// parses incrementally and re-analyses only the statements the edit touched.
+#[derive(Default)]
+pub struct Linter {
+    python: Option<Parser>,
+    rust: Option<Parser>,
+    /// The before and after texts of the last call.
+    recent: Vec<Snapshot>,
+}
+
+impl fmt::Debug for Linter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Linter")
+            .field("cached_texts", &self.recent.len())
+            .finish()
+    }
+}
+
+impl Linter {
+    /// A linter with an empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Like [`gate`], reusing the analysis of `before` (or of the text it was derived from)
+    /// when this linter saw it last time.
+    pub fn gate(
+        &mut self,
+        language: Language,
+        before: &[u8],
+        after: &[u8],
+        edited: &EditRange,
+        options: &GateOptions,
+    ) -> Verdict {
+        let old = self.snapshot(language, before, options.package_init, None);
+        let new = self.snapshot(language, after, options.package_init, Some(&old));
+        let all_errors = new.errors.clone();
+        let new_errors = if options.filter_preexisting {
+            filter_new(&old.errors, all_errors.clone(), edited)
+        } else {
+            all_errors.clone()
+        };
+        self.recent = vec![old, new];
+        Verdict {
+            new_errors,
+            all_errors,
+        }
+    }
+
+    /// Like [`check`]; the text is kept as the base for the next [`Linter::gate`].
+    pub fn check(
+        &mut self,
+        language: Language,
+        source: &[u8],
+        options: &GateOptions,
+    ) -> Vec<LintError> {
+        let snapshot = self.snapshot(language, source, options.package_init, None);
+        let errors = snapshot.errors.clone();
+        self.recent.retain(|s| s.text != snapshot.text);
+        self.recent.push(snapshot);
+        if self.recent.len() > 2 {
+            self.recent.remove(0);
+        }
+        errors
+    }
+
+    /// The analysis of `text`: cached, derived incrementally from `base`, or from scratch.
+    fn snapshot(
+        &mut self,
+        language: Language,
+        text: &[u8],
+        package_init: bool,
+        base: Option<&Snapshot>,
+    ) -> Snapshot {
+        let same = |s: &Snapshot| {
+            s.language == language && s.package_init == package_init && s.text == text
+        };
+        if let Some(index) = self.recent.iter().position(same) {
+            return self.recent.swap_remove(index);
+        }
+        if let Some(base) = base.filter(|b| same(b)) {
+            return base.duplicate();
+        }
+        let base = base.filter(|b| b.language == language && b.tree.is_some());
+        let parser = match language {
+            Language::Python => self
+                .python
+                .get_or_insert_with(|| new_parser(language).unwrap_or_default()),
+            Language::Rust => self
+                .rust
+                .get_or_insert_with(|| new_parser(language).unwrap_or_default()),
+        };
+        let incremental = base.and_then(|base| {
+            let edit = line_edit(&base.text, text)?;
+            let tree = reparse(parser, base.tree.as_ref()?, &edit, text)?;
+            let change = Change {
+                start: edit.start_byte,
+                old_end: edit.old_end_byte,
+                new_end: edit.new_end_byte,
+            };
+            Some((tree, base, change))
+        });
+        let (tree, units) = match incremental {
+            Some((tree, base, change)) => {
+                let units = match language {
+                    Language::Python => {
+                        Units::rebuild(tree.root_node(), text, Some((&base.units, &change)))
+                    }
+                    Language::Rust => Units::default(),
+                };
+                (Some(tree), units)
+            }
+            None => {
+                let tree = parser.parse(text, None);
+                let units = match (&tree, language) {
+                    (Some(tree), Language::Python) => Units::build(tree.root_node(), text),
+                    _ => Units::default(),
+                };
+                (tree, units)
+            }
+        };
+        let errors = match (&tree, language) {
+            (Some(tree), Language::Python) => python_errors(tree, text, &units, package_init),
+            (Some(tree), Language::Rust) => syntax::rust_errors(tree.root_node(), text),
+            (None, _) => Vec::new(),
+        };
+        Snapshot {
+            language,
+            package_init,
+            text: text.to_vec(),
+            tree,
+            units,
+            errors,
+        }
+    }
+}
+
+impl Snapshot {
+    fn duplicate(&self) -> Snapshot {
+        Snapshot {
+            language: self.language,
+            package_init: self.package_init,
+            text: self.text.clone(),
+            tree: self.tree.clone(),
+            units: self.units.clone(),
+            errors: self.errors.clone(),
+        }
+    }
+}
+
+/// flake8's view of a Python text: the single E999 if there is a syntax error (flake8 stops
+/// there), otherwise F821/F822/F831 and E111/E112/E113, minus `# noqa` lines.
+fn python_errors(tree: &Tree, src: &[u8], units: &Units, package_init: bool) -> Vec<LintError> {
+    if noqa::file_is_ignored(src) {
+        return Vec::new();
+    }
+    let scan = python_tokens::scan(src);
+    let root = tree.root_node();
+    if let Some(problem) = python_syntax::first_syntax_error(root, src, &scan, units) {
+        let index = LineIndex::new(src);
+        if noqa::suppresses(index.row(src, problem.row), SYNTAX_CODE) {
+            return Vec::new();
+        }
+        return vec![LintError {
+            line: problem.row + 1,
+            column: index.char_col(src, problem.row, problem.col)
+                + if problem.before { 1 } else { 2 },
+            code: SYNTAX_CODE.to_owned(),
+            message: problem.message,
+        }];
+    }
+    let names = units
+        .diagnostics(package_init)
+        .into_iter()
+        .map(|d| (d.row, d.col, d.code, d.message));
+    let style = python_indent::style_diagnostics(&scan)
+        .into_iter()
+        .map(|d| (d.row, d.col, d.code, d.message.to_owned()));
+    let found: Vec<_> = names.chain(style).collect();
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let index = LineIndex::new(src);
+    let groups = noqa_groups(&scan.joined_rows);
+    let mut errors: Vec<LintError> = found
+        .into_iter()
+        .filter(|(row, _, code, _)| !noqa_covers(src, &index, &groups, *row, code))
+        .map(|(row, col, code, message)| LintError {
+            line: row + 1,
+            column: index.char_col(src, row, col) + 1,
+            code: code.to_owned(),
+            message,
+        })
+        .collect();
+    errors.sort_by_key(|error| (error.line, error.column));
+    errors
+}
+
+/// Merges the row ranges flake8 joins for `# noqa` (multi-line strings, continuations).
+fn noqa_groups(joined: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut ranges = joined.to_vec();
+    ranges.sort_unstable();
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    for (start, end) in ranges {
+        match groups.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => groups.push((start, end)),
+        }
+    }
+    groups
+}
+
+fn noqa_covers(
+    src: &[u8],
+    index: &LineIndex,
+    groups: &[(usize, usize)],
+    row: usize,
+    code: &str,
+) -> bool {
+    let at = groups.partition_point(|&(_, end)| end < row);
+    let (first, last) = groups
+        .get(at)
+        .filter(|&&(start, _)| start <= row)
+        .copied()
+        .unwrap_or((row, row));
+    (first..=last).any(|r| noqa::suppresses(index.row(src, r), code))
 }

@@ -1,0 +1,4 @@
+//! `aci ablate`: run several configurations on the same instances and compare them.
+
+pub mod stats;
+pub mod table;

@@ -1,0 +1,113 @@
+//! Indentation checks tree-sitter cannot make: CPython's parser-level "unexpected indent"
+//! and "expected an indented block after …", and pycodestyle's E111, E112 and E113.
+
+use super::python_tokens::{IndentMove, LogicalLine, Scan, SyntaxProblem};
+use super::text::end_of_file;
+
+/// A pycodestyle diagnostic at a 0-based row and byte column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StyleDiagnostic {
+    pub row: usize,
+    pub col: usize,
+    pub code: &'static str,
+    pub message: &'static str,
+}
+
+/// What CPython 3.11 calls the statement a block belongs to, from its first two tokens.
+fn block_owner(line: &LogicalLine) -> Option<&'static str> {
+    let owner = match (line.first_word.as_str(), line.second_word.as_str()) {
+        ("if", _) => "'if' statement",
+        ("elif", _) => "'elif' statement",
+        ("else", _) => "'else' statement",
+        ("while", _) => "'while' statement",
+        ("for", _) | ("async", "for") => "'for' statement",
+        ("with", _) | ("async", "with") => "'with' statement",
+        ("try", _) => "'try' statement",
+        ("except", "*") => "'except*' statement",
+        ("except", _) => "'except' statement",
+        ("finally", _) => "'finally' statement",
+        ("def", _) | ("async", "def") => "function definition",
+        ("class", _) => "class definition",
+        ("match", _) => "'match' statement",
+        ("case", _) => "'case' statement",
+        _ => return None,
+    };
+    Some(owner)
+}
+
+fn expected_block(header: &LogicalLine, row: usize, col: usize) -> Option<SyntaxProblem> {
+    let owner = block_owner(header)?;
+    Some(SyntaxProblem::new(
+        row,
+        col,
+        format!(
+            "IndentationError: expected an indented block after {owner} on line {}",
+            header.row + 1
+        ),
+    ))
+}
+
+/// The first indentation error CPython's parser would report, if any.
+pub(crate) fn parser_problem(scan: &Scan, src: &[u8]) -> Option<SyntaxProblem> {
+    let mut previous: Option<&LogicalLine> = None;
+    for line in &scan.lines {
+        let expects_block = previous.is_some_and(|p| p.ends_with_colon);
+        if let Some(header) =
+            previous.filter(|p| line.movement == IndentMove::Indent && !p.has_colon)
+        {
+            // A header that lost its colon: CPython fails at the header's NEWLINE.
+            if block_owner(header).is_some()
+                && !matches!(header.first_word.as_str(), "match" | "case")
+            {
+                let message = "SyntaxError: expected ':'";
+                return Some(SyntaxProblem::new(header.end_row, header.end_col, message));
+            }
+        }
+        if line.movement == IndentMove::Indent && !expects_block {
+            let message = "IndentationError: unexpected indent";
+            return Some(SyntaxProblem::new(line.row, line.col, message).shifted_left());
+        }
+        if let Some(header) =
+            previous.filter(|_| expects_block && line.movement != IndentMove::Indent)
+            && let Some(problem) = expected_block(header, line.row, line.col)
+        {
+            // After a DEDENT, CPython points at the DEDENT token, one column left.
+            let dedent = line.movement == IndentMove::Dedent;
+            return Some(if dedent {
+                problem.shifted_left()
+            } else {
+                problem
+            });
+        }
+        previous = Some(line);
+    }
+    let last = previous.filter(|line| line.ends_with_colon)?;
+    let (row, col) = end_of_file(src);
+    expected_block(last, row, col)
+}
+
+/// pycodestyle's `indentation` check for the selected codes (comment lines, which give
+/// E114–E116, are not logical lines here).
+pub(crate) fn style_diagnostics(scan: &Scan) -> Vec<StyleDiagnostic> {
+    let mut out = Vec::new();
+    let (mut previous_indent, mut previous_colon) = (0usize, false);
+    for line in &scan.lines {
+        let at = |code, message| StyleDiagnostic {
+            row: line.row,
+            col: line.col,
+            code,
+            message,
+        };
+        if line.indent % 4 != 0 {
+            out.push(at("E111", "indentation is not a multiple of 4"));
+        }
+        if previous_colon && line.indent <= previous_indent {
+            out.push(at("E112", "expected an indented block"));
+        } else if !previous_colon && line.indent > previous_indent {
+            out.push(at("E113", "unexpected indentation"));
+        }
+        previous_indent = line.indent;
+        previous_colon = line.ends_with_colon;
+    }
+    out
+}
