@@ -283,3 +283,47 @@ async fn huge_output_keeps_head_and_tail_with_a_note(mut s: AnySandbox, _: Kind)
     assert_eq!(out.stdout.len(), 2 * 64 * 1024 + note.len());
     s.shutdown().await.unwrap();
 }
+
+mod write_failures {
+    use super::*;
+
+    /// A write that fails must still consume its content: nothing of it may reach bash as
+    /// commands.
+    async fn a_failed_write_runs_none_of_its_content(mut s: AnySandbox) {
+        let error = s
+            .write_file("pkg", b"touch /tmp/should_not_exist\necho pwned\n")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                SandboxError::File {
+                    kind: FileErrorKind::IsDirectory,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let out = s
+            .run("ls /tmp/should_not_exist 2>&1; echo next", SHORT)
+            .await
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).ends_with("No such file or directory\nnext\n"),
+            "{out:?}"
+        );
+        s.shutdown().await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn docker_a_failed_write_runs_none_of_its_content() {
+        let (sandbox, _repo) = start(Kind::Docker, "failed-write").await;
+        a_failed_write_runs_none_of_its_content(sandbox).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn local_a_failed_write_runs_none_of_its_content() {
+        let (sandbox, _repo) = start(Kind::Local, "failed-write").await;
+        a_failed_write_runs_none_of_its_content(sandbox).await;
+    }
+}

@@ -240,31 +240,6 @@ pub fn ansi_c_quote(bytes: &[u8]) -> String {
     out
 }
 
-/// Encodes bytes as standard base64 (for `base64 -d` in the session).
-pub fn base64_encode(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4 + data.len() / 57 + 1);
-    for (i, chunk) in data.chunks(3).enumerate() {
-        if i > 0 && i % 19 == 0 {
-            out.push('\n'); // 76-column lines, as base64(1) writes them
-        }
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for k in 0..4 {
-            if k <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * k)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// Whether a command's output is split into two streams or merged into stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Streams {
@@ -354,7 +329,13 @@ impl<T: Transport> Shell<T> {
         };
         let script = format!("{{ {setup}\n}}");
         let (out, alive) = self
-            .exchange_once(&script, Duration::from_secs(60), Streams::Separate, limit)
+            .exchange_once(
+                &script,
+                Duration::from_secs(60),
+                Streams::Separate,
+                limit,
+                None,
+            )
             .await?;
         if !alive || out.exit_code != Some(0) {
             return Err(SandboxError::Session(format!(
@@ -388,7 +369,8 @@ impl<T: Transport> Shell<T> {
             "__aci_cmd={}\n{{ eval \"$__aci_cmd\"\n}}",
             ansi_c_quote(command.as_bytes())
         );
-        self.exchange(&script, timeout, streams, self.limit).await
+        self.exchange(&script, timeout, streams, self.limit, None)
+            .await
     }
 
     /// Runs a script written by the harness itself, uncapped by the output limit.
@@ -411,7 +393,7 @@ impl<T: Transport> Shell<T> {
             head: MAX_READ_BYTES,
             tail: 0,
         };
-        self.exchange(&format!("{{ {script}\n}}"), timeout, streams, limit)
+        self.exchange(&format!("{{ {script}\n}}"), timeout, streams, limit, None)
             .await
     }
 
@@ -446,13 +428,28 @@ impl<T: Transport> Shell<T> {
     /// Writes a file's bytes through the session, creating parent directories.
     pub async fn write_file(&mut self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
         let quoted = shell_quote(path);
-        let delimiter = format!("__ACI_B64_{}", self.nonce);
+        // `head -c N` reads exactly N bytes of the session's stdin: the raw content, sent
+        // after the command line (see `exchange_once`). It must consume them whatever happens,
+        // or bash would read the rest as commands: so it always runs, and the writer drains
+        // its input when it cannot write the file.
         let script = format!(
-            "case {quoted} in */*) mkdir -p -- \"${{__aci_p:=$(dirname -- {quoted})}}\"; \
-             unset __aci_p;; esac && base64 -d > {quoted} <<'{delimiter}'\n{}\n{delimiter}",
-            base64_encode(content)
+            "head -c {} | {{ case {quoted} in */*) mkdir -p -- \"$(dirname -- {quoted})\";; esac && \
+             cat > {quoted} && exit 0; cat > /dev/null; exit 1; }}",
+            content.len()
         );
-        let out = self.run_trusted(&script, Duration::from_secs(60)).await?;
+        let limit = OutputLimit {
+            head: 64 * 1024,
+            tail: 0,
+        };
+        let out = self
+            .exchange(
+                &script,
+                Duration::from_secs(60),
+                Streams::Separate,
+                limit,
+                Some(content),
+            )
+            .await?;
         if out.exit_code == Some(0) {
             return Ok(());
         }
@@ -477,6 +474,7 @@ impl<T: Transport> Shell<T> {
         timeout: Duration,
         streams: Streams,
         limit: OutputLimit,
+        payload: Option<&[u8]>,
     ) -> Result<ExecOutput, SandboxError> {
         if self.in_flight {
             if let Some(pid) = self.session.as_ref().map(|s| s.pid) {
@@ -489,7 +487,9 @@ impl<T: Transport> Shell<T> {
             self.reopen().await?;
         }
         self.in_flight = true;
-        let (out, alive) = self.exchange_once(script, timeout, streams, limit).await?;
+        let (out, alive) = self
+            .exchange_once(script, timeout, streams, limit, payload)
+            .await?;
         self.in_flight = false;
         if !alive {
             self.transport.reset().await?;
@@ -506,6 +506,7 @@ impl<T: Transport> Shell<T> {
         timeout: Duration,
         streams: Streams,
         limit: OutputLimit,
+        payload: Option<&[u8]>,
     ) -> Result<(ExecOutput, bool), SandboxError> {
         self.seq += 1;
         let marker = format!("__ACI_{}_{}__", self.nonce, self.seq);
@@ -513,11 +514,19 @@ impl<T: Transport> Shell<T> {
             Streams::Separate => "",
             Streams::Merged => " 2>&1",
         };
-        let wire = format!(
-            "{script} </dev/null{redirect}\n__aci_rc=$?; {}printf '\\n{marker} %d\\n' \"$__aci_rc\"; \
+        let epilogue = format!(
+            "__aci_rc=$?; {}printf '\\n{marker} %d\\n' \"$__aci_rc\"; \
              printf '\\n{marker} %d\\n' \"${{__aci_oom:-0}}\" >&2\n",
             self.oom_read
         );
+        // With a payload the script reads it from the session's stdin, right after the line
+        // that holds the script and the epilogue: bash has parsed that whole line before the
+        // script runs, and the payload never passes through bash's byte-by-byte reader.
+        let mut wire = match payload {
+            None => format!("{script} </dev/null{redirect}\n{epilogue}").into_bytes(),
+            Some(_) => format!("{script}{redirect}; {epilogue}").into_bytes(),
+        };
+        wire.extend_from_slice(payload.unwrap_or_default());
         let mut stdout = CappedBuffer::new(limit);
         let mut stderr = CappedBuffer::new(limit);
         let Some(session) = self.session.as_mut() else {
@@ -525,7 +534,7 @@ impl<T: Transport> Shell<T> {
         };
         let pid = session.pid;
         let sent = async {
-            session.channel.input.write_all(wire.as_bytes()).await?;
+            session.channel.input.write_all(&wire).await?;
             session.channel.input.flush().await
         }
         .await;
@@ -689,14 +698,5 @@ mod tests {
             ansi_c_quote(b"echo 'a'\n\\x\xff"),
             r"$'echo \'a\'\n\\x\xff'"
         );
-    }
-
-    #[test]
-    fn base64_matches_the_standard_alphabet_and_padding() {
-        assert_eq!(base64_encode(b""), "");
-        assert_eq!(base64_encode(b"f"), "Zg==");
-        assert_eq!(base64_encode(b"fo"), "Zm8=");
-        assert_eq!(base64_encode(b"foo"), "Zm9v");
-        assert_eq!(base64_encode(b"\xff\x00\r\n"), "/wANCg==");
     }
 }
