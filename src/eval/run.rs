@@ -223,12 +223,8 @@ async fn evaluate_one(
         Ok((report, reused)) => {
             let status = match report.outcome() {
                 InstanceOutcome::Resolved => InstanceStatus::Resolved,
-                InstanceOutcome::Unresolved => {
-                    InstanceStatus::Unresolved(report.untrusted_reason)
-                }
-                InstanceOutcome::Error => {
-                    InstanceStatus::Error(report.error.unwrap_or_default())
-                }
+                InstanceOutcome::Unresolved => InstanceStatus::Unresolved(report.untrusted_reason),
+                InstanceOutcome::Error => InstanceStatus::Error(report.error.unwrap_or_default()),
             };
             done(status, reused)
         }

@@ -416,11 +416,24 @@ async fn build(
     });
     match tokio::time::timeout(limit, steps).await {
         Ok(Ok(id)) => Ok(id),
-        Ok(Err(error)) => Err(build_error(error.to_string())),
+        Ok(Err(error)) => Err(build_error(shorten_step_error(&error.to_string()))),
         Err(_) => Err(build_error(format!(
             "it ran past env.instance_timeout ({} s)",
             limit.as_secs()
         ))),
+    }
+}
+
+/// The daemon quotes the whole failing `RUN` line (the baseline script and every setup call);
+/// the setup's own output, which follows, says more.
+fn shorten_step_error(message: &str) -> String {
+    static QUOTED_RUN: LazyLock<Result<regex::Regex, regex::Error>> =
+        LazyLock::new(|| regex::Regex::new(r"The command '/bin/sh -c [^\n]*' returned"));
+    match QUOTED_RUN.as_ref() {
+        Ok(regex) => regex
+            .replace(message, "the RUN step (baseline and setup) returned")
+            .into_owned(),
+        Err(_) => message.to_owned(),
     }
 }
 

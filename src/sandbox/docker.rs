@@ -394,7 +394,10 @@ impl DockerRuntime {
         );
         let mut log_tail: Vec<String> = Vec::new();
         while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| SandboxError::Docker(format!("building {tag}: {e}")))?;
+            // A failed step arrives as a stream error: keep the output that led to it.
+            let info = item.map_err(|e| {
+                SandboxError::Docker(format!("building {tag}: {e}\n{}", log_tail.join("")))
+            })?;
             if let Some(detail) = info.error_detail {
                 let message = detail.message.unwrap_or_default();
                 return Err(SandboxError::Docker(format!(

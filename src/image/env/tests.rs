@@ -182,3 +182,14 @@ fn only_low_disk_stops_the_run() {
     };
     assert!(!build.is_run_level());
 }
+
+#[test]
+fn a_failed_step_names_the_step_instead_of_quoting_the_whole_script() {
+    let message = "building t: Docker stream error: The command '/bin/sh -c mkdir -p /testbed && \
+                   bash /tmp/aci-setup/1.sh' returned a non-zero code: 3\nStep 3/4 : RUN x\nboom\n";
+    assert_eq!(
+        shorten_step_error(message),
+        "building t: Docker stream error: the RUN step (baseline and setup) returned a non-zero \
+         code: 3\nStep 3/4 : RUN x\nboom\n"
+    );
+}
