@@ -23,6 +23,10 @@ pub enum Command {
     /// Run one instance: writes DIR/<id>/<id>.traj, DIR/<id>/<id>.patch, DIR/preds.json and
     /// DIR/manifest.json.
     Run(RunArgs),
+    /// Grade predictions the way the SWE-bench harness does: per instance a fresh container with
+    /// no network, the patch applied, the tests run and parsed. Writes DIR/<id>/{patch.diff,
+    /// eval.sh, test_output.txt, report.json} and the summary DIR/report.json.
+    Eval(EvalArgs),
 }
 
 /// `aci images …`
@@ -37,6 +41,16 @@ pub enum ImagesCommand {
         /// Rebuild even when the images are present and up to date.
         #[arg(long)]
         force: bool,
+    },
+    /// Remove images aci built, and nothing else: by default every environment image
+    /// (`aci-env-*`, rebuilt on demand). Prints each image removed.
+    Prune {
+        /// Only the environment images built by this run.
+        #[arg(long, value_name = "ID", conflicts_with = "all")]
+        run_id: Option<String>,
+        /// Everything aci built: environment, language and base images.
+        #[arg(long)]
+        all: bool,
     },
 }
 
@@ -94,4 +108,50 @@ pub struct RunArgs {
     /// Shared options.
     #[command(flatten)]
     pub agent: AgentArgs,
+}
+
+/// `aci eval`
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The instances file (JSON array or JSONL of SWE-bench records).
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// The predictions: a JSON list, a JSON dict keyed by instance_id (the preds.json of
+    /// `aci batch`), or JSONL; `gold` grades the instances' own patches.
+    #[arg(long, value_name = "FILE|gold")]
+    pub predictions: String,
+    /// How many instances are evaluated at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+    /// The run id labelled on containers and on the environment images this run builds
+    /// (default: a timestamp).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// The output directory (default: aci-eval/<run id>). Rerunning into the same directory
+    /// keeps every report graded from the same patch, eval script and image.
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Seconds the tests of one instance may run; past that the instance is an error.
+    #[arg(long, value_name = "S", default_value_t = 1800.0)]
+    pub timeout: f64,
+    /// A JSON list of instance ids expected to be resolved (or an earlier summary report.json):
+    /// exit with status 3, naming them, when any of them is not.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Evaluate only this instance; repeatable.
+    #[arg(long = "id", value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Evaluate only instances whose id matches this regular expression.
+    #[arg(long, value_name = "RE")]
+    pub filter: Option<String>,
+    /// Evaluate only this slice of the instances, Python syntax (`0:10`, `-5:`, `::2`).
+    #[arg(long, value_name = "A:B")]
+    pub slice: Option<String>,
+    /// A config file for the `env` section (images, repo_dir, limits, min_free_disk_gb);
+    /// repeatable, later files win.
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
+    /// Override one config value: `--set env.memory_mb=8192`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
 }

@@ -7,6 +7,9 @@
 //! `aci.recipe`, a hash of its Dockerfile and of the base image's id: a build is a no-op when
 //! that hash matches, and a changed recipe or base rebuilds it.
 
+pub mod env;
+pub mod prune;
+
 use std::collections::HashMap;
 use std::path::Path;
 

@@ -16,6 +16,7 @@ pub mod aci;
 pub mod agent;
 pub mod batch;
 pub mod config;
+pub mod eval;
 pub mod image;
 pub mod instance;
 pub mod lint;

@@ -7,6 +7,7 @@
 )]
 
 mod cli;
+mod eval_command;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -75,6 +76,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Images(ImagesCommand::Build { lang, force }) => images_build(&lang, force).await,
         Command::Run(args) => run(args).await,
+        Command::Images(ImagesCommand::Prune { run_id, all }) => {
+            eval_command::images_prune(run_id, all).await
+        }
+        Command::Eval(args) => eval_command::eval(args).await,
     }
 }
 

@@ -215,6 +215,9 @@ pub struct EnvConfig {
     pub output_tail_bytes: usize,
     /// Environment variables exported in the task's shell.
     pub variables: BTreeMap<String, String>,
+    /// Free space (GB) the Docker root must have before aci builds an environment image; under
+    /// it the run stops with a hint to `aci images prune`.
+    pub min_free_disk_gb: f64,
 }
 
 impl Default for EnvConfig {
@@ -235,6 +238,7 @@ impl Default for EnvConfig {
             output_head_bytes: 512 * 1024,
             output_tail_bytes: 512 * 1024,
             variables: BTreeMap::new(),
+            min_free_disk_gb: 10.0,
         }
     }
 }

@@ -77,6 +77,19 @@ pub struct BuildRequest<'a> {
     pub network: bool,
 }
 
+/// One image as [`DockerRuntime::list_images_labelled`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageSummary {
+    /// The image id (`sha256:…`).
+    pub id: String,
+    /// Its tags (`repo:tag`), without the `<none>:<none>` placeholder.
+    pub tags: Vec<String>,
+    /// Its labels.
+    pub labels: HashMap<String, String>,
+    /// Its size in bytes, shared layers included.
+    pub size: u64,
+}
+
 /// What [`DockerRuntime::inspect_image`] reports.
 #[derive(Debug, Clone)]
 pub struct ImageInfo {
@@ -381,7 +394,10 @@ impl DockerRuntime {
         );
         let mut log_tail: Vec<String> = Vec::new();
         while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| SandboxError::Docker(format!("building {tag}: {e}")))?;
+            // A failed step arrives as a stream error: keep the output that led to it.
+            let info = item.map_err(|e| {
+                SandboxError::Docker(format!("building {tag}: {e}\n{}", log_tail.join("")))
+            })?;
             if let Some(detail) = info.error_detail {
                 let message = detail.message.unwrap_or_default();
                 return Err(SandboxError::Docker(format!(
@@ -433,6 +449,72 @@ impl DockerRuntime {
         Ok(())
     }
 
+    /// The daemon's data directory (`docker info`'s `DockerRootDir`), where images are stored.
+    pub async fn docker_root_dir(&self) -> Result<Option<String>, SandboxError> {
+        let info = self.docker.info().await.map_err(docker_error)?;
+        Ok(info.docker_root_dir.filter(|dir| !dir.is_empty()))
+    }
+
+    /// Lists the images that carry every one of `labels` (each `key` or `key=value`).
+    pub async fn list_images_labelled(
+        &self,
+        labels: &[String],
+    ) -> Result<Vec<ImageSummary>, SandboxError> {
+        let filters = HashMap::from([("label".to_owned(), labels.to_vec())]);
+        let options = ListImagesOptionsBuilder::default()
+            .all(false)
+            .filters(&filters)
+            .build();
+        let images = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .map_err(docker_error)?;
+        Ok(images
+            .into_iter()
+            .map(|image| ImageSummary {
+                id: image.id,
+                tags: image
+                    .repo_tags
+                    .into_iter()
+                    .filter(|tag| tag != "<none>:<none>")
+                    .collect(),
+                labels: image.labels,
+                size: u64::try_from(image.size).unwrap_or(0),
+            })
+            .collect())
+    }
+
+    /// Removes an image by tag or id without forcing: a tag is untagged (and the image deleted
+    /// when it was the last one). Returns `Ok(false)`, removing nothing, when a container uses
+    /// the image or an id still has several tags.
+    pub async fn remove_image_unless_used(&self, name: &str) -> Result<bool, SandboxError> {
+        let options = RemoveImageOptionsBuilder::default().force(false).build();
+        match self.docker.remove_image(name, Some(options), None).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => Ok(false),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(true),
+            Err(error) => Err(docker_error(error)),
+        }
+    }
+
+    /// Removes every container of `run_id` that this process started, tracked or not: after
+    /// tasks were aborted mid-request, a container can exist that no task recorded.
+    pub async fn remove_own_containers(&self, run_id: &str) -> Result<usize, SandboxError> {
+        let pid = std::process::id().to_string();
+        let mut removed = 0;
+        for (id, labels) in self.list_labelled(Some(run_id)).await? {
+            if labels.get(LABEL_PID) == Some(&pid) && self.remove_container(&id).await.is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Runs one command in a running container with a fresh `docker exec` (about 50 ms): for
     /// work outside the session. Output is collected whole.
     pub async fn exec_once(
@@ -482,7 +564,9 @@ async fn exec_once(
     Ok(out)
 }
 
-/// A container name people can read in `docker ps`: `aci-<instance>-<run>`.
+/// A container name people can read in `docker ps`: `aci-<instance>-<run>-<pid>-<n>`. The pid
+/// and counter keep it unique when two `aci` processes share a run id (a rerun while the first
+/// is still going), and are kept when a long id is shortened.
 fn container_name(instance_id: &str, run_id: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
@@ -497,8 +581,9 @@ fn container_name(instance_id: &str, run_id: &str) -> String {
     };
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut name = format!("aci-{}-{}-{n}", clean(instance_id), clean(run_id));
-    name.truncate(120);
+    let mut name = format!("aci-{}-{}", clean(instance_id), clean(run_id));
+    name.truncate(100);
+    name.push_str(&format!("-{}-{n}", std::process::id()));
     name
 }
 

@@ -124,12 +124,10 @@ impl Baseline {
     }
 }
 
-/// Makes (or, for an image that already holds the repository, finds) the baseline commit in
-/// the session's working directory and returns its hash.
-pub async fn make_baseline<T: Transport>(
-    shell: &mut Shell<T>,
-    baseline: Baseline,
-) -> Result<String, SandboxError> {
+/// The shell script that makes (or finds) the baseline commit in the current directory and
+/// prints its hash. The sandbox runs it in a fresh container; an environment image runs it at
+/// build time (`crate::image::env`), so both give the same deterministic commit for the same tree.
+pub fn baseline_script(baseline: Baseline) -> String {
     let fresh = |force: bool| {
         format!(
             "rm -rf .git && git init -q && git config core.compression 0 && \
@@ -139,14 +137,23 @@ pub async fn make_baseline<T: Transport>(
             if force { " -f" } else { "" }
         )
     };
-    let script = match baseline {
+    match baseline {
         Baseline::Fresh { force } => fresh(force),
         // An image without a repository at repo_dir gets an empty one.
         Baseline::Existing => format!(
             "git rev-parse -q --verify HEAD 2>/dev/null || {{ {}; }}",
             fresh(false)
         ),
-    };
+    }
+}
+
+/// Makes (or, for an image that already holds the repository, finds) the baseline commit in
+/// the session's working directory and returns its hash.
+pub async fn make_baseline<T: Transport>(
+    shell: &mut Shell<T>,
+    baseline: Baseline,
+) -> Result<String, SandboxError> {
+    let script = baseline_script(baseline);
     let out = shell.run_trusted(&script, Duration::from_secs(600)).await?;
     let hash = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if out.exit_code != Some(0) || hash.len() < 40 {

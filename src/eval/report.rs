@@ -1,0 +1,315 @@
+//! Outputs of `aci eval`: the per-instance report.json in SWE-bench's shape (plus optional aci
+//! fields that SWE-bench readers ignore), the run summary (schema v2), the `--expect` check, and
+//! the resume key.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::grade::{Grade, TestsStatus};
+use super::predictions::Prediction;
+
+/// A problem reading a report or an expected-ids file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Not valid JSON of the expected shape.
+    #[error("invalid {what}: {source}")]
+    Json {
+        /// What was being read.
+        what: &'static str,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// A report.json without an entry for its instance.
+    #[error("report.json has no entry for instance {0:?}")]
+    MissingInstance(String),
+}
+
+/// The body of a SWE-bench report.json, `{"<instance_id>": <this>}`.
+///
+/// The first five fields are SWE-bench's, in its order; `tests_status` is absent when nothing
+/// ran, as in SWE-bench. The rest are aci's and are omitted when empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceReport {
+    /// The prediction's patch was JSON null (never true here: null loads as an empty patch, and
+    /// empty patches are not evaluated).
+    #[serde(rename = "patch_is_None")]
+    pub patch_is_none: bool,
+    /// A patch was given.
+    pub patch_exists: bool,
+    /// The patch applied and the log had gradeable results.
+    pub patch_successfully_applied: bool,
+    /// Every FAIL_TO_PASS and PASS_TO_PASS test passed, and the log is trustworthy.
+    pub resolved: bool,
+    /// Per-test success and failure lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_status: Option<TestsStatus>,
+    /// aci: why the instance could not be graded. Such an instance counts in `error_ids`
+    /// (SWE-bench writes no report.json for it; its own summariser would count it unresolved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// aci: the tests passed their deadline.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    /// aci: why the parsed results were not believed (see [`super::grade::grade`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted_reason: Option<String>,
+    /// aci: the resume key ([`eval_key`]) of the inputs this report was graded from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_key: Option<String>,
+}
+
+/// How one evaluated instance counts in the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceOutcome {
+    /// Graded and resolved.
+    Resolved,
+    /// Graded and not resolved.
+    Unresolved,
+    /// Not gradeable (apply failure, timeout, infrastructure).
+    Error,
+}
+
+impl InstanceReport {
+    /// The report of an evaluated (non-empty) patch.
+    pub fn from_grade(grade: &Grade, eval_key: Option<String>) -> Self {
+        Self {
+            patch_is_none: false,
+            patch_exists: true,
+            patch_successfully_applied: grade.patch_successfully_applied,
+            resolved: grade.resolved,
+            tests_status: grade.tests_status.clone(),
+            error: grade.error.clone(),
+            timed_out: grade.timed_out,
+            untrusted_reason: grade.untrusted_reason.clone(),
+            eval_key,
+        }
+    }
+
+    /// The report of an instance that could not be evaluated at all (the container did not
+    /// start, the image is missing, …).
+    pub fn from_error(reason: &str, eval_key: Option<String>) -> Self {
+        Self {
+            patch_is_none: false,
+            patch_exists: true,
+            patch_successfully_applied: false,
+            resolved: false,
+            tests_status: None,
+            error: Some(reason.to_owned()),
+            timed_out: false,
+            untrusted_reason: None,
+            eval_key,
+        }
+    }
+
+    /// How this report counts in the summary.
+    pub fn outcome(&self) -> InstanceOutcome {
+        match (&self.error, self.resolved) {
+            (Some(_), _) => InstanceOutcome::Error,
+            (None, true) => InstanceOutcome::Resolved,
+            (None, false) => InstanceOutcome::Unresolved,
+        }
+    }
+
+    /// Whether a rerun may keep this report: it was graded from the same inputs (`key`) and was
+    /// not an error. Errors are always retried, since most of them are transient.
+    pub fn can_reuse(&self, key: &str) -> bool {
+        self.error.is_none() && self.eval_key.as_deref() == Some(key)
+    }
+}
+
+/// The text of `DIR/<instance_id>/report.json`: `{"<instance_id>": {…}}`, indented with four
+/// spaces like SWE-bench's `json.dumps(report, indent=4)`, with a final newline.
+pub fn instance_report_json(instance_id: &str, report: &InstanceReport) -> String {
+    let wrapped = BTreeMap::from([(instance_id, report)]);
+    to_json_4(&wrapped)
+}
+
+/// Reads a report.json and returns the entry for `instance_id`.
+///
+/// # Errors
+/// The text is not a report.json, or it has no entry for `instance_id`.
+pub fn parse_instance_report(text: &str, instance_id: &str) -> Result<InstanceReport, ReportError> {
+    let mut reports: BTreeMap<String, InstanceReport> =
+        serde_json::from_str(text).map_err(|source| ReportError::Json {
+            what: "report.json",
+            source,
+        })?;
+    reports
+        .remove(instance_id)
+        .ok_or_else(|| ReportError::MissingInstance(instance_id.to_owned()))
+}
+
+/// The run summary `DIR/report.json`, with SWE-bench's schema v2 fields in its order. Every id
+/// list is sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Instances selected for evaluation.
+    pub total_instances: usize,
+    /// Predictions for selected instances.
+    pub submitted_instances: usize,
+    /// Graded instances (resolved or unresolved).
+    pub completed_instances: usize,
+    /// Resolved instances.
+    pub resolved_instances: usize,
+    /// Graded, not resolved.
+    pub unresolved_instances: usize,
+    /// Predictions with an empty patch (not evaluated).
+    pub empty_patch_instances: usize,
+    /// Non-empty patches without a gradeable result (apply failure, timeout, infrastructure).
+    pub error_instances: usize,
+    /// Ids of completed instances.
+    pub completed_ids: Vec<String>,
+    /// Selected instances without a prediction.
+    pub incomplete_ids: Vec<String>,
+    /// Ids of empty patches.
+    pub empty_patch_ids: Vec<String>,
+    /// Ids of predictions for selected instances.
+    pub submitted_ids: Vec<String>,
+    /// Ids of resolved instances.
+    pub resolved_ids: Vec<String>,
+    /// Ids of unresolved instances.
+    pub unresolved_ids: Vec<String>,
+    /// Ids of error instances.
+    pub error_ids: Vec<String>,
+    /// Always 2.
+    pub schema_version: u32,
+}
+
+/// Builds the summary the way SWE-bench's `make_run_report` buckets instances, over the selected
+/// `instance_ids`: no prediction → incomplete; empty patch → empty patch; an outcome of
+/// resolved / unresolved → completed and that bucket; an error outcome or no outcome → error.
+///
+/// One deliberate difference: `submitted_*` count only predictions for selected instances
+/// (SWE-bench counts the whole predictions file, so with `-i` it can exceed the total). Without a
+/// selection the two agree, since every prediction must name a known instance.
+pub fn run_summary(
+    instance_ids: &[String],
+    predictions: &[Prediction],
+    outcomes: &BTreeMap<String, InstanceOutcome>,
+) -> RunSummary {
+    let selected: BTreeSet<&str> = instance_ids.iter().map(String::as_str).collect();
+    let patches: BTreeMap<&str, &str> = predictions
+        .iter()
+        .filter(|prediction| selected.contains(prediction.instance_id.as_str()))
+        .map(|prediction| {
+            (
+                prediction.instance_id.as_str(),
+                prediction.model_patch.as_str(),
+            )
+        })
+        .collect();
+    let mut summary = RunSummary {
+        total_instances: selected.len(),
+        submitted_ids: patches.keys().map(|id| (*id).to_owned()).collect(),
+        schema_version: 2,
+        ..RunSummary::default()
+    };
+    for id in &selected {
+        let owned = (*id).to_owned();
+        match (patches.get(id), outcomes.get(*id)) {
+            (None, _) => summary.incomplete_ids.push(owned),
+            (Some(&""), _) => summary.empty_patch_ids.push(owned),
+            (Some(_), Some(InstanceOutcome::Resolved)) => {
+                summary.completed_ids.push(owned.clone());
+                summary.resolved_ids.push(owned);
+            }
+            (Some(_), Some(InstanceOutcome::Unresolved)) => {
+                summary.completed_ids.push(owned.clone());
+                summary.unresolved_ids.push(owned);
+            }
+            (Some(_), Some(InstanceOutcome::Error) | None) => summary.error_ids.push(owned),
+        }
+    }
+    summary.submitted_instances = summary.submitted_ids.len();
+    summary.completed_instances = summary.completed_ids.len();
+    summary.resolved_instances = summary.resolved_ids.len();
+    summary.unresolved_instances = summary.unresolved_ids.len();
+    summary.empty_patch_instances = summary.empty_patch_ids.len();
+    summary.error_instances = summary.error_ids.len();
+    summary
+}
+
+/// The text of the summary file, four-space indented, with a final newline.
+pub fn run_summary_json(summary: &RunSummary) -> String {
+    to_json_4(summary)
+}
+
+/// Reads an `--expect` file: a JSON list of instance ids; a run summary (an object with
+/// `resolved_ids`) is accepted too, so a previous run's report.json can be the baseline.
+///
+/// # Errors
+/// The text is neither of those shapes.
+pub fn parse_expected(text: &str) -> Result<Vec<String>, ReportError> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Expected {
+        List(Vec<String>),
+        Summary { resolved_ids: Vec<String> },
+    }
+    let expected: Expected = serde_json::from_str(text).map_err(|source| ReportError::Json {
+        what: "--expect file (expected a JSON list of instance ids)",
+        source,
+    })?;
+    Ok(match expected {
+        Expected::List(ids) | Expected::Summary { resolved_ids: ids } => ids,
+    })
+}
+
+/// The `--expect` check: the expected ids that the summary does not list as resolved, sorted and
+/// without duplicates. The caller exits 3 when this is not empty.
+pub fn expected_but_unresolved(expected: &[String], summary: &RunSummary) -> Vec<String> {
+    let resolved: BTreeSet<&str> = summary.resolved_ids.iter().map(String::as_str).collect();
+    expected
+        .iter()
+        .map(String::as_str)
+        .filter(|id| !resolved.contains(id))
+        .collect::<BTreeSet<&str>>()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The resume key of one evaluation: lowercase hex SHA-256 over a version tag and the
+/// length-prefixed instance id, patch, eval script and image id. A rerun reuses a report only
+/// when its stored key equals the key of the new inputs, so a changed patch, test command or
+/// image is re-evaluated (SWE-bench reuses any existing report.json).
+pub fn eval_key(instance_id: &str, patch: &str, eval_script: &str, image_id: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"aci-eval-key-v1\0");
+    for field in [instance_id, patch, eval_script, image_id] {
+        let length = u64::try_from(field.len()).unwrap_or(u64::MAX);
+        hasher.update(length.to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut key = String::with_capacity(64);
+    for byte in hasher.finalize() {
+        key.push(char::from(HEX[usize::from(byte >> 4)]));
+        key.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    key
+}
+
+/// `model_name_or_path` as a path component, as SWE-bench writes it (`/` → `__`).
+pub fn model_path_component(model_name_or_path: &str) -> String {
+    model_name_or_path.replace('/', "__")
+}
+
+/// Pretty JSON with SWE-bench's four-space indent and a final newline.
+fn to_json_4<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    // Serialising plain structs, maps and strings into memory cannot fail.
+    if value.serialize(&mut serializer).is_err() {
+        return String::new();
+    }
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,448 @@
+//! `aci eval`, the effectful part: each selected instance with a prediction is graded in its own
+//! fresh container (at most `workers` at once), its files are written to `DIR/<id>/`, and the
+//! summary to `DIR/report.json`. An instance whose report was graded from the same inputs (same
+//! eval key) is not run again. An instance's failure is an error in the summary; only a full
+//! disk stops the run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
+use super::grade::grade_log;
+use super::parse::{PARSER_NAMES, parser_by_name};
+use super::predictions::Prediction;
+use super::report::{
+    InstanceOutcome, InstanceReport, RunSummary, eval_key, instance_report_json,
+    parse_instance_report, run_summary, run_summary_json,
+};
+use super::script::{EvalScriptSpec, eval_script};
+use crate::config::EnvConfig;
+use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
+use crate::instance::Instance;
+use crate::sandbox::docker::DockerRuntime;
+use crate::sandbox::{ResourceLimits, SandboxSpec};
+
+/// The commit `eval.sh` resets test files to: the environment image's baseline, which is the
+/// repository at `base_commit` (the model's patch is applied to the work tree, never committed).
+pub const BASE_REF: &str = "HEAD";
+
+/// Everything one `aci eval` run shares.
+pub struct EvalSettings {
+    /// Labels the containers and the environment images built by this run.
+    pub run_id: String,
+    /// `DIR`.
+    pub output: PathBuf,
+    /// Instances evaluated at once.
+    pub workers: usize,
+    /// Deadline of one `eval.sh` run.
+    pub timeout: Duration,
+    /// Images, repo_dir, limits and the disk threshold.
+    pub env: EnvConfig,
+    /// Receives environment image build steps.
+    pub on_step: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+/// How one selected instance ended in this run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstanceStatus {
+    /// Graded and resolved.
+    Resolved,
+    /// Graded and not resolved; the reason when the log was not believed.
+    Unresolved(Option<String>),
+    /// Not gradeable: the patch did not apply, the tests timed out, the image could not be built…
+    Error(String),
+    /// The prediction's patch is empty: not evaluated (SWE-bench's `empty_patch`).
+    EmptyPatch,
+    /// No prediction names this instance.
+    NoPrediction,
+}
+
+/// One instance done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceDone {
+    /// The instance.
+    pub instance_id: String,
+    /// Its status.
+    pub status: InstanceStatus,
+    /// Its report was kept from an earlier run with the same eval key.
+    pub reused: bool,
+    /// Wall time spent on it in this run.
+    pub elapsed: Duration,
+}
+
+impl InstanceDone {
+    /// The summary bucket of a graded or errored instance.
+    fn outcome(&self) -> Option<InstanceOutcome> {
+        match self.status {
+            InstanceStatus::Resolved => Some(InstanceOutcome::Resolved),
+            InstanceStatus::Unresolved(_) => Some(InstanceOutcome::Unresolved),
+            InstanceStatus::Error(_) => Some(InstanceOutcome::Error),
+            InstanceStatus::EmptyPatch | InstanceStatus::NoPrediction => None,
+        }
+    }
+
+    /// One line for the progress log: `<id>: resolved (12.3 s)`.
+    pub fn describe(&self) -> String {
+        let status = match &self.status {
+            InstanceStatus::Resolved => "resolved".to_owned(),
+            InstanceStatus::Unresolved(None) => "unresolved".to_owned(),
+            InstanceStatus::Unresolved(Some(reason)) => format!("unresolved: {reason}"),
+            InstanceStatus::Error(reason) => format!("error: {reason}"),
+            InstanceStatus::EmptyPatch => "empty patch, not evaluated".to_owned(),
+            InstanceStatus::NoPrediction => "no prediction".to_owned(),
+        };
+        let when = if self.reused {
+            " (reused: same patch, eval script and image)".to_owned()
+        } else {
+            format!(" ({:.1} s)", self.elapsed.as_secs_f64())
+        };
+        format!("{}: {status}{when}", self.instance_id)
+    }
+}
+
+/// Why the run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// Environment images cannot be built (low disk).
+    #[error(transparent)]
+    Image(#[from] EnvImageError),
+    /// The summary could not be written.
+    #[error("cannot write {path}: {source}")]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+struct Shared {
+    runtime: DockerRuntime,
+    settings: EvalSettings,
+    stop: AtomicBool,
+    stop_error: Mutex<Option<EnvImageError>>,
+}
+
+/// Evaluates `predictions` on `instances` (the selection) and writes every file.
+/// `progress` is called as each instance finishes.
+///
+/// # Errors
+/// A run-level failure: the disk is too full to build environment images (instances already
+/// running finish and keep their files; the summary is not written), or the summary cannot be
+/// written.
+pub async fn evaluate(
+    runtime: DockerRuntime,
+    instances: Vec<Instance>,
+    predictions: &[Prediction],
+    settings: EvalSettings,
+    progress: &mut (dyn FnMut(&InstanceDone) + Send),
+) -> Result<RunSummary, EvalError> {
+    let output = settings.output.clone();
+    let workers = settings.workers.max(1);
+    let shared = Arc::new(Shared {
+        runtime,
+        settings,
+        stop: AtomicBool::new(false),
+        stop_error: Mutex::new(None),
+    });
+    let ids: Vec<String> = instances.iter().map(|i| i.instance_id.clone()).collect();
+    let mut by_id: HashMap<&str, &Prediction> = predictions
+        .iter()
+        .map(|p| (p.instance_id.as_str(), p))
+        .collect();
+    let semaphore = Arc::new(Semaphore::new(workers));
+    let mut tasks = JoinSet::new();
+    for instance in instances {
+        let prediction = by_id.remove(instance.instance_id.as_str()).cloned();
+        let shared = Arc::clone(&shared);
+        let semaphore = Arc::clone(&semaphore);
+        tasks.spawn(async move {
+            let _permit = semaphore.acquire_owned().await.ok()?;
+            if shared.stop.load(Ordering::SeqCst) {
+                return None;
+            }
+            Some(evaluate_one(&shared, instance, prediction).await)
+        });
+    }
+    let mut outcomes = BTreeMap::new();
+    while let Some(joined) = tasks.join_next().await {
+        // A task that panicked leaves its instance without an outcome: the summary counts it as
+        // an error.
+        if let Ok(Some(done)) = joined {
+            progress(&done);
+            if let Some(outcome) = done.outcome() {
+                outcomes.insert(done.instance_id.clone(), outcome);
+            }
+        }
+    }
+    if let Some(error) = shared.stop_error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(EvalError::Image(error));
+    }
+    let summary = run_summary(&ids, predictions, &outcomes);
+    let path = output.join("report.json");
+    write_atomic(&path, run_summary_json(&summary).as_bytes())
+        .map_err(|source| EvalError::Output { path, source })?;
+    Ok(summary)
+}
+
+async fn evaluate_one(
+    shared: &Shared,
+    instance: Instance,
+    prediction: Option<Prediction>,
+) -> InstanceDone {
+    let started = Instant::now();
+    let done = |status, reused| InstanceDone {
+        instance_id: instance.instance_id.clone(),
+        status,
+        reused,
+        elapsed: started.elapsed(),
+    };
+    let dir = shared.settings.output.join(&instance.instance_id);
+    let Some(prediction) = prediction else {
+        return done(InstanceStatus::NoPrediction, false);
+    };
+    if prediction.model_patch.is_empty() {
+        // A report from an earlier, non-empty patch no longer describes this prediction.
+        let _ = std::fs::remove_file(dir.join("report.json"));
+        return done(InstanceStatus::EmptyPatch, false);
+    }
+    let job = Job {
+        shared,
+        instance: &instance,
+        patch: &prediction.model_patch,
+        dir: &dir,
+    };
+    match job.run().await {
+        Ok((report, reused)) => {
+            let status = match report.outcome() {
+                InstanceOutcome::Resolved => InstanceStatus::Resolved,
+                InstanceOutcome::Unresolved => InstanceStatus::Unresolved(report.untrusted_reason),
+                InstanceOutcome::Error => InstanceStatus::Error(report.error.unwrap_or_default()),
+            };
+            done(status, reused)
+        }
+        Err(stop) => {
+            let reason = format!(
+                "not evaluated, the run stopped: {}",
+                stop.to_string().lines().next().unwrap_or_default()
+            );
+            shared.stop.store(true, Ordering::SeqCst);
+            if let Ok(mut slot) = shared.stop_error.lock() {
+                slot.get_or_insert(stop);
+            }
+            done(InstanceStatus::Error(reason), false)
+        }
+    }
+}
+
+/// One instance's evaluation.
+struct Job<'a> {
+    shared: &'a Shared,
+    instance: &'a Instance,
+    patch: &'a str,
+    dir: &'a Path,
+}
+
+impl Job<'_> {
+    /// Grades the instance and writes its files. Returns its report and whether it was reused;
+    /// `Err` only for a run-level failure.
+    async fn run(&self) -> Result<(InstanceReport, bool), EnvImageError> {
+        let settings = &self.shared.settings;
+        let id = &self.instance.instance_id;
+        let (parser, test_cmd) = match self.parser_and_command() {
+            Ok(found) => found,
+            Err(reason) => return Ok((self.error_report(&reason, None), false)),
+        };
+        let on_step = Arc::clone(&settings.on_step);
+        let request = EnvRequest {
+            env: &settings.env,
+            run_id: &settings.run_id,
+            on_step: &*on_step,
+        };
+        let image = match ensure_env_image(&self.shared.runtime, self.instance, &request).await {
+            Ok(image) => image,
+            Err(error) if error.is_run_level() => return Err(error),
+            Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
+        };
+        let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
+        let script = eval_script(&EvalScriptSpec {
+            repo_dir: &repo_dir,
+            base_ref: BASE_REF,
+            test_patch: self.instance.test_patch.as_deref(),
+            pre_test_commands: &[],
+            test_cmd,
+            test_directives: &[],
+        });
+        let key = eval_key(id, self.patch, &script, &image.id);
+        if let Some(report) = self.reusable_report(&key) {
+            return Ok((report, true));
+        }
+        let written = self
+            .write("patch.diff", self.patch)
+            .and_then(|()| self.write("eval.sh", &script));
+        if let Err(reason) = written {
+            return Ok((self.error_report(&reason, Some(key)), false));
+        }
+        let spec = self.sandbox_spec(&image, repo_dir);
+        let run = run_in_container(
+            &self.shared.runtime,
+            &spec,
+            self.patch,
+            &script,
+            settings.timeout,
+        )
+        .await;
+        let run = match run {
+            Ok(run) => run,
+            Err(error) => {
+                let reason = format!("the evaluation container failed: {error}");
+                return Ok((self.error_report(&reason, Some(key)), false));
+            }
+        };
+        let log = run.test_log(settings.timeout);
+        let grade = grade_log(
+            &log,
+            parser,
+            &self.instance.fail_to_pass,
+            &self.instance.pass_to_pass,
+        );
+        let report = InstanceReport::from_grade(&grade, Some(key));
+        let run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
+        let written = self
+            .write("run_instance.log", &run_log)
+            .and_then(|()| self.write("test_output.txt", &log))
+            .and_then(|()| self.write("report.json", &instance_report_json(id, &report)));
+        match written {
+            Ok(()) => Ok((report, false)),
+            Err(reason) => Ok((self.error_report(&reason, None), false)),
+        }
+    }
+
+    /// The log parser (named, or by language) and the test command, or why there are none.
+    fn parser_and_command(&self) -> Result<(super::parse::LogParser, &str), String> {
+        let name = self
+            .instance
+            .log_parser
+            .as_deref()
+            .or(match self.instance.language.as_deref() {
+                Some("python") | None => Some("pytest"),
+                Some("rust") => Some("cargo"),
+                Some(_) => None,
+            })
+            .ok_or("the instance names no log_parser and its language has no default one")?;
+        let parser = parser_by_name(name).ok_or_else(|| {
+            format!(
+                "unknown log_parser `{name}` (known: {})",
+                PARSER_NAMES.join(", ")
+            )
+        })?;
+        let test_cmd = self
+            .instance
+            .test_cmd
+            .as_deref()
+            .filter(|cmd| !cmd.trim().is_empty())
+            .ok_or("the instance has no test_cmd")?;
+        Ok((parser, test_cmd))
+    }
+
+    fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {
+        let env = &self.shared.settings.env;
+        let mut spec = SandboxSpec {
+            run_id: self.shared.settings.run_id.clone(),
+            instance_id: self.instance.instance_id.clone(),
+            image: String::new(),
+            repo: None,
+            repo_dir,
+            limits: ResourceLimits {
+                memory_mb: env.memory_mb,
+                cpus: env.cpus,
+                pids: env.pids,
+            },
+            // Tests never get a network, whatever env.network says for agent runs.
+            network: false,
+            env: env
+                .variables
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            output_limit: EVAL_OUTPUT_LIMIT,
+        };
+        image.apply_to(&mut spec);
+        spec
+    }
+
+    /// The stored report, when it was graded from inputs with this key and was not an error.
+    fn reusable_report(&self, key: &str) -> Option<InstanceReport> {
+        let text = std::fs::read_to_string(self.dir.join("report.json")).ok()?;
+        let report = parse_instance_report(&text, &self.instance.instance_id).ok()?;
+        report.can_reuse(key).then_some(report)
+    }
+
+    /// Writes an error report (best effort) and returns it.
+    fn error_report(&self, reason: &str, key: Option<String>) -> InstanceReport {
+        let report = InstanceReport::from_error(reason, key);
+        let text = instance_report_json(&self.instance.instance_id, &report);
+        let _ = self
+            .write("patch.diff", self.patch)
+            .and_then(|()| self.write("report.json", &text));
+        report
+    }
+
+    fn write(&self, name: &str, text: &str) -> Result<(), String> {
+        let path = self.dir.join(name);
+        write_atomic(&path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// `run_instance.log`: the image, the apply chain's output and what the container reported.
+fn run_log(image: &EnvImage, apply_output: &str, oom_killed: bool, elided: u64) -> String {
+    let mut log = format!(
+        "image: {} ({}){}\n>>>>> apply chain output\n{apply_output}",
+        image.tag,
+        image.id,
+        if image.built {
+            ", built by this run"
+        } else {
+            ""
+        }
+    );
+    if !log.ends_with('\n') {
+        log.push('\n');
+    }
+    if oom_killed {
+        log.push_str("a process was killed for running out of memory (env.memory_mb)\n");
+    }
+    if elided > 0 {
+        log.push_str(&format!(
+            "{elided} bytes of test output were dropped from the middle of test_output.txt\n"
+        ));
+    }
+    log
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, creating the directory, so
+/// that an interrupted run never leaves half a report.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = std::fs::File::create(&temp)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}

@@ -1,0 +1,478 @@
+//! Shell scripts run inside the eval container: `eval.sh` in the SWE-bench v4 shape (plus the v5
+//! exit-code line) and the patch apply chain; and the diff-header reading they need to know which
+//! test files `test_patch` touches.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// Printed (through `set -x`) just before the test command. The parser slices after it.
+pub const START_MARKER: &str = ">>>>> Start Test Output";
+/// Printed (through `set -x`) just after the test command. The parser slices before it.
+pub const END_MARKER: &str = ">>>>> End Test Output";
+/// Prefix of the line after [`END_MARKER`] that records the test command's exit status.
+pub const EXIT_CODE_PREFIX: &str = ">>>>> Test Exit Code: ";
+/// Printed by the apply chain when one method applied the patch.
+pub const APPLY_PATCH_PASS: &str = ">>>>> Applied Patch";
+/// Printed by the apply chain when every method failed.
+pub const APPLY_PATCH_FAIL: &str = ">>>>> Patch Apply Failed";
+/// Printed by `eval.sh` when the test files cannot be reset to the base commit.
+pub const RESET_FAILED: &str = ">>>>> Reset Failed";
+/// Printed by `eval.sh` when `test_patch` does not apply (the tests are then not run).
+pub const TESTS_ERROR: &str = ">>>>> Tests Errored";
+/// Appended to the log by the runner when the test run passed its deadline.
+pub const TESTS_TIMEOUT: &str = ">>>>> Tests Timed Out";
+/// The SWE-bench heredoc delimiter; a suffix is added if the patch contains it as a line.
+pub const HEREDOC_DELIMITER: &str = "EOF_114329324912";
+
+/// Extensions v4 never passes to the test command (`NON_TEST_EXTS`).
+const NON_TEST_EXTENSIONS: [&str; 11] = [
+    ".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml",
+];
+
+/// One file of a git diff: its path before and after, `None` for `/dev/null`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// Path in the base tree (`a/` stripped), `None` when the patch creates the file.
+    pub old_path: Option<String>,
+    /// Path after the patch (`b/` stripped), `None` when the patch deletes the file.
+    pub new_path: Option<String>,
+}
+
+/// What `eval.sh` must do to the files `test_patch` touches so that a run (and a rerun) starts
+/// from the base tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestFiles {
+    /// Files that exist at the base commit: restored with `git checkout <base> -- …`.
+    pub reset: Vec<String>,
+    /// Files the patch creates (new files and rename targets): removed with `rm -f`, so that a
+    /// model that created the same file, or an earlier run, cannot make `git apply` fail.
+    pub created: Vec<String>,
+}
+
+/// Everything `eval.sh` needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvalScriptSpec<'a> {
+    /// Repository directory in the container (`/testbed`).
+    pub repo_dir: &'a str,
+    /// Commit (or ref) the test files are reset to.
+    pub base_ref: &'a str,
+    /// The instance's test patch; `None` or empty skips the reset and apply steps.
+    pub test_patch: Option<&'a str>,
+    /// Commands run before the reset, e.g. activating an environment.
+    pub pre_test_commands: &'a [String],
+    /// The test command, used verbatim (it may span several lines).
+    pub test_cmd: &'a str,
+    /// Arguments appended to the test command's last line, shell-quoted (see [`test_directives`]).
+    pub test_directives: &'a [String],
+}
+
+/// Builds `eval.sh`.
+///
+/// Shape: `#!/bin/bash`, `exec 2>&1` (so that the `set -x` trace lines such as
+/// `+ : '>>>>> Start Test Output'` land in the same stream as the test output, in order, whatever
+/// the runner does with stderr), `set -uxo pipefail` (no `-e`), `cd`, `safe.directory`, the pre-test commands, reset of the test files, removal of files the
+/// test patch creates, `git apply -v -` of the test patch from a quoted heredoc, the start marker,
+/// the test command in a subshell (a stray `exit` or `cd` cannot skip the end marker), the end
+/// marker, then `>>>>> Test Exit Code: N`, and the same reset again so the script can be rerun.
+/// Nothing derived from the model's patch is printed before the start marker, so a patch cannot
+/// plant markers or result lines ahead of the real ones.
+pub fn eval_script(spec: &EvalScriptSpec<'_>) -> String {
+    let repo_dir = shell_quote(spec.repo_dir);
+    let mut lines = vec![
+        "#!/bin/bash".to_owned(),
+        "exec 2>&1".to_owned(),
+        "set -uxo pipefail".to_owned(),
+        format!("cd {repo_dir} || {{ echo '{RESET_FAILED}'; exit 1; }}"),
+        format!("git config --global --add safe.directory {repo_dir}"),
+    ];
+    lines.extend(spec.pre_test_commands.iter().cloned());
+    let test_patch = spec.test_patch.filter(|patch| !patch.trim().is_empty());
+    let files = test_patch.map(test_files).unwrap_or_default();
+    lines.extend(reset_lines(spec.base_ref, &files, true));
+    if let Some(patch) = test_patch {
+        let delimiter = heredoc_delimiter(patch);
+        lines.push(format!(
+            "git apply -v - <<'{delimiter}' || {{ echo '{TESTS_ERROR}: test_patch did not apply'; exit 1; }}"
+        ));
+        lines.push(patch.strip_suffix('\n').unwrap_or(patch).to_owned());
+        lines.push(delimiter);
+    }
+    let mut command = spec.test_cmd.trim_end().to_owned();
+    for directive in spec.test_directives {
+        command.push(' ');
+        command.push_str(&shell_quote(directive));
+    }
+    lines.extend([
+        format!(": '{START_MARKER}'"),
+        "(".to_owned(),
+        command,
+        ")".to_owned(),
+        "ACI_TEST_EXIT_CODE=$?".to_owned(),
+        format!(": '{END_MARKER}'"),
+        format!("echo \"{EXIT_CODE_PREFIX}${{ACI_TEST_EXIT_CODE}}\""),
+    ]);
+    lines.extend(reset_lines(spec.base_ref, &files, false));
+    let mut script = lines.join("\n");
+    script.push('\n');
+    script
+}
+
+/// `git checkout <base> -- <files>` and `rm -f -- <created>`; before the tests a failed checkout
+/// prints [`RESET_FAILED`] and stops.
+fn reset_lines(base_ref: &str, files: &TestFiles, check: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !files.reset.is_empty() {
+        let paths = quote_all(&files.reset);
+        let mut line = format!("git checkout {} -- {paths}", shell_quote(base_ref));
+        if check {
+            line.push_str(" || { echo '");
+            line.push_str(RESET_FAILED);
+            line.push_str("'; exit 1; }");
+        }
+        lines.push(line);
+    }
+    if !files.created.is_empty() {
+        lines.push(format!("rm -f -- {}", quote_all(&files.created)));
+    }
+    lines
+}
+
+/// The apply chain of the SWE-bench harness for the patch at `patch_path`, run in `repo_dir`:
+/// `git apply --verbose`, then `git apply --verbose --reject`, then
+/// `patch --batch --fuzz=5 -p1 -i`. After a failed try the tree is reset
+/// (`git checkout -- .` and `git clean -fd`, which also removes untracked files that are not
+/// ignored). Success prints `>>>>> Applied Patch (<method>)` and exits 0; failure prints
+/// `>>>>> Patch Apply Failed` and exits 1. An empty patch is never applied: the caller counts it
+/// as an empty patch, as SWE-bench does.
+pub fn apply_patch_script(repo_dir: &str, patch_path: &str) -> String {
+    let dir = shell_quote(repo_dir);
+    let patch = shell_quote(patch_path);
+    let mut lines = vec![
+        "#!/bin/bash".to_owned(),
+        "exec 2>&1".to_owned(),
+        "set -uo pipefail".to_owned(),
+        format!("cd {dir} || {{ echo '{APPLY_PATCH_FAIL}'; exit 1; }}"),
+        format!("git config --global --add safe.directory {dir}"),
+    ];
+    let methods = [
+        "git apply --verbose",
+        "git apply --verbose --reject",
+        "patch --batch --fuzz=5 -p1 -i",
+    ];
+    for method in methods {
+        lines.push(format!(
+            "if {method} {patch}; then echo '{APPLY_PATCH_PASS} ({method})'; exit 0; fi"
+        ));
+        lines.push("git checkout -- . && git clean -fd".to_owned());
+    }
+    lines.push(format!("echo '{APPLY_PATCH_FAIL}'"));
+    lines.push("exit 1".to_owned());
+    let mut script = lines.join("\n");
+    script.push('\n');
+    script
+}
+
+/// Whether the output of [`apply_patch_script`] says the patch applied.
+pub fn patch_applied(apply_output: &str) -> bool {
+    apply_output.contains(APPLY_PATCH_PASS) && !apply_output.contains(APPLY_PATCH_FAIL)
+}
+
+/// Which files `test_patch` resets and which it creates (see [`TestFiles`]). v4 resets only the
+/// files whose source is not `/dev/null` and never removes created ones; removing them is what
+/// makes a rerun, or a model that created the same test file, apply cleanly.
+pub fn test_files(test_patch: &str) -> TestFiles {
+    let mut files = TestFiles::default();
+    let changes = patch_files(test_patch);
+    for change in &changes {
+        if let Some(old) = &change.old_path {
+            push_unique(&mut files.reset, old);
+        }
+    }
+    for change in &changes {
+        if let Some(new) = &change.new_path
+            && change.old_path.as_ref() != Some(new)
+            && !files.reset.contains(new)
+        {
+            push_unique(&mut files.created, new);
+        }
+    }
+    files
+}
+
+/// The test files to pass to the test command, as v4 does: every path the test patch leaves in
+/// place (deleted files are skipped), minus data files (`.json`, `.md`, `.toml`, …).
+pub fn test_directives(test_patch: &str) -> Vec<String> {
+    let mut directives = Vec::new();
+    for change in patch_files(test_patch) {
+        if let Some(path) = change.new_path
+            && !NON_TEST_EXTENSIONS.iter().any(|ext| path.ends_with(ext))
+        {
+            push_unique(&mut directives, &path);
+        }
+    }
+    directives
+}
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|existing| existing == item) {
+        list.push(item.to_owned());
+    }
+}
+
+static HUNK_HEADER: LazyLock<Result<Regex, regex::Error>> =
+    LazyLock::new(|| Regex::new(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@"));
+
+/// The files of a git diff, in order. Paths come from the `--- `/`+++ ` lines (quoted paths
+/// unescaped, `a/`/`b/` and git's trailing tab stripped), else from `rename`/`copy` lines, else
+/// from the `diff --git` header. Hunk bodies are skipped by their line counts, so a removed line
+/// that reads `-- x` is not taken for a header.
+pub fn patch_files(patch: &str) -> Vec<FileChange> {
+    let mut files: Vec<FileChange> = Vec::new();
+    let mut current: Option<SectionPaths> = None;
+    let mut lines = patch.lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            if let Some(section) = current.take() {
+                files.push(section.finish());
+            }
+            current = Some(SectionPaths::from_header(rest));
+        } else if line.starts_with("--- ")
+            && current
+                .as_ref()
+                .is_none_or(|section| section.plus.is_some())
+        {
+            // A plain unified diff (no `diff --git` lines): each `--- ` outside a hunk after a
+            // complete `---`/`+++` pair starts the next file.
+            if let Some(section) = current.take() {
+                files.push(section.finish());
+            }
+            let mut section = SectionPaths::default();
+            section.read_line(line);
+            current = Some(section);
+        } else if let Some(section) = current.as_mut() {
+            section.read_line(line);
+        }
+        if let Some(counts) = hunk_counts(line) {
+            skip_hunk(&mut lines, counts);
+        }
+    }
+    if let Some(section) = current {
+        files.push(section.finish());
+    }
+    files
+}
+
+fn hunk_counts(line: &str) -> Option<(usize, usize)> {
+    let regex = HUNK_HEADER.as_ref().ok()?;
+    let captures = regex.captures(line)?;
+    let count = |index: usize| {
+        captures
+            .get(index)
+            .map_or(Some(1), |m| m.as_str().parse().ok())
+    };
+    Some((count(1)?, count(2)?))
+}
+
+fn skip_hunk<'a>(lines: &mut impl Iterator<Item = &'a str>, (mut old, mut new): (usize, usize)) {
+    while old > 0 || new > 0 {
+        let Some(line) = lines.next() else { return };
+        match line.as_bytes().first() {
+            Some(b'-') => old = old.saturating_sub(1),
+            Some(b'+') => new = new.saturating_sub(1),
+            Some(b'\\') => {}
+            _ => {
+                old = old.saturating_sub(1);
+                new = new.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// The paths one file section of a diff announces, by source.
+#[derive(Debug, Default)]
+struct SectionPaths {
+    header: Option<(Option<String>, Option<String>)>,
+    rename: (Option<String>, Option<String>),
+    minus: Option<Option<String>>,
+    plus: Option<Option<String>>,
+    created: bool,
+    deleted: bool,
+}
+
+impl SectionPaths {
+    fn from_header(rest: &str) -> Self {
+        let header = split_header(rest).map(|(a, b)| {
+            (
+                Some(strip_prefix_dir(&a, "a/")),
+                Some(strip_prefix_dir(&b, "b/")),
+            )
+        });
+        Self {
+            header,
+            ..Self::default()
+        }
+    }
+
+    fn read_line(&mut self, line: &str) {
+        if let Some(path) = line.strip_prefix("--- ") {
+            if self.minus.is_none() {
+                self.minus = Some(marker_path(path, "a/"));
+            }
+        } else if let Some(path) = line.strip_prefix("+++ ") {
+            if self.plus.is_none() {
+                self.plus = Some(marker_path(path, "b/"));
+            }
+        } else if let Some(path) = line
+            .strip_prefix("rename from ")
+            .or_else(|| line.strip_prefix("copy from "))
+        {
+            self.rename.0 = Some(unquote(path));
+        } else if let Some(path) = line
+            .strip_prefix("rename to ")
+            .or_else(|| line.strip_prefix("copy to "))
+        {
+            self.rename.1 = Some(unquote(path));
+        } else if line.starts_with("new file mode") {
+            self.created = true;
+        } else if line.starts_with("deleted file mode") {
+            self.deleted = true;
+        }
+    }
+
+    fn finish(self) -> FileChange {
+        let (header_old, header_new) = self.header.unwrap_or((None, None));
+        let old = self.minus.unwrap_or_else(|| self.rename.0.or(header_old));
+        let new = self.plus.unwrap_or_else(|| self.rename.1.or(header_new));
+        FileChange {
+            old_path: if self.created { None } else { old },
+            new_path: if self.deleted { None } else { new },
+        }
+    }
+}
+
+/// The path of a `--- `/`+++ ` line: `None` for `/dev/null`, otherwise unquoted with git's
+/// trailing tab (added to names with spaces) and the `a/`/`b/` prefix removed.
+fn marker_path(raw: &str, prefix: &str) -> Option<String> {
+    let raw = raw.trim_end_matches(['\t', '\r']);
+    let raw = match raw.split_once('\t') {
+        Some((path, _timestamp)) if !raw.starts_with('"') => path,
+        _ => raw,
+    };
+    let path = unquote(raw);
+    (path != "/dev/null").then(|| strip_prefix_dir(&path, prefix))
+}
+
+fn strip_prefix_dir(path: &str, prefix: &str) -> String {
+    path.strip_prefix(prefix).unwrap_or(path).to_owned()
+}
+
+/// Splits `a/X b/Y` from a `diff --git` header. Quoted names are unescaped; unquoted names with
+/// spaces are split where both halves name the same file, else at the first ` b/`.
+fn split_header(rest: &str) -> Option<(String, String)> {
+    if rest.starts_with('"') {
+        let (first, remainder) = take_quoted(rest)?;
+        return Some((first, unquote(remainder.trim_start())));
+    }
+    if let Some(index) = rest.find(" \"") {
+        return Some((rest[..index].to_owned(), unquote(&rest[index + 1..])));
+    }
+    let half = rest.len().checked_sub(1)? / 2;
+    if rest.is_char_boundary(half) && rest.get(half..=half) == Some(" ") {
+        let (a, b) = (&rest[..half], &rest[half + 1..]);
+        if a.get(2..) == b.get(2..) {
+            return Some((a.to_owned(), b.to_owned()));
+        }
+    }
+    let index = rest.find(" b/")?;
+    Some((rest[..index].to_owned(), rest[index + 1..].to_owned()))
+}
+
+/// Reads one C-quoted name at the start of `text`, returning it and the rest of the text.
+fn take_quoted(text: &str) -> Option<(String, &str)> {
+    let bytes = text.as_bytes();
+    let mut index = 1;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'\\' => index += 2,
+            b'"' => return Some((unquote(&text[..=index]), &text[index + 1..])),
+            _ => index += 1,
+        }
+    }
+    None
+}
+
+/// Undoes git's C-style path quoting (`"a/tab\there"`, octal `\303\251`); unquoted text is kept.
+fn unquote(text: &str) -> String {
+    let Some(inner) = text
+        .strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+    else {
+        return text.to_owned();
+    };
+    let mut bytes = Vec::with_capacity(inner.len());
+    let mut chars = inner.bytes().peekable();
+    while let Some(byte) = chars.next() {
+        if byte != b'\\' {
+            bytes.push(byte);
+            continue;
+        }
+        match chars.next() {
+            Some(digit @ b'0'..=b'7') => {
+                let mut value = u32::from(digit - b'0');
+                for _ in 0..2 {
+                    if let Some(next @ b'0'..=b'7') = chars.peek().copied() {
+                        value = value * 8 + u32::from(next - b'0');
+                        chars.next();
+                    }
+                }
+                bytes.push(u8::try_from(value).unwrap_or(b'?'));
+            }
+            Some(b'a') => bytes.push(0x07),
+            Some(b'b') => bytes.push(0x08),
+            Some(b't') => bytes.push(b'\t'),
+            Some(b'n') => bytes.push(b'\n'),
+            Some(b'v') => bytes.push(0x0b),
+            Some(b'f') => bytes.push(0x0c),
+            Some(b'r') => bytes.push(b'\r'),
+            Some(other) => bytes.push(other),
+            None => bytes.push(b'\\'),
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A heredoc delimiter that does not occur as a line of `body`.
+fn heredoc_delimiter(body: &str) -> String {
+    let mut delimiter = HEREDOC_DELIMITER.to_owned();
+    let mut suffix = 0;
+    while body.lines().any(|line| line == delimiter) {
+        suffix += 1;
+        delimiter = format!("{HEREDOC_DELIMITER}_{suffix}");
+    }
+    delimiter
+}
+
+/// Quotes `text` for bash: left bare when it is only safe characters, otherwise single-quoted.
+pub fn shell_quote(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-:@%+=,".contains(c));
+    if safe {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+fn quote_all(paths: &[String]) -> String {
+    paths
+        .iter()
+        .map(|path| shell_quote(path))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests;

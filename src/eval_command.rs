@@ -1,0 +1,245 @@
+//! `aci eval` and `aci images prune`: read the inputs, run, print, and turn the outcome into an
+//! exit code (3 when `--expect` finds a regression, 130 on Ctrl-C).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aci::config;
+use aci::eval::predictions::{Prediction, gold_predictions, parse_predictions};
+use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
+use aci::eval::run::{EvalSettings, InstanceDone, evaluate};
+use aci::image::prune::{PruneScope, prune};
+use aci::instance::{self, Instance, Selection, SliceSpec};
+
+use crate::cli::EvalArgs;
+use crate::{Failure, connect_docker, default_run_id, load_instances};
+
+/// `aci eval`.
+pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
+    let config = config::resolve(&args.configs, &args.sets)?;
+    let all = load_instances(&args.instances)?;
+    let predictions = load_predictions(&args.predictions, &all, &args.instances)?;
+    let expected = args.expect.as_deref().map(read_expected).transpose()?;
+    let selected = select(all, &args)?;
+    if selected.is_empty() {
+        return Err(Failure::new(format!(
+            "no instance of {} is selected",
+            args.instances.display()
+        ))
+        .hint("check --id, --filter and --slice"));
+    }
+    let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("aci-eval").join(&run_id));
+    std::fs::create_dir_all(&output).map_err(|e| {
+        Failure::new(format!(
+            "cannot create the output directory {}: {e}",
+            output.display()
+        ))
+    })?;
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(Failure::new(format!(
+            "invalid --timeout {}: expected a positive number of seconds",
+            args.timeout
+        )));
+    }
+    let docker = connect_docker().await?;
+    let settings = EvalSettings {
+        run_id: run_id.clone(),
+        output: output.clone(),
+        workers: usize::from(args.workers),
+        timeout: Duration::from_secs_f64(args.timeout),
+        env: config.env,
+        on_step: Arc::new(|line: &str| eprintln!("{line}")),
+    };
+    let total = selected.len();
+    eprintln!(
+        "evaluating {total} instance(s) with {} worker(s) into {}",
+        args.workers,
+        output.display()
+    );
+    let mut finished = 0;
+    let mut progress = |done: &InstanceDone| {
+        finished += 1;
+        eprintln!("[{finished}/{total}] {}", done.describe());
+    };
+    let result = tokio::select! {
+        result = evaluate(docker.clone(), selected, &predictions, settings, &mut progress) => result,
+        _ = tokio::signal::ctrl_c() => {
+            remove_containers(&docker, &run_id).await;
+            eprintln!(
+                "interrupted: the evaluation containers were removed; finished instances keep \
+                 their files in {}; rerun the same command to resume",
+                output.display()
+            );
+            return Ok(ExitCode::from(130));
+        }
+    };
+    remove_containers(&docker, &run_id).await;
+    let summary = result.map_err(|e| Failure::new(e.to_string()))?;
+    print_summary(&summary, &output);
+    Ok(check_expected(expected.as_deref(), &summary))
+}
+
+/// Removes every container of this run: the tracked ones, then any a task aborted mid-start
+/// created without recording it.
+async fn remove_containers(docker: &aci::sandbox::docker::DockerRuntime, run_id: &str) {
+    docker.remove_all_started().await;
+    if let Err(error) = docker.remove_own_containers(run_id).await {
+        eprintln!("warning: could not look for leftover evaluation containers: {error}");
+    }
+}
+
+/// `gold`, or a predictions file in any of the three shapes. Every prediction must name an
+/// instance of the instances file.
+fn load_predictions(
+    source: &str,
+    instances: &[Instance],
+    instances_file: &Path,
+) -> Result<Vec<Prediction>, Failure> {
+    if source == "gold" {
+        return Ok(gold_predictions(instances));
+    }
+    let text = std::fs::read_to_string(source)
+        .map_err(|e| Failure::new(format!("cannot read the predictions {source}: {e}")))?;
+    let predictions =
+        parse_predictions(&text).map_err(|e| Failure::new(format!("{source}: {e}")))?;
+    let known: BTreeSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
+    let unknown: Vec<&str> = predictions
+        .iter()
+        .map(|p| p.instance_id.as_str())
+        .filter(|id| !known.contains(id))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Failure::new(format!(
+            "{} prediction(s) in {source} name instances that are not in {}: {}",
+            unknown.len(),
+            instances_file.display(),
+            unknown.join(", ")
+        ))
+        .hint("grade predictions against the instances file they were made from"));
+    }
+    Ok(predictions)
+}
+
+fn read_expected(path: &Path) -> Result<Vec<String>, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::new(format!(
+            "cannot read the --expect file {}: {e}",
+            path.display()
+        ))
+    })?;
+    parse_expected(&text).map_err(|e| Failure::new(format!("{}: {e}", path.display())))
+}
+
+/// `--id` (exact, repeatable), then `--filter`, then `--slice`, in file order.
+fn select(instances: Vec<Instance>, args: &EvalArgs) -> Result<Vec<Instance>, Failure> {
+    let mut instances = instances;
+    if !args.ids.is_empty() {
+        let missing: Vec<&String> = args
+            .ids
+            .iter()
+            .filter(|id| !instances.iter().any(|i| &&i.instance_id == id))
+            .collect();
+        if !missing.is_empty() {
+            let missing: Vec<&str> = missing.iter().map(|id| id.as_str()).collect();
+            return Err(Failure::new(format!(
+                "no instance {} in {}",
+                missing.join(", "),
+                args.instances.display()
+            )));
+        }
+        instances.retain(|i| args.ids.contains(&i.instance_id));
+    }
+    let selection = Selection {
+        shuffle_seed: None,
+        filter: args
+            .filter
+            .as_deref()
+            .map(instance::parse_filter)
+            .transpose()?,
+        slice: args
+            .slice
+            .as_deref()
+            .map(str::parse::<SliceSpec>)
+            .transpose()?,
+        shard: None,
+    };
+    Ok(instance::select(instances, &selection))
+}
+
+fn print_summary(summary: &RunSummary, output: &Path) {
+    println!(
+        "resolved {} of {} instances (unresolved {}, errors {}, empty patches {}, \
+         without prediction {})",
+        summary.resolved_instances,
+        summary.total_instances,
+        summary.unresolved_instances,
+        summary.error_instances,
+        summary.empty_patch_instances,
+        summary.incomplete_ids.len()
+    );
+    println!("summary: {}", output.join("report.json").display());
+}
+
+/// Exit status 3, naming each expected id that is not resolved and what it is instead.
+fn check_expected(expected: Option<&[String]>, summary: &RunSummary) -> ExitCode {
+    let Some(expected) = expected else {
+        return ExitCode::SUCCESS;
+    };
+    let missing = expected_but_unresolved(expected, summary);
+    if missing.is_empty() {
+        eprintln!(
+            "--expect: all {} expected instance(s) are resolved",
+            expected.len()
+        );
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "regression: {} of {} expected instance(s) are not resolved:",
+        missing.len(),
+        expected.len()
+    );
+    for id in &missing {
+        let state = [
+            (&summary.unresolved_ids, "unresolved"),
+            (&summary.error_ids, "error"),
+            (&summary.empty_patch_ids, "empty patch"),
+            (&summary.incomplete_ids, "no prediction"),
+        ]
+        .into_iter()
+        .find(|(ids, _)| ids.contains(id))
+        .map_or("not evaluated in this run", |(_, state)| state);
+        eprintln!("  {id}: {state}");
+    }
+    ExitCode::from(3)
+}
+
+/// `aci images prune`.
+pub async fn images_prune(run_id: Option<String>, all: bool) -> Result<ExitCode, Failure> {
+    let scope = match (run_id, all) {
+        (Some(run_id), _) => PruneScope::Run(run_id),
+        (None, true) => PruneScope::All,
+        (None, false) => PruneScope::AllEnv,
+    };
+    let docker = connect_docker().await?;
+    let pruned = prune(&docker, &scope).await?;
+    for image in &pruned {
+        if image.removed {
+            println!("removed\t{}\t{}", image.name, image.id);
+        } else {
+            eprintln!(
+                "kept {} ({}): a container still uses it",
+                image.name, image.id
+            );
+        }
+    }
+    let removed = pruned.iter().filter(|image| image.removed).count();
+    eprintln!("removed {removed} image(s)");
+    Ok(ExitCode::SUCCESS)
+}

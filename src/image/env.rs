@@ -1,0 +1,541 @@
+//! Environment images: an instance's image (its language image, or its own `image`) plus its
+//! repository at `base_commit` in `env.repo_dir` with the git baseline commit, plus its `setup`
+//! commands. Each is built once per hash of (base image id, repository content, setup,
+//! repo_dir), tagged `aci-env-<lang>:<hash12>`, and reused by later runs and by `aci eval`.
+//!
+//! The baseline is made by the same script as the sandbox's ([`repo::baseline_script`]) over
+//! the same tar, so it is the same commit: a sandbox started from the env image (with
+//! `SandboxSpec::repo = None`) diffs against the same baseline as one that copied the repository.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::LABEL_IMAGE;
+use crate::config::EnvConfig;
+use crate::instance::Instance;
+use crate::sandbox::docker::{BuildRequest, DockerRuntime, LABEL_RUN_ID};
+use crate::sandbox::{RepoSource, SandboxError, SandboxSpec, repo};
+
+/// `aci.image` value of an environment image.
+pub const ENV_IMAGE_KIND: &str = "env";
+/// Label holding the full environment hash of an image.
+pub const LABEL_ENV_HASH: &str = "aci.env_hash";
+/// Label holding the image an environment image was built on.
+pub const LABEL_BASE_IMAGE: &str = "aci.base_image";
+/// Bumped whenever the recipe below changes, so old images are not taken for new ones.
+const RECIPE_VERSION: &str = "aci-env-v1";
+/// Where the setup scripts sit during the build (removed afterwards).
+const SETUP_DIR: &str = "/tmp/aci-setup";
+
+/// An environment image that exists (found or just built).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvImage {
+    /// `aci-env-<lang>:<hash12>`, or the base image itself when there is nothing to add.
+    pub tag: String,
+    /// The image id (`sha256:…`): part of `aci eval`'s resume key.
+    pub id: String,
+    /// The full environment hash (empty when the base image is used as it is).
+    pub env_hash: String,
+    /// The image it was built on.
+    pub base_image: String,
+    /// Whether this call built it (`false`: it was there already).
+    pub built: bool,
+}
+
+impl EnvImage {
+    /// Points a sandbox spec at this image: the image already holds the repository and its
+    /// baseline, so nothing is copied in (`repo = None` → the baseline is the image's `HEAD`).
+    pub fn apply_to(&self, spec: &mut SandboxSpec) {
+        spec.image.clone_from(&self.tag);
+        spec.repo = None;
+    }
+}
+
+/// Why an environment image could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvImageError {
+    /// The image to build on does not exist.
+    #[error("{instance_id}: the image {image} does not exist\nhint: run `aci images build`")]
+    MissingBase {
+        /// The instance.
+        instance_id: String,
+        /// The missing image.
+        image: String,
+    },
+    /// Too little free disk to build. This stops the whole run, not one instance.
+    #[error(
+        "only {free_gb:.1} GB free on {dir} (the Docker root); building environment images needs \
+         env.min_free_disk_gb = {min_gb} GB\nhint: free space with `aci images prune` (one run's \
+         images: --run-id ID), or lower env.min_free_disk_gb"
+    )]
+    LowDisk {
+        /// The Docker root directory.
+        dir: String,
+        /// Free space in GB.
+        free_gb: f64,
+        /// The threshold.
+        min_gb: f64,
+    },
+    /// The repository could not be read on the host.
+    #[error("{instance_id}: {source}")]
+    Repo {
+        /// The instance.
+        instance_id: String,
+        /// What went wrong.
+        source: SandboxError,
+    },
+    /// The build failed (a setup command failed, the daemon refused, it timed out).
+    #[error("{instance_id}: building the environment image {tag} failed: {message}")]
+    Build {
+        /// The instance.
+        instance_id: String,
+        /// The tag being built.
+        tag: String,
+        /// The daemon's error and the last lines of the build log.
+        message: String,
+    },
+    /// The daemon failed outside a build.
+    #[error("{instance_id}: {source}")]
+    Docker {
+        /// The instance.
+        instance_id: String,
+        /// The error.
+        source: SandboxError,
+    },
+}
+
+impl EnvImageError {
+    /// Whether the run must stop (low disk) rather than only this instance fail.
+    pub fn is_run_level(&self) -> bool {
+        matches!(self, Self::LowDisk { .. })
+    }
+}
+
+/// The image an instance's environment is built on: `env.image`, else the instance's `image`,
+/// else the image of its language in `env.images` (Python when it names none).
+pub fn base_image(instance: &Instance, env: &EnvConfig) -> String {
+    if let Some(image) = env.image.as_ref().or(instance.image.as_ref()) {
+        return image.clone();
+    }
+    let language = instance.language.as_deref().unwrap_or("python");
+    env.images
+        .get(language)
+        .cloned()
+        .unwrap_or_else(|| format!("aci-{language}:bookworm"))
+}
+
+/// The Dockerfile of an environment image: three steps, since each step of the classic builder
+/// costs a container and a layer commit.
+///
+/// 1. `ADD` unpacks the repository tar (entries under `repo_dir`) and the setup scripts.
+/// 2. One `RUN` commits the baseline (before `setup`, so it is the sandbox's commit), runs each
+///    setup script, and adds every untracked file that `setup` left (build outputs,
+///    `*.egg-info`, `target/`) to `.git/info/exclude`, so it shows in neither `git status` nor
+///    a submitted patch, and the eval's `git clean` keeps it. With `baseline = None` (no
+///    `repo_path`: the base image already holds the repository) only `setup` runs.
+/// 3. One `LABEL` with every label (the build API's `labels` would add a step per label).
+pub fn dockerfile(recipe: &Recipe<'_>) -> String {
+    let Recipe {
+        base,
+        repo_dir,
+        baseline,
+        setup,
+        labels,
+    } = recipe;
+    let mut lines = vec![format!("FROM {base}")];
+    let mut sources = Vec::new();
+    if baseline.is_some() {
+        sources.push("repo.tar");
+    }
+    if !setup.is_empty() {
+        sources.push("setup.tar");
+    }
+    if !sources.is_empty() {
+        lines.push(format!("ADD {} /", sources.join(" ")));
+    }
+    let dir = crate::sandbox::shell_quote(repo_dir);
+    let mut commands = vec![format!("mkdir -p {dir}"), format!("cd {dir}")];
+    if let Some(baseline) = baseline {
+        commands.push(repo::baseline_script(*baseline));
+    }
+    if !setup.is_empty() {
+        commands.extend((1..=setup.len()).map(|index| format!("bash {SETUP_DIR}/{index}.sh")));
+        commands.push(format!("rm -rf {SETUP_DIR}"));
+        commands.push(
+            "if [ -d .git ]; then git ls-files --others --exclude-standard --directory \
+             | sed -e 's/[][*?\\\\]/\\\\&/g' -e 's|^|/|' >> .git/info/exclude; fi"
+                .to_owned(),
+        );
+    }
+    if baseline.is_some() || !setup.is_empty() {
+        lines.push(format!("RUN {}", commands.join(" && ")));
+    }
+    if !labels.is_empty() {
+        let pairs: Vec<String> = labels
+            .iter()
+            .map(|(key, value)| format!("{}={}", label_quote(key), label_quote(value)))
+            .collect();
+        lines.push(format!("LABEL {}", pairs.join(" ")));
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+/// A Dockerfile `LABEL` key or value in double quotes.
+fn label_quote(text: &str) -> String {
+    let escaped = text
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', " ");
+    format!("\"{escaped}\"")
+}
+
+/// One setup command as a script: stop at the first failing line, run in the repository.
+fn setup_script(repo_dir: &str, command: &str) -> String {
+    format!(
+        "set -eo pipefail\ncd {}\n{command}\n",
+        crate::sandbox::shell_quote(repo_dir)
+    )
+}
+
+/// The environment hash: lowercase hex SHA-256 over the recipe version, the base image id, the
+/// repository tar's hash, the repo_dir, and each setup command (length-prefixed).
+pub fn env_hash(base_id: &str, repo_tar_sha: &str, repo_dir: &str, setup: &[String]) -> String {
+    let mut hasher = Sha256::new();
+    let fields = [RECIPE_VERSION, base_id, repo_tar_sha, repo_dir]
+        .into_iter()
+        .chain(setup.iter().map(String::as_str));
+    for field in fields {
+        hasher.update(u64::try_from(field.len()).unwrap_or(u64::MAX).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `aci-env-<lang>:<first 12 hex of the hash>`; the language part keeps only `[a-z0-9._-]`.
+pub fn env_tag(instance: &Instance, env_hash: &str) -> String {
+    let language = instance
+        .language
+        .as_deref()
+        .unwrap_or(if instance.image.is_some() {
+            "custom"
+        } else {
+            "python"
+        });
+    let clean: String = language
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("aci-env-{clean}:{}", &env_hash[..env_hash.len().min(12)])
+}
+
+/// One lock per environment hash: two instances of one run that share an environment build it
+/// once, the second waiting for the first.
+fn build_lock(env_hash: &str) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    match LOCKS.lock() {
+        Ok(mut locks) => locks.entry(env_hash.to_owned()).or_default().clone(),
+        Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+    }
+}
+
+/// What [`ensure_env_image`] needs besides the instance.
+pub struct EnvRequest<'a> {
+    /// Images, repo_dir, the disk threshold and the build's time limit (`instance_timeout`).
+    pub env: &'a EnvConfig,
+    /// Recorded on a newly built image as `aci.run_id` (`aci images prune --run-id`).
+    pub run_id: &'a str,
+    /// Receives the build's `Step N/M` lines, prefixed with the instance id.
+    pub on_step: &'a (dyn Fn(&str) + Send + Sync),
+}
+
+/// Finds or builds the environment image of `instance`.
+///
+/// Without a `repo_path` and without `setup` there is nothing to add, and the base image is
+/// returned as it is. Otherwise the image tagged with the environment hash is reused when its
+/// `aci.env_hash` label matches, else built (after the free-disk check) with the labels
+/// `aci.image=env`, `aci.env_hash`, `aci.base_image` and `aci.run_id`.
+///
+/// # Errors
+/// [`EnvImageError::LowDisk`] stops the run ([`EnvImageError::is_run_level`]); every other
+/// error concerns this instance only.
+pub async fn ensure_env_image(
+    runtime: &DockerRuntime,
+    instance: &Instance,
+    request: &EnvRequest<'_>,
+) -> Result<EnvImage, EnvImageError> {
+    let id = &instance.instance_id;
+    let docker_error = |source| EnvImageError::Docker {
+        instance_id: id.clone(),
+        source,
+    };
+    let base = base_image(instance, request.env);
+    let base_info = runtime
+        .inspect_image(&base)
+        .await
+        .map_err(docker_error)?
+        .ok_or_else(|| EnvImageError::MissingBase {
+            instance_id: id.clone(),
+            image: base.clone(),
+        })?;
+    let repo_dir = instance.repo_dir(&request.env.repo_dir);
+    if instance.repo_path.is_none() && instance.setup.is_empty() {
+        return Ok(EnvImage {
+            tag: base.clone(),
+            id: base_info.id,
+            env_hash: String::new(),
+            base_image: base,
+            built: false,
+        });
+    }
+    let repo_tar = repository_tar(instance, &repo_dir).await?;
+    let tar_sha = hex(&Sha256::digest(&repo_tar));
+    let hash = env_hash(&base_info.id, &tar_sha, &repo_dir, &instance.setup);
+    let tag = env_tag(instance, &hash);
+    let lock = build_lock(&hash);
+    let _guard = lock.lock().await;
+    if let Some(existing) = runtime.inspect_image(&tag).await.map_err(docker_error)?
+        && existing.labels.get(LABEL_ENV_HASH) == Some(&hash)
+    {
+        return Ok(EnvImage {
+            tag,
+            id: existing.id,
+            env_hash: hash,
+            base_image: base,
+            built: false,
+        });
+    }
+    check_free_disk(runtime, request.env.min_free_disk_gb)
+        .await
+        .map_err(|error| match error {
+            DiskCheck::Low(low) => low,
+            DiskCheck::Docker(source) => docker_error(source),
+        })?;
+    let recipe = Recipe {
+        base: &base_info.id,
+        repo_dir: &repo_dir,
+        baseline: repo_source(instance).map(|source| repo::Baseline::for_source(Some(&source))),
+        setup: &instance.setup,
+        labels: std::collections::BTreeMap::from([
+            (LABEL_IMAGE.to_owned(), ENV_IMAGE_KIND.to_owned()),
+            (LABEL_ENV_HASH.to_owned(), hash.clone()),
+            (LABEL_BASE_IMAGE.to_owned(), base.clone()),
+            (LABEL_RUN_ID.to_owned(), request.run_id.to_owned()),
+        ]),
+    };
+    let context = build_context(&recipe, &repo_tar).map_err(|message| EnvImageError::Build {
+        instance_id: id.clone(),
+        tag: tag.clone(),
+        message,
+    })?;
+    let image_id = build(runtime, &tag, context, request, id).await?;
+    Ok(EnvImage {
+        tag,
+        id: image_id,
+        env_hash: hash,
+        base_image: base,
+        built: true,
+    })
+}
+
+/// The repository as a tar with entries under `repo_dir` (empty tar without a `repo_path`).
+async fn repository_tar(instance: &Instance, repo_dir: &str) -> Result<Vec<u8>, EnvImageError> {
+    let Some(source) = repo_source(instance) else {
+        return Ok(Vec::new());
+    };
+    let prefix = repo_dir.trim_start_matches('/').to_owned();
+    let repo_error = |source| EnvImageError::Repo {
+        instance_id: instance.instance_id.clone(),
+        source,
+    };
+    tokio::task::spawn_blocking(move || repo::tar_repository(&source, &prefix))
+        .await
+        .map_err(|e| {
+            repo_error(SandboxError::Session(format!(
+                "repository task failed: {e}"
+            )))
+        })?
+        .map_err(repo_error)
+}
+
+/// The instance's repository on the host, at its base commit.
+fn repo_source(instance: &Instance) -> Option<RepoSource> {
+    Some(RepoSource {
+        path: instance.repo_path.clone()?,
+        commit: Some(instance.base_commit.clone()),
+    })
+}
+
+/// Runs the build with the instance's time limit (`env.instance_timeout`).
+async fn build(
+    runtime: &DockerRuntime,
+    tag: &str,
+    context: Vec<u8>,
+    request: &EnvRequest<'_>,
+    instance_id: &str,
+) -> Result<String, EnvImageError> {
+    let build_error = |message: String| EnvImageError::Build {
+        instance_id: instance_id.to_owned(),
+        tag: tag.to_owned(),
+        message,
+    };
+    let none = HashMap::new();
+    let build = BuildRequest {
+        tag,
+        dockerfile: "Dockerfile",
+        context,
+        build_args: &none,
+        labels: &none,
+        network: true,
+    };
+    let on_step = request.on_step;
+    let limit = Duration::from_secs_f64(request.env.instance_timeout.max(1.0));
+    on_step(&format!(
+        "[{instance_id}] building the environment image {tag}"
+    ));
+    let steps = runtime.build_image(build, |line| {
+        // Steps carry whole scripts and labels: one screen line each is enough to follow.
+        let line: String = line.chars().take(120).collect();
+        on_step(&format!("[{instance_id}] {line}"));
+    });
+    match tokio::time::timeout(limit, steps).await {
+        Ok(Ok(id)) => Ok(id),
+        Ok(Err(error)) => Err(build_error(shorten_step_error(&error.to_string()))),
+        Err(_) => Err(build_error(format!(
+            "it ran past env.instance_timeout ({} s)",
+            limit.as_secs()
+        ))),
+    }
+}
+
+/// The daemon quotes the whole failing `RUN` line (the baseline script and every setup call);
+/// the setup's own output, which follows, says more.
+fn shorten_step_error(message: &str) -> String {
+    static QUOTED_RUN: LazyLock<Result<regex::Regex, regex::Error>> =
+        LazyLock::new(|| regex::Regex::new(r"The command '/bin/sh -c [^\n]*' returned"));
+    match QUOTED_RUN.as_ref() {
+        Ok(regex) => regex
+            .replace(message, "the RUN step (baseline and setup) returned")
+            .into_owned(),
+        Err(_) => message.to_owned(),
+    }
+}
+
+/// What goes into an environment image's Dockerfile.
+#[derive(Debug, Clone)]
+pub struct Recipe<'a> {
+    /// The image to build on (its id, so that a moved tag cannot change the result).
+    pub base: &'a str,
+    /// Where the repository goes.
+    pub repo_dir: &'a str,
+    /// How the baseline is committed; `None` when there is no repository to add.
+    pub baseline: Option<repo::Baseline>,
+    /// The setup commands, one `RUN` each.
+    pub setup: &'a [String],
+    /// Labels of the image, sorted.
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+/// The tar build context: `Dockerfile`, `repo.tar` (the repository, entries under repo_dir)
+/// and `setup.tar` (`tmp/aci-setup/<N>.sh`); `ADD` unpacks both tars at `/`.
+fn build_context(recipe: &Recipe<'_>, repo_tar: &[u8]) -> Result<Vec<u8>, String> {
+    let context_error = |e: std::io::Error| format!("cannot write the build context: {e}");
+    let mut setup = tar::Builder::new(Vec::new());
+    for (index, command) in recipe.setup.iter().enumerate() {
+        let script = setup_script(recipe.repo_dir, command);
+        let name = format!("{}/{}.sh", SETUP_DIR.trim_start_matches('/'), index + 1);
+        append_file(&mut setup, &name, script.as_bytes()).map_err(context_error)?;
+    }
+    let setup = setup.into_inner().map_err(context_error)?;
+    let mut builder = tar::Builder::new(Vec::new());
+    append_file(&mut builder, "Dockerfile", dockerfile(recipe).as_bytes())
+        .map_err(context_error)?;
+    if recipe.baseline.is_some() {
+        append_file(&mut builder, "repo.tar", repo_tar).map_err(context_error)?;
+    }
+    if !recipe.setup.is_empty() {
+        append_file(&mut builder, "setup.tar", &setup).map_err(context_error)?;
+    }
+    builder.into_inner().map_err(context_error)
+}
+
+fn append_file(
+    builder: &mut tar::Builder<Vec<u8>>,
+    name: &str,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(data.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    header.set_cksum();
+    builder.append_data(&mut header, name, data)
+}
+
+/// Why the free-disk check stopped.
+enum DiskCheck {
+    Low(EnvImageError),
+    Docker(SandboxError),
+}
+
+/// Checks that the Docker root has at least `min_gb` GB free (`df -Pk` on it). When the root
+/// is not visible from here (a remote daemon) the check cannot be made and passes.
+async fn check_free_disk(runtime: &DockerRuntime, min_gb: f64) -> Result<(), DiskCheck> {
+    if min_gb <= 0.0 {
+        return Ok(());
+    }
+    let Some(dir) = runtime.docker_root_dir().await.map_err(DiskCheck::Docker)? else {
+        return Ok(());
+    };
+    let Some(free_kb) = free_kb(&dir).await else {
+        return Ok(());
+    };
+    let free_gb = free_kb as f64 * 1024.0 / 1e9;
+    if free_gb < min_gb {
+        return Err(DiskCheck::Low(EnvImageError::LowDisk {
+            dir,
+            free_gb,
+            min_gb,
+        }));
+    }
+    Ok(())
+}
+
+/// Free kilobytes on the file system holding `dir`, from `df -Pk`; `None` when it cannot tell.
+pub async fn free_kb(dir: &str) -> Option<u64> {
+    let output = tokio::process::Command::new("df")
+        .args(["-Pk", dir])
+        .output()
+        .await
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    parse_df_available_kb(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The "Available" column of `df -P` output (1024-byte blocks with `-k`). POSIX output is one
+/// header line and one line per file system, and a long device name never wraps.
+pub fn parse_df_available_kb(output: &str) -> Option<u64> {
+    let line = output.lines().nth(1)?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests;

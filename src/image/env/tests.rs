@@ -1,0 +1,195 @@
+use super::*;
+
+fn instance(language: Option<&str>, image: Option<&str>) -> Instance {
+    let mut record = serde_json::json!({
+        "instance_id": "demo__x-1", "problem_statement": "", "repo": "demo/x",
+        "base_commit": "0000000000000000000000000000000000000000",
+    });
+    if let Some(language) = language {
+        record["language"] = language.into();
+    }
+    if let Some(image) = image {
+        record["image"] = image.into();
+    }
+    crate::instance::parse_instances(&record.to_string(), None)
+        .unwrap()
+        .instances
+        .remove(0)
+}
+
+#[test]
+fn the_base_image_is_the_config_override_then_the_instance_image_then_the_language_image() {
+    let mut env = EnvConfig::default();
+    assert_eq!(
+        base_image(&instance(Some("rust"), None), &env),
+        "aci-rust:bookworm"
+    );
+    assert_eq!(
+        base_image(&instance(None, None), &env),
+        "aci-python:bookworm"
+    );
+    assert_eq!(
+        base_image(&instance(Some("go"), None), &env),
+        "aci-go:bookworm"
+    );
+    assert_eq!(
+        base_image(&instance(Some("rust"), Some("my/img:1")), &env),
+        "my/img:1"
+    );
+    env.image = Some("forced:1".to_owned());
+    assert_eq!(
+        base_image(&instance(Some("rust"), Some("my/img:1")), &env),
+        "forced:1"
+    );
+}
+
+fn recipe(baseline: Option<repo::Baseline>, setup: &[String]) -> Recipe<'_> {
+    Recipe {
+        base: "sha256:abc",
+        repo_dir: "/testbed",
+        baseline,
+        setup,
+        labels: std::collections::BTreeMap::new(),
+    }
+}
+
+#[test]
+fn the_dockerfile_adds_the_repository_commits_the_baseline_then_runs_setup_and_labels() {
+    let setup = ["make".to_owned(), "make install".to_owned()];
+    let mut recipe = recipe(Some(repo::Baseline::Fresh { force: false }), &setup);
+    recipe
+        .labels
+        .insert("aci.image".to_owned(), "env".to_owned());
+    recipe
+        .labels
+        .insert("aci.run_id".to_owned(), "my \"run\" 1".to_owned());
+    let text = dockerfile(&recipe);
+    let lines: Vec<&str> = text.lines().collect();
+    let baseline = repo::baseline_script(repo::Baseline::Fresh { force: false });
+    assert_eq!(lines[0], "FROM sha256:abc");
+    assert_eq!(lines[1], "ADD repo.tar setup.tar /");
+    let run = format!(
+        "RUN mkdir -p /testbed && cd /testbed && {baseline} && bash /tmp/aci-setup/1.sh && \
+         bash /tmp/aci-setup/2.sh && rm -rf /tmp/aci-setup && if [ -d .git ]; then git ls-files \
+         --others --exclude-standard --directory | sed -e 's/[][*?\\\\]/\\\\&/g' -e 's|^|/|' \
+         >> .git/info/exclude; fi"
+    );
+    assert_eq!(lines[2], run);
+    assert_eq!(
+        lines[3],
+        r#"LABEL "aci.image"="env" "aci.run_id"="my \"run\" 1""#
+    );
+    assert_eq!(lines.len(), 4);
+}
+
+#[test]
+fn without_setup_the_dockerfile_only_adds_the_repository_and_its_baseline() {
+    let recipe = recipe(Some(repo::Baseline::Fresh { force: true }), &[]);
+    let baseline = repo::baseline_script(repo::Baseline::Fresh { force: true });
+    assert_eq!(
+        dockerfile(&recipe),
+        format!(
+            "FROM sha256:abc\nADD repo.tar /\nRUN mkdir -p /testbed && cd /testbed && {baseline}\n"
+        )
+    );
+}
+
+#[test]
+fn without_a_repository_only_setup_runs_in_repo_dir() {
+    let setup = ["make".to_owned()];
+    let mut recipe = recipe(None, &setup);
+    recipe.repo_dir = "/work/my dir";
+    let text = dockerfile(&recipe);
+    assert!(text.starts_with(
+        "FROM sha256:abc\nADD setup.tar /\nRUN mkdir -p '/work/my dir' && cd '/work/my dir' && \
+         bash /tmp/aci-setup/1.sh && rm -rf /tmp/aci-setup && "
+    ));
+}
+
+#[test]
+fn setup_scripts_stop_at_the_first_failure_in_the_repository() {
+    assert_eq!(
+        setup_script("/testbed", "pip install -e .\nmake"),
+        "set -eo pipefail\ncd /testbed\npip install -e .\nmake\n"
+    );
+}
+
+#[test]
+fn the_env_hash_changes_with_every_input() {
+    let setup = vec!["make".to_owned()];
+    let base = env_hash("sha256:1", "tar", "/testbed", &setup);
+    assert_eq!(base.len(), 64);
+    assert_eq!(base, env_hash("sha256:1", "tar", "/testbed", &setup));
+    assert_ne!(base, env_hash("sha256:2", "tar", "/testbed", &setup));
+    assert_ne!(base, env_hash("sha256:1", "tar2", "/testbed", &setup));
+    assert_ne!(base, env_hash("sha256:1", "tar", "/work", &setup));
+    assert_ne!(base, env_hash("sha256:1", "tar", "/testbed", &[]));
+    // Length prefixes: moving text between fields changes the hash.
+    assert_ne!(
+        env_hash("a", "b", "c", &["de".to_owned()]),
+        env_hash("a", "b", "cd", &["e".to_owned()])
+    );
+}
+
+#[test]
+fn env_tags_name_the_language_and_twelve_hex_digits() {
+    let hash = "0123456789abcdef".repeat(4);
+    assert_eq!(
+        env_tag(&instance(Some("rust"), None), &hash),
+        "aci-env-rust:0123456789ab"
+    );
+    assert_eq!(
+        env_tag(&instance(None, None), &hash),
+        "aci-env-python:0123456789ab"
+    );
+    assert_eq!(
+        env_tag(&instance(Some("C++"), Some("x")), &hash),
+        "aci-env-c--:0123456789ab"
+    );
+    assert_eq!(
+        env_tag(&instance(None, Some("x")), &hash),
+        "aci-env-custom:0123456789ab"
+    );
+}
+
+#[test]
+fn df_output_gives_the_available_kilobytes() {
+    let output = "Filesystem     1024-blocks     Used Available Capacity Mounted on\n\
+                  /dev/vda         263174212 44040484 52428800      46% /\n";
+    assert_eq!(parse_df_available_kb(output), Some(52_428_800));
+    assert_eq!(parse_df_available_kb("Filesystem\n"), None);
+    assert_eq!(parse_df_available_kb(""), None);
+}
+
+#[test]
+fn only_low_disk_stops_the_run() {
+    let low = EnvImageError::LowDisk {
+        dir: "/var/lib/docker".to_owned(),
+        free_gb: 4.25,
+        min_gb: 10.0,
+    };
+    assert!(low.is_run_level());
+    assert_eq!(
+        low.to_string(),
+        "only 4.2 GB free on /var/lib/docker (the Docker root); building environment images \
+         needs env.min_free_disk_gb = 10 GB\nhint: free space with `aci images prune` (one run's \
+         images: --run-id ID), or lower env.min_free_disk_gb"
+    );
+    let build = EnvImageError::Build {
+        instance_id: "a".to_owned(),
+        tag: "t".to_owned(),
+        message: "m".to_owned(),
+    };
+    assert!(!build.is_run_level());
+}
+
+#[test]
+fn a_failed_step_names_the_step_instead_of_quoting_the_whole_script() {
+    let message = "building t: Docker stream error: The command '/bin/sh -c mkdir -p /testbed && \
+                   bash /tmp/aci-setup/1.sh' returned a non-zero code: 3\nStep 3/4 : RUN x\nboom\n";
+    assert_eq!(
+        shorten_step_error(message),
+        "building t: Docker stream error: the RUN step (baseline and setup) returned a non-zero \
+         code: 3\nStep 3/4 : RUN x\nboom\n"
+    );
+}

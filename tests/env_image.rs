@@ -1,0 +1,196 @@
+//! Environment images on the real Docker daemon: built once per content hash, the same git
+//! baseline as a sandbox that copies the repository, setup outputs kept out of patches, build
+//! failures reported per instance, and `aci images prune --run-id` removing exactly one run's
+//! images.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use aci::config::EnvConfig;
+use aci::image::env::{EnvImageError, EnvRequest, ensure_env_image};
+use aci::instance::{Instance, parse_instances};
+use aci::sandbox::{RepoSource, Sandbox};
+
+const SHORT: Duration = Duration::from_secs(60);
+
+fn instance(repo: &Path, setup: &[&str]) -> Instance {
+    let record = serde_json::json!({
+        "instance_id": "env-test-1", "problem_statement": "", "repo": "t/env",
+        "base_commit": "0000000000000000000000000000000000000000",
+        "repo_path": repo, "language": "python", "setup": setup,
+    });
+    parse_instances(&record.to_string(), None)
+        .unwrap()
+        .instances
+        .remove(0)
+}
+
+fn quiet(_: &str) {}
+
+#[tokio::test]
+async fn an_env_image_is_built_once_has_the_sandbox_baseline_and_hides_setup_outputs() {
+    let runtime = support::docker().await;
+    let repo = support::small_repo();
+    // Content seen for the first time, so that this run builds the image.
+    std::fs::write(
+        repo.path().join("unique.txt"),
+        format!(
+            "{} {:?}\n",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ),
+    )
+    .unwrap();
+    let run_id = format!("test-env-{}", std::process::id());
+    let instance = instance(
+        repo.path(),
+        &[
+            "echo built > generated.txt",
+            "mkdir -p out && touch 'out/a[1].txt' && python3 -c 'print(1)' > out/log",
+        ],
+    );
+    let env = EnvConfig::default();
+    let request = EnvRequest {
+        env: &env,
+        run_id: &run_id,
+        on_step: &quiet,
+    };
+    let first = ensure_env_image(&runtime, &instance, &request)
+        .await
+        .unwrap();
+    assert!(first.built);
+    assert!(first.tag.starts_with("aci-env-python:"));
+    assert_eq!(first.env_hash[..12], first.tag["aci-env-python:".len()..]);
+    let info = runtime.inspect_image(&first.tag).await.unwrap().unwrap();
+    assert_eq!(info.labels["aci.image"], "env");
+    assert_eq!(info.labels["aci.run_id"], run_id);
+    assert_eq!(info.labels["aci.env_hash"], first.env_hash);
+    assert_eq!(info.labels["aci.base_image"], "aci-python:bookworm");
+
+    let second = ensure_env_image(&runtime, &instance, &request)
+        .await
+        .unwrap();
+    assert!(!second.built);
+    assert_eq!(
+        (second.tag.as_str(), second.id.as_str()),
+        (first.tag.as_str(), first.id.as_str())
+    );
+
+    // A sandbox that copies the repository and one started from the image share the baseline.
+    let mut copied_spec = support::spec("env-copied", Some(repo.path()));
+    copied_spec.image = "aci-python:bookworm".to_owned();
+    copied_spec.repo = Some(RepoSource {
+        path: repo.path().to_owned(),
+        commit: Some(instance.base_commit.clone()),
+    });
+    let copied = runtime.start(&copied_spec).await.unwrap();
+    let mut from_image_spec = support::spec("env-image", None);
+    first.apply_to(&mut from_image_spec);
+    let mut from_image = runtime.start(&from_image_spec).await.unwrap();
+    assert_eq!(copied.baseline(), from_image.baseline());
+    let status = from_image
+        .run_merged(
+            "git status --porcelain --untracked-files=all; cat generated.txt out/log; ls out",
+            SHORT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        "built\n1\na[1].txt\nlog\n"
+    );
+    let diff = from_image
+        .run_merged(
+            &format!(
+                "echo x >> pkg/calc.py && git add -A && git diff --cached --stat {}",
+                copied.baseline()
+            ),
+            SHORT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&diff.stdout),
+        " pkg/calc.py | 1 +\n 1 file changed, 1 insertion(+)\n"
+    );
+    copied.shutdown().await.unwrap();
+    from_image.shutdown().await.unwrap();
+
+    let pruned = std::process::Command::new(env!("CARGO_BIN_EXE_aci"))
+        .args(["images", "prune", "--run-id", &run_id])
+        .output()
+        .unwrap();
+    assert_eq!(pruned.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&pruned.stdout),
+        format!("removed\t{}\t{}\n", first.tag, first.id)
+    );
+    assert!(runtime.inspect_image(&first.tag).await.unwrap().is_none());
+    assert!(
+        runtime
+            .inspect_image("aci-python:bookworm")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn a_failing_setup_command_is_a_build_error_of_that_instance_only() {
+    let runtime = support::docker().await;
+    let repo = support::small_repo();
+    let instance = instance(
+        repo.path(),
+        &["echo installing; echo 'no such package' >&2; exit 3"],
+    );
+    let env = EnvConfig::default();
+    let request = EnvRequest {
+        env: &env,
+        run_id: "test-env-failing",
+        on_step: &quiet,
+    };
+    let error = ensure_env_image(&runtime, &instance, &request)
+        .await
+        .unwrap_err();
+    assert!(!error.is_run_level());
+    let EnvImageError::Build {
+        instance_id,
+        tag,
+        message,
+    } = &error
+    else {
+        panic!("expected a build error, got {error}");
+    };
+    assert_eq!(instance_id, "env-test-1");
+    assert!(message.contains("no such package"), "{message}");
+    assert!(
+        message.contains("the RUN step (baseline and setup) returned a non-zero code: 3"),
+        "{message}"
+    );
+    assert!(message.contains("installing"), "{message}");
+    assert!(runtime.inspect_image(tag).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn an_instance_whose_image_is_missing_names_it_and_says_how_to_build_it() {
+    let runtime = support::docker().await;
+    let repo = support::small_repo();
+    let mut instance = instance(repo.path(), &[]);
+    instance.image = Some("aci-no-such-image:1".to_owned());
+    let env = EnvConfig::default();
+    let request = EnvRequest {
+        env: &env,
+        run_id: "test-env-missing",
+        on_step: &quiet,
+    };
+    let error = ensure_env_image(&runtime, &instance, &request)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "env-test-1: the image aci-no-such-image:1 does not exist\nhint: run `aci images build`"
+    );
+}

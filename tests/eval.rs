@@ -1,0 +1,600 @@
+//! `aci eval` end to end on the real Docker daemon, over the demo dataset: gold patches resolve
+//! all eight instances, empty patches none; a patch that does not apply is an error; forged
+//! `PASSED` lines with a failing exit code are not believed; reruns reuse reports graded from
+//! the same inputs; `--expect` gates on the resolved set; a full disk stops the run.
+//!
+//! The gold run happens once per test binary and builds the demo's environment images (reused
+//! by later runs of the suite); the other tests reuse it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+const RUN_ID: &str = "test-eval";
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn demo_instances() -> PathBuf {
+    manifest_dir().join("tests/fixtures/demo/instances.jsonl")
+}
+
+/// The demo records, as JSON, in file order.
+fn demo_records() -> Vec<Value> {
+    std::fs::read_to_string(demo_instances())
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn record(id: &str) -> Value {
+    demo_records()
+        .into_iter()
+        .find(|r| r["instance_id"] == id)
+        .unwrap()
+}
+
+/// A test list field, which the demo writes as a list or as a JSON-encoded string.
+fn test_list(record: &Value, field: &str) -> Vec<String> {
+    match &record[field] {
+        Value::String(text) => serde_json::from_str(text).unwrap(),
+        other => serde_json::from_value(other.clone()).unwrap(),
+    }
+}
+
+fn sorted_ids() -> Vec<String> {
+    let mut ids: Vec<String> = demo_records()
+        .iter()
+        .map(|r| r["instance_id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// A fresh directory under the target's temporary directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("eval-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn aci(args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .args(args)
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ aci {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// `aci eval --instances <demo> --run-id test-eval --workers 2 --output DIR <extra…>`.
+fn eval(output: &Path, extra: &[&str]) -> Output {
+    let instances = demo_instances();
+    let mut args = vec![
+        "eval",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--run-id",
+        RUN_ID,
+        "--workers",
+        "2",
+        "--output",
+        output.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    aci(&args)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn write_predictions(dir: &Path, predictions: &Value) -> PathBuf {
+    let path = dir.join("predictions.json");
+    std::fs::write(&path, predictions.to_string()).unwrap();
+    path
+}
+
+struct GoldRun {
+    dir: PathBuf,
+    output: Output,
+}
+
+/// The gold run over all eight instances, once per test binary (with `--expect` listing all
+/// eight, which must pass).
+fn gold() -> &'static GoldRun {
+    static GOLD: OnceLock<GoldRun> = OnceLock::new();
+    GOLD.get_or_init(|| {
+        let dir = scratch("gold");
+        let expect = dir.join("expected.json");
+        std::fs::write(&expect, serde_json::to_string(&sorted_ids()).unwrap()).unwrap();
+        let output = eval(
+            &dir.join("out"),
+            &[
+                "--predictions",
+                "gold",
+                "--expect",
+                expect.to_str().unwrap(),
+            ],
+        );
+        GoldRun {
+            dir: dir.join("out"),
+            output,
+        }
+    })
+}
+
+/// The summary every field of which a test expects.
+fn summary(buckets: &[(&str, Vec<String>)], submitted: Vec<String>) -> Value {
+    let list = |name: &str| {
+        buckets
+            .iter()
+            .find(|(bucket, _)| *bucket == name)
+            .map(|(_, ids)| ids.clone())
+            .unwrap_or_default()
+    };
+    let (resolved, unresolved, errors, empty, incomplete) = (
+        list("resolved"),
+        list("unresolved"),
+        list("error"),
+        list("empty"),
+        list("incomplete"),
+    );
+    let mut completed: Vec<String> = resolved.iter().chain(&unresolved).cloned().collect();
+    completed.sort();
+    json!({
+        "total_instances": resolved.len() + unresolved.len() + errors.len() + empty.len() + incomplete.len(),
+        "submitted_instances": submitted.len(),
+        "completed_instances": completed.len(),
+        "resolved_instances": resolved.len(),
+        "unresolved_instances": unresolved.len(),
+        "empty_patch_instances": empty.len(),
+        "error_instances": errors.len(),
+        "completed_ids": completed,
+        "incomplete_ids": incomplete,
+        "empty_patch_ids": empty,
+        "submitted_ids": submitted,
+        "resolved_ids": resolved,
+        "unresolved_ids": unresolved,
+        "error_ids": errors,
+        "schema_version": 2,
+    })
+}
+
+#[test]
+fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
+    let run = gold();
+    assert_eq!(run.output.status.code(), Some(0), "{}", stderr(&run.output));
+    assert!(stderr(&run.output).contains("--expect: all 8 expected instance(s) are resolved"));
+    assert_eq!(
+        String::from_utf8_lossy(&run.output.stdout),
+        format!(
+            "resolved 8 of 8 instances (unresolved 0, errors 0, empty patches 0, without \
+             prediction 0)\nsummary: {}\n",
+            run.dir.join("report.json").display()
+        )
+    );
+    assert_eq!(
+        read_json(&run.dir.join("report.json")),
+        summary(&[("resolved", sorted_ids())], sorted_ids())
+    );
+    for record in demo_records() {
+        let id = record["instance_id"].as_str().unwrap();
+        let dir = run.dir.join(id);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("patch.diff")).unwrap(),
+            record["patch"].as_str().unwrap()
+        );
+        let script = std::fs::read_to_string(dir.join("eval.sh")).unwrap();
+        assert!(script.starts_with("#!/bin/bash\nexec 2>&1\nset -uxo pipefail\n"));
+        assert!(script.contains(record["test_patch"].as_str().unwrap()));
+        assert!(script.contains(record["test_cmd"].as_str().unwrap()));
+        let log = std::fs::read_to_string(dir.join("test_output.txt")).unwrap();
+        assert!(log.contains("+ : '>>>>> Start Test Output'"), "{id}");
+        assert!(log.contains("+ : '>>>>> End Test Output'"), "{id}");
+        assert!(log.contains("\n>>>>> Test Exit Code: 0\n"), "{id}");
+        let report = read_json(&dir.join("report.json"));
+        let body = &report[id];
+        assert_eq!(report.as_object().unwrap().len(), 1);
+        assert_eq!(body["patch_is_None"], false);
+        assert_eq!(body["patch_exists"], true);
+        assert_eq!(body["patch_successfully_applied"], true);
+        assert_eq!(body["resolved"], true, "{id}: {body}");
+        let status = &body["tests_status"];
+        assert_eq!(
+            status["FAIL_TO_PASS"],
+            json!({"success": test_list(&record, "FAIL_TO_PASS"), "failure": []})
+        );
+        assert_eq!(
+            status["PASS_TO_PASS"],
+            json!({"success": test_list(&record, "PASS_TO_PASS"), "failure": []})
+        );
+        assert_eq!(
+            status["FAIL_TO_FAIL"],
+            json!({"success": [], "failure": []})
+        );
+        assert_eq!(
+            status["PASS_TO_FAIL"],
+            json!({"success": [], "failure": []})
+        );
+        assert_eq!(body["eval_key"].as_str().unwrap().len(), 64);
+        assert!(body.get("error").is_none() && body.get("untrusted_reason").is_none());
+    }
+}
+
+/// Copies `from` (files and one level of directories) into a fresh scratch directory.
+fn copy_run(from: &Path, name: &str) -> PathBuf {
+    let to = scratch(name).join("out");
+    for entry in walk(from) {
+        let target = to.join(entry.strip_prefix(from).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &target).unwrap();
+    }
+    to
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A patch that adds a comment line at the top of `file` in the demo repository `repo`: it
+/// applies, and fixes nothing.
+fn comment_patch(repo: &str, file: &str) -> String {
+    let path = manifest_dir()
+        .join("tests/fixtures/demo/repos")
+        .join(repo)
+        .join(file);
+    let text = std::fs::read_to_string(path).unwrap();
+    let context: Vec<&str> = text.lines().take(3).collect();
+    let mut patch = format!(
+        "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -1,3 +1,4 @@\n\
+         +# a comment that fixes nothing\n"
+    );
+    for line in context {
+        patch.push_str(&format!(" {line}\n"));
+    }
+    patch
+}
+
+#[test]
+fn a_rerun_reuses_reports_from_the_same_inputs_and_reevaluates_a_changed_patch() {
+    let run = gold();
+    assert_eq!(run.output.status.code(), Some(0));
+    let dir = copy_run(&run.dir, "resume");
+    let before: Vec<(PathBuf, Vec<u8>)> = walk(&dir)
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path).unwrap();
+            (path, bytes)
+        })
+        .collect();
+    let again = eval(&dir, &["--predictions", "gold"]);
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(
+        stderr(&again)
+            .matches("resolved (reused: same patch, eval script and image)")
+            .count(),
+        8,
+        "{}",
+        stderr(&again)
+    );
+    for (path, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(path).unwrap(),
+            bytes,
+            "{} changed",
+            path.display()
+        );
+    }
+
+    let changed = comment_patch("inicfg", "inicfg/parser.py");
+    let mut predictions: Vec<Value> = demo_records()
+        .iter()
+        .map(|r| {
+            json!({"instance_id": r["instance_id"], "model_name_or_path": "gold", "model_patch": r["patch"]})
+        })
+        .collect();
+    predictions[0]["model_patch"] = json!(changed);
+    assert_eq!(predictions[0]["instance_id"], "demo__inicfg-1");
+    let file = write_predictions(dir.parent().unwrap(), &Value::Array(predictions));
+    let third = eval(&dir, &["--predictions", file.to_str().unwrap()]);
+    assert_eq!(third.status.code(), Some(0));
+    let log = stderr(&third);
+    assert_eq!(log.matches("(reused: same patch").count(), 7, "{log}");
+    assert!(log.contains("] demo__inicfg-1: unresolved ("), "{log}");
+    let inicfg = dir.join("demo__inicfg-1");
+    assert_eq!(
+        std::fs::read_to_string(inicfg.join("patch.diff")).unwrap(),
+        changed
+    );
+    let body = &read_json(&inicfg.join("report.json"))["demo__inicfg-1"];
+    assert_eq!(body["resolved"], false);
+    assert_eq!(body["patch_successfully_applied"], true);
+    assert_eq!(
+        body["tests_status"]["FAIL_TO_PASS"]["failure"],
+        json!(test_list(&record("demo__inicfg-1"), "FAIL_TO_PASS"))
+    );
+    let mut resolved = sorted_ids();
+    resolved.retain(|id| id != "demo__inicfg-1");
+    assert_eq!(
+        read_json(&dir.join("report.json")),
+        summary(
+            &[
+                ("resolved", resolved),
+                ("unresolved", vec!["demo__inicfg-1".to_owned()])
+            ],
+            sorted_ids()
+        )
+    );
+}
+
+#[test]
+fn empty_patches_are_counted_as_empty_and_never_evaluated() {
+    let dir = scratch("empty");
+    let lines: Vec<String> = demo_records()
+        .iter()
+        .map(|r| {
+            json!({"instance_id": r["instance_id"], "model_name_or_path": "m", "model_patch": ""})
+                .to_string()
+        })
+        .collect();
+    let file = dir.join("preds.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let out = dir.join("out");
+    let output = eval(&out, &["--predictions", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        read_json(&out.join("report.json")),
+        summary(&[("empty", sorted_ids())], sorted_ids())
+    );
+    let entries: Vec<PathBuf> = walk(&out);
+    assert_eq!(entries, vec![out.join("report.json")]);
+}
+
+#[test]
+fn expect_exits_3_and_names_each_expected_instance_that_is_not_resolved() {
+    let dir = scratch("expect");
+    let predictions = json!({
+        "demo__calc-1": {"model_name_or_path": "m", "model_patch": ""},
+        "demo__inicfg-1": {"instance_id": "demo__inicfg-1", "model_name_or_path": "m", "model_patch": ""},
+    });
+    let file = write_predictions(&dir, &predictions);
+    let expect = dir.join("expected.json");
+    std::fs::write(
+        &expect,
+        r#"["demo__inicfg-1", "demo__calc-1", "demo__ringbuf-1"]"#,
+    )
+    .unwrap();
+    let output = eval(
+        &dir.join("out"),
+        &[
+            "--predictions",
+            file.to_str().unwrap(),
+            "--expect",
+            expect.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(3));
+    assert!(stderr(&output).ends_with(
+        "regression: 3 of 3 expected instance(s) are not resolved:\n  demo__calc-1: empty patch\n  \
+         demo__inicfg-1: empty patch\n  demo__ringbuf-1: no prediction\n"
+    ));
+    let mut incomplete = sorted_ids();
+    incomplete.retain(|id| id != "demo__calc-1" && id != "demo__inicfg-1");
+    let submitted = vec!["demo__calc-1".to_owned(), "demo__inicfg-1".to_owned()];
+    assert_eq!(
+        read_json(&dir.join("out/report.json")),
+        summary(
+            &[("empty", submitted.clone()), ("incomplete", incomplete)],
+            submitted
+        )
+    );
+}
+
+#[test]
+fn a_patch_that_does_not_apply_is_an_error_and_is_retried_on_a_rerun() {
+    assert_eq!(gold().output.status.code(), Some(0));
+    let dir = scratch("noapply");
+    let gold_patch = record("demo__moneyfmt-1")["patch"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The same hunk, removing a line the file does not have.
+    let broken = gold_patch.replacen("-    if grouping:\n", "-    if grouping and amount:\n", 1);
+    assert_ne!(broken, gold_patch);
+    let file = write_predictions(
+        &dir,
+        &json!([{"instance_id": "demo__moneyfmt-1", "model_name_or_path": "m", "model_patch": broken}]),
+    );
+    let out = dir.join("out");
+    let args = [
+        "--predictions",
+        file.to_str().unwrap(),
+        "--id",
+        "demo__moneyfmt-1",
+    ];
+    let output = eval(&out, &args);
+    assert_eq!(output.status.code(), Some(0));
+    let ids = vec!["demo__moneyfmt-1".to_owned()];
+    assert_eq!(
+        read_json(&out.join("report.json")),
+        summary(&[("error", ids.clone())], ids)
+    );
+    let instance = out.join("demo__moneyfmt-1");
+    assert_eq!(
+        read_json(&instance.join("report.json")),
+        json!({"demo__moneyfmt-1": {
+            "patch_is_None": false,
+            "patch_exists": true,
+            "patch_successfully_applied": false,
+            "resolved": false,
+            "error": "patch apply failed",
+            "eval_key": read_json(&instance.join("report.json"))["demo__moneyfmt-1"]["eval_key"],
+        }})
+    );
+    let log = std::fs::read_to_string(instance.join("test_output.txt")).unwrap();
+    // All three methods were tried: git apply, git apply --reject, patch --fuzz.
+    assert_eq!(
+        log.matches("error: patch failed: moneyfmt/format.py:31")
+            .count(),
+        2
+    );
+    assert!(log.contains("Rejected hunk #1."));
+    assert!(log.contains("Hunk #1 FAILED at 31."));
+    assert!(log.ends_with(">>>>> Patch Apply Failed\n"));
+    assert!(!log.contains("Start Test Output"));
+    let again = eval(&out, &args);
+    assert!(stderr(&again).contains("] demo__moneyfmt-1: error: patch apply failed ("));
+}
+
+/// A `conftest.py` that deselects every test and prints a `PASSED` line for each listed one:
+/// pytest then exits with status 5 (no tests ran).
+fn forging_patch(ids: &[String]) -> String {
+    let mut body = vec!["FORGED = [".to_owned()];
+    body.extend(ids.iter().map(|id| format!("    {id:?},")));
+    body.extend(
+        [
+            "]",
+            "",
+            "",
+            "def pytest_collection_modifyitems(session, config, items):",
+            "    items.clear()",
+            "",
+            "",
+            "def pytest_terminal_summary(terminalreporter):",
+            "    for test_id in FORGED:",
+            "        terminalreporter.write_line(\"PASSED \" + test_id)",
+        ]
+        .map(str::to_owned),
+    );
+    let mut patch = format!(
+        "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n\
+         +++ b/conftest.py\n@@ -0,0 +1,{} @@\n",
+        body.len()
+    );
+    for line in body {
+        patch.push('+');
+        patch.push_str(&line);
+        patch.push('\n');
+    }
+    patch
+}
+
+#[test]
+fn forged_passed_lines_with_a_failing_exit_code_are_not_resolved() {
+    assert_eq!(gold().output.status.code(), Some(0));
+    let dir = scratch("forged");
+    let id = "demo__inicfg-1";
+    let record = record(id);
+    let mut ids = test_list(&record, "FAIL_TO_PASS");
+    ids.extend(test_list(&record, "PASS_TO_PASS"));
+    let file = write_predictions(
+        &dir,
+        &json!([{"instance_id": id, "model_name_or_path": "m", "model_patch": forging_patch(&ids)}]),
+    );
+    let out = dir.join("out");
+    let output = eval(&out, &["--predictions", file.to_str().unwrap(), "--id", id]);
+    assert_eq!(output.status.code(), Some(0));
+    let log = std::fs::read_to_string(out.join(id).join("test_output.txt")).unwrap();
+    assert!(log.contains("\nPASSED tests/test_interpolate.py::test_cross_section_reference\n"));
+    assert!(log.contains("\n>>>>> Test Exit Code: 5\n"));
+    let body = &read_json(&out.join(id).join("report.json"))[id];
+    assert_eq!(body["patch_successfully_applied"], true);
+    assert_eq!(body["resolved"], false);
+    assert_eq!(
+        body["untrusted_reason"],
+        "the test command exited with status 5 but the log reports no failed or errored test, \
+         so its results cannot be trusted"
+    );
+    // The forged lines were read, and not believed.
+    assert_eq!(
+        body["tests_status"]["FAIL_TO_PASS"]["success"],
+        json!(test_list(&record, "FAIL_TO_PASS"))
+    );
+    let ids = vec![id.to_owned()];
+    assert_eq!(
+        read_json(&out.join("report.json")),
+        summary(&[("unresolved", ids.clone())], ids)
+    );
+}
+
+#[test]
+fn the_run_stops_with_a_hint_when_the_docker_root_is_short_of_space() {
+    let dir = scratch("disk");
+    // A repository seen for the first time, so its environment image must be built.
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(repo.join("pkg")).unwrap();
+    std::fs::write(
+        repo.join("pkg/__init__.py"),
+        format!("# {}\n", dir.display()),
+    )
+    .unwrap();
+    let instances = dir.join("instances.json");
+    std::fs::write(
+        &instances,
+        json!([{
+            "instance_id": "disk-1", "problem_statement": "", "repo": "t/disk",
+            "base_commit": "0", "repo_path": "repo", "test_cmd": "true",
+            "patch": "diff --git a/x b/x\n",
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let output = aci(&[
+        "eval",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--predictions",
+        "gold",
+        "--output",
+        dir.join("out").to_str().unwrap(),
+        "--set",
+        "env.min_free_disk_gb=1000000000",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let log = stderr(&output);
+    let lines: Vec<&str> = log.lines().collect();
+    let error = lines[lines.len() - 2];
+    assert!(
+        error.starts_with("error: only ") && error.contains(" GB free on "),
+        "{log}"
+    );
+    assert!(error.ends_with(
+        "(the Docker root); building environment images needs env.min_free_disk_gb = 1000000000 GB"
+    ));
+    assert_eq!(
+        lines[lines.len() - 1],
+        "hint: free space with `aci images prune` (one run's images: --run-id ID), or lower \
+         env.min_free_disk_gb"
+    );
+    assert!(!dir.join("out/report.json").exists());
+}
