@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+use aci::instance::{ShardSpec, SliceSpec, parse_filter};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use regex::Regex;
 
 /// Run LLM coding agents on SWE-bench-style tasks through the SWE-agent Agent-Computer
 /// Interface, one Docker container per task.
@@ -27,6 +29,11 @@ pub enum Command {
     /// no network, the patch applied, the tests run and parsed. Writes DIR/<id>/{patch.diff,
     /// eval.sh, test_output.txt, report.json} and the summary DIR/report.json.
     Eval(EvalArgs),
+    /// Run many instances in parallel, resuming by default: writes DIR/<id>/ per instance,
+    /// DIR/preds.json, DIR/run_batch_exit_statuses.yaml and DIR/manifest.json, and prints a
+    /// summary table. Ctrl-C stops starting instances, autosubmits the running ones and exits
+    /// 130; rerunning the same command resumes.
+    Batch(BatchArgs),
 }
 
 /// `aci images …`
@@ -154,4 +161,43 @@ pub struct EvalArgs {
     /// Override one config value: `--set env.memory_mb=8192`. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+}
+
+/// `aci batch`
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The instances file (JSON array or JSONL of SWE-bench records).
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// With `--model replay`: a directory with one replay per instance, `<id>.yaml`, `.yml`,
+    /// `.json` or `.traj` (an earlier run's output directory, `<id>/<id>.traj`, works too).
+    #[arg(long, value_name = "DIR")]
+    pub replay_dir: Option<PathBuf>,
+    /// How many instances run at the same time.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub workers: u32,
+    /// Only the instances whose id matches this regular expression (anywhere in the id; anchor
+    /// it with ^…$).
+    #[arg(long, value_name = "RE", value_parser = parse_filter)]
+    pub filter: Option<Regex>,
+    /// A Python slice of the instances, taken after --shuffle and --filter: 0:10, -5:, ::2.
+    #[arg(long, value_name = "A:B")]
+    pub slice: Option<SliceSpec>,
+    /// Sort the instances by id and shuffle them with a fixed seed, before the other selection
+    /// flags.
+    #[arg(long)]
+    pub shuffle: bool,
+    /// The seed of --shuffle (default 42, as SWE-agent and mini-swe-agent).
+    #[arg(long, requires = "shuffle")]
+    pub seed: Option<u64>,
+    /// Run shard I of N (numbered from 1): N contiguous, near-equal parts of the selection.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<ShardSpec>,
+    /// Run every selected instance again, even those an earlier run into the same --output
+    /// finished (by default they are skipped).
+    #[arg(long)]
+    pub redo: bool,
+    /// Shared options.
+    #[command(flatten)]
+    pub agent: AgentArgs,
 }

@@ -11,6 +11,7 @@ mod eval_command;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use aci::batch::{self, RunContext, Runtime, output};
 use aci::config::{self, Config};
@@ -19,7 +20,7 @@ use aci::instance::{self, Instance};
 use aci::model::ReplayInput;
 use aci::sandbox::docker::DockerRuntime;
 use clap::Parser;
-use cli::{AgentArgs, Cli, Command, ImagesCommand, RunArgs};
+use cli::{AgentArgs, BatchArgs, Cli, Command, ImagesCommand, RunArgs};
 
 /// A run-level failure: one line, and maybe a hint on the next.
 struct Failure {
@@ -80,6 +81,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             eval_command::images_prune(run_id, all).await
         }
         Command::Eval(args) => eval_command::eval(args).await,
+        Command::Batch(args) => batch_command(args).await,
     }
 }
 
@@ -251,6 +253,205 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         patch.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+// ---- aci batch -------------------------------------------------------------------------------
+
+async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
+    // Listen before anything slow, so an early Ctrl-C is an orderly stop, not a kill.
+    let signals = Signals::listen()?;
+    let (config, dirs) = resolve_config(&args.agent)?;
+    check_batch_model(&args, &config)?;
+    let (instances, invalid_records) = load_batch_instances(&args.instances)?;
+    let seed = args
+        .shuffle
+        .then(|| args.seed.unwrap_or(instance::DEFAULT_SEED));
+    let selection = instance::Selection {
+        shuffle_seed: seed,
+        filter: args.filter.clone(),
+        slice: args.slice,
+        shard: args.shard,
+    };
+    let selected = instance::select(instances, &selection);
+    let run_id = args.agent.run_id.clone().unwrap_or_else(default_run_id);
+    let output = args
+        .agent
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
+    std::fs::create_dir_all(&output).map_err(|e| {
+        Failure::new(format!(
+            "cannot create the output directory {}: {e}",
+            output.display()
+        ))
+    })?;
+    let (runtime, docker) = match args.agent.runtime {
+        cli::Runtime::Docker => {
+            let docker = connect_docker().await?;
+            (Runtime::Docker(docker.clone()), Some(docker))
+        }
+        cli::Runtime::Local => (Runtime::Local, None),
+    };
+    let model = args.agent.model.clone();
+    let ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
+    warn_on_config_change(&output, &ctx.config.hash(), args.redo);
+    let refs: Vec<&Instance> = selected.iter().collect();
+    write_manifest(
+        &ctx,
+        &args.agent,
+        &args.instances,
+        seed,
+        docker.as_ref(),
+        &refs,
+    )
+    .await?;
+    let interrupt = signals.spawn(docker.clone());
+    let options = batch::runner::BatchOptions {
+        workers: usize::try_from(args.workers).unwrap_or(1),
+        redo: args.redo,
+        replay_dir: args.replay_dir.clone(),
+    };
+    let mut progress = batch::progress::Progress::stderr(selected.len());
+    let report =
+        batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
+    if let Some(docker) = &docker {
+        docker.remove_all_started().await;
+    }
+    output::merge_predictions(&output).map_err(|e| {
+        Failure::new(format!(
+            "cannot write {}: {e}",
+            output.join("preds.json").display()
+        ))
+    })?;
+    let statuses = output::write_exit_statuses(&output)
+        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))?;
+    let context = batch::summary::SummaryContext {
+        output: &output,
+        total_cost: statuses.total_cost,
+        invalid_records,
+    };
+    print!("{}", batch::summary::render(&report, &context));
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Model settings that cannot work for a batch are run-level failures, found before anything
+/// starts: every instance would fail the same way.
+fn check_batch_model(args: &BatchArgs, config: &Config) -> Result<(), Failure> {
+    let model = args.agent.model.trim();
+    match (model, &args.replay_dir) {
+        ("human", _) => Err(Failure::new("aci batch cannot use --model human")
+            .hint("use `aci run --model human` for one instance at a time")),
+        ("replay", None) => Err(Failure::new("--model replay needs --replay-dir DIR")
+            .hint("DIR holds one replay per instance: <id>.yaml, <id>.json or <id>.traj")),
+        ("replay", Some(dir)) if !dir.is_dir() => Err(Failure::new(format!(
+            "the replay directory {} does not exist",
+            dir.display()
+        ))),
+        ("replay", Some(_)) => Ok(()),
+        (_, Some(_)) => Err(Failure::new("--replay-dir is only for --model replay")),
+        (_, None) => {
+            let mut model_config = config.model.clone();
+            if model_config.name.is_empty() {
+                model_config.name = model.to_owned();
+            }
+            aci::model::from_spec(model, &model_config, None)?;
+            Ok(())
+        }
+    }
+}
+
+/// The usable instances of the file, and how many records were not: each bad record gets an
+/// error line naming the instance and the field, and the rest of the batch runs.
+fn load_batch_instances(path: &Path) -> Result<(Vec<Instance>, usize), Failure> {
+    let loaded = instance::load_instances_file(path)?;
+    for error in &loaded.errors {
+        eprintln!("error: {}: {error}", path.display());
+    }
+    let mut invalid = loaded.errors.len();
+    let mut instances = Vec::with_capacity(loaded.instances.len());
+    for instance in loaded.instances {
+        match batch::runner::unsafe_id(&instance.instance_id) {
+            Some(reason) => {
+                invalid += 1;
+                eprintln!(
+                    "error: {}: instance {:?}: field \"instance_id\": {reason}, so it cannot name \
+                     an output directory",
+                    path.display(),
+                    instance.instance_id
+                );
+            }
+            None => instances.push(instance),
+        }
+    }
+    Ok((instances, invalid))
+}
+
+/// Resuming into a directory written with another configuration mixes results: say so.
+fn warn_on_config_change(output: &Path, hash: &str, redo: bool) {
+    let Ok(text) = std::fs::read(output.join("manifest.json")) else {
+        return;
+    };
+    let old = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("config_hash")?.as_str().map(str::to_owned));
+    if let Some(old) = old
+        && old != hash
+        && !redo
+    {
+        eprintln!(
+            "warning: {} was written with another configuration (hash {old}); instances it \
+             finished are skipped and keep their results\nhint: use --redo, or a new --output",
+            output.display()
+        );
+    }
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM: the first one stops the batch in order, the second quits at
+/// once (after removing the containers).
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> Result<Self, Failure> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| {
+            signal(kind).map_err(|e| Failure::new(format!("cannot listen for signals: {e}")))
+        };
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    fn spawn(mut self, docker: Option<DockerRuntime>) -> batch::Interrupt {
+        let (handle, interrupt) = batch::Interrupt::new();
+        tokio::spawn(async move {
+            let mut count = 0;
+            loop {
+                tokio::select! {
+                    _ = self.interrupt.recv() => {}
+                    _ = self.terminate.recv() => {}
+                }
+                count += 1;
+                if count == 1 {
+                    handle.trigger();
+                    continue;
+                }
+                eprintln!("interrupted again: removing the containers and quitting");
+                if let Some(docker) = &docker {
+                    docker.remove_all_started().await;
+                }
+                std::process::exit(130);
+            }
+        });
+        interrupt
+    }
 }
 
 async fn write_manifest(

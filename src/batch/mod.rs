@@ -3,6 +3,11 @@
 //! with an exit status in its trajectory; only run-level failures are errors here.
 
 pub mod output;
+pub mod progress;
+pub mod runner;
+pub mod summary;
+
+pub use runner::{Interrupt, InterruptHandle};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -253,38 +258,41 @@ pub async fn run_instance(
     instance: &Instance,
     replay: Option<ReplayInput>,
 ) -> InstanceResult {
+    run_instance_interruptible(ctx, instance, replay, Interrupt::never()).await
+}
+
+/// [`run_instance`], ended early when `interrupt` is set (Ctrl-C): the running turn is
+/// abandoned, the changes so far are autosubmitted and the trajectory gets `early_exit` (or
+/// `submitted (early_exit)`), which resume reruns. An instance whose sandbox is starting when
+/// the interrupt comes finishes starting first, so no container is left half-created.
+pub async fn run_instance_interruptible(
+    ctx: &RunContext,
+    instance: &Instance,
+    replay: Option<ReplayInput>,
+    mut interrupt: Interrupt,
+) -> InstanceResult {
     let id = instance.instance_id.clone();
     let traj_path = output::traj_path(&ctx.output, &id);
     if let Err(error) = std::fs::create_dir_all(output::instance_dir(&ctx.output, &id)) {
         eprintln!("error: cannot create the output directory of {id}: {error}");
     }
+    // A trajectory left by an earlier run of this instance is not this run's: the failure and
+    // early-stop paths below keep the turns saved so far, and they must be this run's turns.
+    let _ = std::fs::remove_file(&traj_path);
     let mut model_config = ctx.config.model.clone();
     if model_config.name.is_empty() {
         model_config.name.clone_from(&ctx.model);
     }
     let mut model = match model::from_spec(&ctx.model, &model_config, replay) {
         Ok(model) => model,
-        Err(error) => {
-            return fail(
-                ctx,
-                instance,
-                &traj_path,
-                error.exit_status(),
-                &error.to_string(),
-            );
-        }
+        Err(error) => return fail(ctx, instance, error.exit_status(), &error.to_string()),
     };
     let sandbox = match ctx.start_sandbox(instance).await {
         Ok(sandbox) => sandbox,
         Err(error) => {
             let message = format!("cannot start the sandbox: {error}");
-            return fail(
-                ctx,
-                instance,
-                &traj_path,
-                ExitStatus::ExitEnvironmentError.as_str(),
-                &message,
-            );
+            let status = ExitStatus::ExitEnvironmentError.as_str();
+            return fail(ctx, instance, status, &message);
         }
     };
     let env = &ctx.config.env;
@@ -295,25 +303,76 @@ pub async fn run_instance(
         Duration::from_secs_f64(env.command_timeout),
         env.memory_mb,
     );
-    let watchdog = Duration::from_secs_f64(env.instance_timeout);
-    let result = tokio::time::timeout(
-        watchdog,
-        episode(ctx, instance, &mut model, &mut aci, &traj_path),
-    )
-    .await;
-    let (status, submission, cost) = match result {
-        Ok(Ok(outcome)) => (
-            outcome.trajectory.info.exit_status.unwrap_or_default(),
-            outcome.submission,
-            outcome.trajectory.info.model_stats.instance_cost,
-        ),
-        Ok(Err(error)) => {
-            eprintln!("error: {id}: {error}");
-            (ExitStatus::ExitError.as_str().to_owned(), None, 0.0)
+    let ended = drive(ctx, instance, &mut model, &mut aci, &mut interrupt).await;
+    let (status, submission, cost) = match ended {
+        Ended::Episode(result) => match *result {
+            Ok(outcome) => (
+                outcome.trajectory.info.exit_status.unwrap_or_default(),
+                outcome.submission,
+                outcome.trajectory.info.model_stats.instance_cost,
+            ),
+            Err(error) => {
+                eprintln!("error: {id}: {error}");
+                (ExitStatus::ExitError.as_str().to_owned(), None, 0.0)
+            }
+        },
+        Ended::Watchdog => {
+            let exit = ExitStatus::ExitTotalExecutionTime;
+            stop_early(&mut aci, &traj_path, &mut model, exit, None).await
         }
-        Err(_) => watchdog_fired(&mut aci, &traj_path, &mut model).await,
+        Ended::Interrupted => {
+            let note = "interrupted (Ctrl-C); a rerun of the batch runs this instance again";
+            let exit = ExitStatus::EarlyExit;
+            stop_early(&mut aci, &traj_path, &mut model, exit, Some(note)).await
+        }
     };
     let _ = aci.into_sandbox().shutdown().await;
+    finish(ctx, id, status, submission, cost)
+}
+
+/// Runs the episode under the watchdog (`env.instance_timeout`) until it ends or `interrupt`
+/// is set.
+async fn drive(
+    ctx: &RunContext,
+    instance: &Instance,
+    model: &mut AnyModel,
+    aci: &mut Aci<AnySandbox>,
+    interrupt: &mut Interrupt,
+) -> Ended {
+    if interrupt.is_set() {
+        return Ended::Interrupted;
+    }
+    let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
+    let watchdog = Duration::from_secs_f64(ctx.config.env.instance_timeout);
+    tokio::select! {
+        result = tokio::time::timeout(watchdog, episode(ctx, instance, model, aci, &traj_path)) => {
+            match result {
+                Ok(result) => Ended::Episode(Box::new(result)),
+                Err(_) => Ended::Watchdog,
+            }
+        }
+        () = interrupt.wait() => Ended::Interrupted,
+    }
+}
+
+/// How the episode of [`run_instance_interruptible`] ended.
+enum Ended {
+    /// The loop stopped by itself (or a template failed).
+    Episode(Box<Result<crate::agent::run::Outcome, crate::agent::run::LoopError>>),
+    /// `env.instance_timeout` ran out.
+    Watchdog,
+    /// The run was interrupted.
+    Interrupted,
+}
+
+/// Writes the patch and the prediction of a finished instance.
+fn finish(
+    ctx: &RunContext,
+    id: String,
+    status: String,
+    submission: Option<Vec<u8>>,
+    cost: f64,
+) -> InstanceResult {
     let patch = submission.unwrap_or_default();
     let prediction = Prediction {
         instance_id: id.clone(),
@@ -368,58 +427,64 @@ async fn episode(
     run_episode(&mut episode, model, aci).await
 }
 
-/// The instance ran past `env.instance_timeout`: keep the turns saved so far, autosubmit.
-async fn watchdog_fired(
+/// The episode was cut short (watchdog or interrupt): keep the turns saved so far, autosubmit,
+/// and record `exit` (or `submitted (<exit>)`), with `note` as `info.error` when given.
+async fn stop_early(
     aci: &mut Aci<AnySandbox>,
     traj_path: &Path,
     model: &mut AnyModel,
+    exit: ExitStatus,
+    note: Option<&str>,
 ) -> (String, Option<Vec<u8>>, f64) {
     use crate::model::Model;
     let submission = aci.submit().await.ok().filter(|patch| !patch.is_empty());
-    let exit = ExitStatus::ExitTotalExecutionTime;
     let status = if submission.is_some() {
         exit.autosubmitted()
     } else {
         exit.as_str().to_owned()
     };
-    let mut trajectory = trajectory::read(traj_path).unwrap_or_default();
+    let mut trajectory = trajectory::read(traj_path).unwrap_or_else(|_| Trajectory {
+        environment: "aci".to_owned(),
+        ..Trajectory::default()
+    });
     trajectory.info.exit_status = Some(status.clone());
     trajectory.info.submission = submission
         .as_ref()
         .map(|p| String::from_utf8_lossy(p).into_owned());
+    if let Some(note) = note {
+        trajectory.info.extra.insert(
+            "error".to_owned(),
+            serde_json::Value::String(note.to_owned()),
+        );
+    }
     let _ = trajectory::write_atomic(traj_path, &trajectory);
     (status, submission, model.stats().instance_cost)
 }
 
-/// An instance that could not run at all: a trajectory with the status and the reason.
-fn fail(
-    ctx: &RunContext,
-    instance: &Instance,
-    traj_path: &Path,
-    status: &str,
-    message: &str,
-) -> InstanceResult {
+/// An instance that could not run at all (or whose task died): its trajectory gets `status`
+/// and `message` as `info.error`, keeping any turns already saved, and an empty prediction.
+fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> InstanceResult {
     eprintln!("error: {}: {message}", instance.instance_id);
-    let mut trajectory = Trajectory {
+    let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
+    let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));
+    let mut trajectory = trajectory::read(&traj_path).unwrap_or_else(|_| Trajectory {
         environment: "aci".to_owned(),
         ..Trajectory::default()
-    };
+    });
     trajectory.info.exit_status = Some(status.to_owned());
+    trajectory.info.submission = None;
     trajectory.info.extra.insert(
         "error".to_owned(),
         serde_json::Value::String(message.to_owned()),
     );
-    let _ = trajectory::write_atomic(traj_path, &trajectory);
-    let prediction = Prediction {
-        instance_id: instance.instance_id.clone(),
-        model_name_or_path: ctx.model.clone(),
-        model_patch: String::new(),
-    };
-    let _ = output::write_prediction(&ctx.output, &prediction, b"");
-    InstanceResult {
-        instance_id: instance.instance_id.clone(),
-        exit_status: status.to_owned(),
-        cost: 0.0,
-        has_patch: false,
+    if let Err(error) = trajectory::write_atomic(&traj_path, &trajectory) {
+        eprintln!("error: cannot save {}: {error}", traj_path.display());
     }
+    finish(
+        ctx,
+        instance.instance_id.clone(),
+        status.to_owned(),
+        None,
+        0.0,
+    )
 }

@@ -1,0 +1,408 @@
+//! Progress of a batch on stderr. On a terminal a one-line bar (done/total, submitted, errors,
+//! cost, ETA) is redrawn in place, with one line per finished instance printed above it.
+//! Elsewhere (CI logs, a pipe, a file) only those lines are printed, one per finished or skipped
+//! instance, each carrying the same counters, so a log shows the same information without
+//! control characters.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use super::InstanceResult;
+use super::runner::Previous;
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// A bar redrawn in place, plus a line per instance (stderr is a terminal).
+    Bar,
+    /// A plain line per instance (stderr is not a terminal).
+    Lines,
+}
+
+/// The numbers shown.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    /// Selected instances.
+    pub total: usize,
+    /// Of those, the ones to run (not skipped by resume).
+    pub to_run: usize,
+    /// Finished or skipped.
+    pub done: usize,
+    /// Finished in this run.
+    pub ran: usize,
+    /// Running now.
+    pub running: usize,
+    /// Finished or skipped with a non-empty patch.
+    pub submitted: usize,
+    /// Finished or skipped with an error status ([`is_error`]).
+    pub errors: usize,
+    /// Model cost of the instances run in this run.
+    pub cost: f64,
+}
+
+/// Whether an exit status means the harness, the environment or the API failed, rather than
+/// the agent ending its own way: `exit_error`, `exit_environment_error`, `exit_api`,
+/// `early_exit`, alone or autosubmitted (`submitted (exit_api)`).
+pub fn is_error(status: &str) -> bool {
+    let base = status
+        .strip_prefix("submitted (")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or(status);
+    matches!(
+        base,
+        "exit_error" | "exit_environment_error" | "exit_api" | "early_exit"
+    )
+}
+
+/// `m:ss`, or `h:mm:ss` from an hour up.
+pub fn format_duration(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    let (hours, minutes, seconds) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    if hours > 0 {
+        format!("{hours}:{minutes:02}:{seconds:02}")
+    } else {
+        format!("{minutes}:{seconds:02}")
+    }
+}
+
+/// The time left at the rate so far (instances run per second of batch), once one has
+/// finished.
+pub fn eta(counters: &Counters, elapsed: Duration) -> Option<Duration> {
+    let left = counters.to_run.saturating_sub(counters.ran);
+    if left == 0 {
+        return Some(Duration::ZERO);
+    }
+    let ran = u32::try_from(counters.ran).ok().filter(|ran| *ran > 0)?;
+    let left = u32::try_from(left).ok()?;
+    Some(elapsed / ran * left)
+}
+
+/// `submitted 3 | errors 0 | cost $0.00 | ETA 0:20`
+pub fn status_text(counters: &Counters, elapsed: Duration) -> String {
+    let eta = eta(counters, elapsed).map_or_else(|| "--:--".to_owned(), format_duration);
+    format!(
+        "submitted {} | errors {} | cost ${:.2} | ETA {eta}",
+        counters.submitted, counters.errors, counters.cost
+    )
+}
+
+/// `[#######-------------] 3/8 | submitted 3 | errors 0 | cost $0.00 | ETA 0:20 | 2 running`
+pub fn bar_text(counters: &Counters, elapsed: Duration) -> String {
+    const WIDTH: usize = 20;
+    let filled = (counters.done * WIDTH)
+        .checked_div(counters.total)
+        .unwrap_or(WIDTH)
+        .min(WIDTH);
+    format!(
+        "[{}{}] {}/{} | {} | {} running",
+        "#".repeat(filled),
+        "-".repeat(WIDTH - filled),
+        counters.done,
+        counters.total,
+        status_text(counters, elapsed),
+        counters.running
+    )
+}
+
+/// Shows a batch's progress.
+pub struct Progress {
+    out: Box<dyn Write + Send>,
+    style: Style,
+    counters: Counters,
+    started: Instant,
+    bar_shown: bool,
+}
+
+impl Progress {
+    /// Progress for `total` selected instances, written to `out` in `style`.
+    pub fn new(out: Box<dyn Write + Send>, style: Style, total: usize) -> Self {
+        Self {
+            out,
+            style,
+            counters: Counters {
+                total,
+                ..Counters::default()
+            },
+            started: Instant::now(),
+            bar_shown: false,
+        }
+    }
+
+    /// Progress on stderr: a bar on a terminal, plain lines otherwise.
+    pub fn stderr(total: usize) -> Self {
+        let style = if std::io::stderr().is_terminal() {
+            Style::Bar
+        } else {
+            Style::Lines
+        };
+        Self::new(Box::new(std::io::stderr()), style, total)
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// `to_run` of the selected instances will run (the rest were skipped).
+    pub fn plan(&mut self, to_run: usize) {
+        self.counters.to_run = to_run;
+        self.draw_bar();
+    }
+
+    /// Resume skipped `id`.
+    pub fn skipped(&mut self, id: &str, previous: &Previous) {
+        let counters = &mut self.counters;
+        counters.done += 1;
+        counters.submitted += usize::from(previous.has_patch);
+        counters.errors += usize::from(is_error(&previous.exit_status));
+        let line = format!(
+            "[{}/{}] {id}: skipped ({})",
+            counters.done, counters.total, previous.exit_status
+        );
+        self.line(&line);
+    }
+
+    /// `id` started.
+    pub fn started(&mut self, _id: &str) {
+        self.counters.running += 1;
+        self.draw_bar();
+    }
+
+    /// An instance finished after `elapsed`.
+    pub fn finished(&mut self, result: &InstanceResult, elapsed: Duration) {
+        let counters = &mut self.counters;
+        counters.running = counters.running.saturating_sub(1);
+        counters.done += 1;
+        counters.ran += 1;
+        counters.submitted += usize::from(result.has_patch);
+        counters.errors += usize::from(is_error(&result.exit_status));
+        counters.cost += result.cost;
+        let line = format!(
+            "[{}/{}] {}: {} ({:.1}s) | {}",
+            counters.done,
+            counters.total,
+            result.instance_id,
+            result.exit_status,
+            elapsed.as_secs_f64(),
+            status_text(counters, self.started.elapsed())
+        );
+        self.line(&line);
+    }
+
+    /// The run was interrupted with `running` instances running and `queued` not started.
+    pub fn interrupted(&mut self, running: usize, queued: usize) {
+        // The queued instances will not run: the ETA is for the running ones.
+        self.counters.to_run = self.counters.ran + running;
+        self.line(&format!(
+            "interrupted: no new instances start ({queued} not started); autosubmitting the \
+             {running} running one(s). Press Ctrl-C again to quit at once."
+        ));
+    }
+
+    /// Redraws the bar (its elapsed time and ETA move on).
+    pub fn tick(&mut self) {
+        self.draw_bar();
+    }
+
+    /// Removes the bar: the summary follows.
+    pub fn finish(&mut self) {
+        if self.bar_shown {
+            let _ = write!(self.out, "\r\x1b[2K");
+            let _ = self.out.flush();
+            self.bar_shown = false;
+        }
+    }
+
+    /// Prints a line (above the bar, on a terminal).
+    fn line(&mut self, text: &str) {
+        if self.bar_shown {
+            let _ = write!(self.out, "\r\x1b[2K");
+        }
+        let _ = writeln!(self.out, "{text}");
+        self.bar_shown = false;
+        self.draw_bar();
+    }
+
+    fn draw_bar(&mut self) {
+        if self.style != Style::Bar {
+            let _ = self.out.flush();
+            return;
+        }
+        let text = bar_text(&self.counters, self.started.elapsed());
+        let _ = write!(self.out, "\r\x1b[2K{text}");
+        let _ = self.out.flush();
+        self.bar_shown = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A writer whose bytes the test can read afterwards.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    fn result(id: &str, status: &str, has_patch: bool, cost: f64) -> InstanceResult {
+        InstanceResult {
+            instance_id: id.to_owned(),
+            exit_status: status.to_owned(),
+            cost,
+            has_patch,
+        }
+    }
+
+    #[test]
+    fn errors_are_harness_environment_and_api_failures_even_when_autosubmitted() {
+        for status in [
+            "exit_error",
+            "exit_environment_error",
+            "exit_api",
+            "early_exit",
+            "submitted (exit_api)",
+            "submitted (early_exit)",
+        ] {
+            assert!(is_error(status), "{status}");
+        }
+        for status in [
+            "submitted",
+            "exit_cost",
+            "submitted (exit_cost)",
+            "exit_format",
+            "exit_total_execution_time",
+        ] {
+            assert!(!is_error(status), "{status}");
+        }
+    }
+
+    #[test]
+    fn durations_read_as_minutes_and_seconds_then_hours() {
+        assert_eq!(format_duration(Duration::from_secs(0)), "0:00");
+        assert_eq!(format_duration(Duration::from_millis(65_900)), "1:05");
+        assert_eq!(
+            format_duration(Duration::from_secs(3 * 3600 + 7)),
+            "3:00:07"
+        );
+    }
+
+    #[test]
+    fn eta_extrapolates_the_rate_so_far_and_is_unknown_before_the_first_result() {
+        let mut counters = Counters {
+            total: 10,
+            to_run: 8,
+            ..Counters::default()
+        };
+        assert_eq!(eta(&counters, Duration::from_secs(30)), None);
+        counters.ran = 2;
+        assert_eq!(
+            eta(&counters, Duration::from_secs(30)),
+            Some(Duration::from_secs(90))
+        );
+        counters.ran = 8;
+        assert_eq!(
+            eta(&counters, Duration::from_secs(30)),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn the_bar_shows_done_of_total_and_the_counters() {
+        let counters = Counters {
+            total: 8,
+            to_run: 8,
+            done: 2,
+            ran: 2,
+            running: 2,
+            submitted: 1,
+            errors: 1,
+            cost: 0.125,
+        };
+        assert_eq!(
+            bar_text(&counters, Duration::from_secs(20)),
+            "[#####---------------] 2/8 | submitted 1 | errors 1 | cost $0.12 | ETA 1:00 | 2 running"
+        );
+    }
+
+    #[test]
+    fn without_a_terminal_each_instance_gets_one_plain_line() {
+        let out = Shared::default();
+        let mut progress = Progress::new(Box::new(out.clone()), Style::Lines, 3);
+        let previous = Previous {
+            exit_status: "submitted".to_owned(),
+            has_patch: true,
+            cost: 0.5,
+        };
+        progress.skipped("a", &previous);
+        progress.plan(2);
+        progress.started("b");
+        progress.started("c");
+        progress.tick();
+        progress.finished(
+            &result("b", "exit_error", false, 0.0),
+            Duration::from_secs(2),
+        );
+        progress.interrupted(1, 0);
+        progress.finished(
+            &result("c", "submitted (early_exit)", true, 0.25),
+            Duration::ZERO,
+        );
+        progress.finish();
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[0], "[1/3] a: skipped (submitted)");
+        assert!(
+            lines[1].starts_with(
+                "[2/3] b: exit_error (2.0s) | submitted 1 | errors 1 | cost $0.00 | ETA "
+            ),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].starts_with("interrupted: no new instances start (0 not started)"));
+        assert!(
+            lines[3].starts_with("[3/3] c: submitted (early_exit) (0.0s) | submitted 2 | errors 2 | cost $0.25 | ETA 0:00"),
+            "{}",
+            lines[3]
+        );
+        assert!(!text.contains('\r') && !text.contains('\x1b'));
+        assert_eq!(progress.counters().ran, 2);
+    }
+
+    #[test]
+    fn on_a_terminal_the_bar_is_redrawn_in_place_and_cleared_at_the_end() {
+        let out = Shared::default();
+        let mut progress = Progress::new(Box::new(out.clone()), Style::Bar, 1);
+        progress.plan(1);
+        progress.started("a");
+        progress.finished(&result("a", "submitted", true, 0.0), Duration::from_secs(1));
+        progress.finish();
+        let text = out.text();
+        assert!(
+            text.contains("\r\x1b[2K[--------------------] 0/1 | "),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("\r\x1b[2K[1/1] a: submitted (1.0s) | submitted 1"),
+            "{text:?}"
+        );
+        assert!(text.contains("[####################] 1/1"), "{text:?}");
+        assert!(text.ends_with("\r\x1b[2K"), "{text:?}");
+    }
+}

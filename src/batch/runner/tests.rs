@@ -1,0 +1,240 @@
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::batch::progress::Style;
+use crate::instance::parse_instances;
+
+fn instances(ids: &[&str]) -> VecDeque<(usize, Instance)> {
+    let text: String = ids
+        .iter()
+        .map(|id| {
+            format!(
+                "{{\"instance_id\": \"{id}\", \"problem_statement\": \"p\", \"repo\": \"o/r\", \
+                 \"base_commit\": \"0\"}}\n"
+            )
+        })
+        .collect();
+    let loaded = parse_instances(&text, None).unwrap();
+    loaded.instances.into_iter().enumerate().collect()
+}
+
+fn result(id: &str, status: &str) -> InstanceResult {
+    InstanceResult {
+        instance_id: id.to_owned(),
+        exit_status: status.to_owned(),
+        cost: 0.0,
+        has_patch: false,
+    }
+}
+
+fn quiet(total: usize) -> Progress {
+    Progress::new(Box::new(std::io::sink()), Style::Lines, total)
+}
+
+fn statuses(scheduled: &Scheduled) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = scheduled
+        .outcomes
+        .iter()
+        .map(|(index, outcome)| {
+            let status = match outcome {
+                Outcome::Ran { result, .. } => result.exit_status.clone(),
+                Outcome::Skipped(previous) => format!("skipped ({})", previous.exit_status),
+                Outcome::NotStarted => "not started".to_owned(),
+            };
+            (*index, status)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_more_than_the_worker_count_run_at_once_and_every_instance_runs() {
+    static RUNNING: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+    let task = |instance: Instance, _interrupt: Interrupt| async move {
+        let now = RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+        PEAK.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        RUNNING.fetch_sub(1, Ordering::SeqCst);
+        result(&instance.instance_id, "submitted")
+    };
+    let queue = instances(&["a", "b", "c", "d", "e"]);
+    let scheduled = schedule(
+        queue,
+        2,
+        Interrupt::never(),
+        task,
+        |_, _| unreachable!(),
+        &mut quiet(5),
+    )
+    .await;
+    assert_eq!(PEAK.load(Ordering::SeqCst), 2);
+    assert!(!scheduled.interrupted);
+    let expected: Vec<(usize, String)> = (0..5).map(|i| (i, "submitted".to_owned())).collect();
+    assert_eq!(statuses(&scheduled), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_instance_is_recorded_and_the_others_still_run() {
+    let task = |instance: Instance, _interrupt: Interrupt| async move {
+        assert_ne!(instance.instance_id, "b", "boom in b");
+        result(&instance.instance_id, "submitted")
+    };
+    let panics = Mutex::new(Vec::new());
+    let on_panic = |instance: &Instance, message: String| {
+        panics.lock().unwrap().push(message);
+        result(&instance.instance_id, "exit_error")
+    };
+    let scheduled = schedule(
+        instances(&["a", "b", "c"]),
+        1,
+        Interrupt::never(),
+        task,
+        on_panic,
+        &mut quiet(3),
+    )
+    .await;
+    assert_eq!(
+        statuses(&scheduled),
+        [
+            (0, "submitted".to_owned()),
+            (1, "exit_error".to_owned()),
+            (2, "submitted".to_owned())
+        ]
+    );
+    let panics = panics.into_inner().unwrap();
+    assert_eq!(panics.len(), 1);
+    assert!(panics[0].contains("boom in b"), "{panics:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_interrupt_running_instances_finish_and_no_new_one_starts() {
+    let (handle, interrupt) = Interrupt::new();
+    let handle = Arc::new(handle);
+    let task = {
+        let handle = Arc::clone(&handle);
+        move |instance: Instance, mut interrupt: Interrupt| {
+            let handle = Arc::clone(&handle);
+            async move {
+                if instance.instance_id == "b" {
+                    handle.trigger();
+                }
+                interrupt.wait().await;
+                result(&instance.instance_id, "early_exit")
+            }
+        }
+    };
+    let scheduled = schedule(
+        instances(&["a", "b", "c", "d"]),
+        2,
+        interrupt,
+        task,
+        |_, _| unreachable!(),
+        &mut quiet(4),
+    )
+    .await;
+    assert!(scheduled.interrupted);
+    assert_eq!(
+        statuses(&scheduled),
+        [
+            (0, "early_exit".to_owned()),
+            (1, "early_exit".to_owned()),
+            (2, "not started".to_owned()),
+            (3, "not started".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_never_interrupt_is_not_set_and_a_triggered_one_wakes_its_waiters() {
+    assert!(!Interrupt::never().is_set());
+    let (handle, interrupt) = Interrupt::new();
+    let mut waiter = interrupt.clone();
+    let waiting = tokio::spawn(async move { waiter.wait().await });
+    handle.trigger();
+    waiting.await.unwrap();
+    assert!(interrupt.is_set());
+}
+
+#[test]
+fn ids_that_would_escape_the_output_directory_are_refused() {
+    assert_eq!(unsafe_id("django__django-11099"), None);
+    assert_eq!(unsafe_id("a.b-1"), None);
+    assert!(unsafe_id("..").is_some());
+    assert!(unsafe_id(".").is_some());
+    assert!(unsafe_id("../etc").is_some());
+    assert!(unsafe_id("a\\b").is_some());
+}
+
+#[test]
+fn a_replay_is_found_by_extension_then_in_an_earlier_runs_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(find_replay(dir.path(), "x"), None);
+    std::fs::create_dir_all(dir.path().join("x")).unwrap();
+    std::fs::write(dir.path().join("x/x.traj"), "{}").unwrap();
+    assert_eq!(
+        find_replay(dir.path(), "x"),
+        Some(dir.path().join("x/x.traj"))
+    );
+    std::fs::write(dir.path().join("x.json"), "[]").unwrap();
+    assert_eq!(
+        find_replay(dir.path(), "x"),
+        Some(dir.path().join("x.json"))
+    );
+    std::fs::write(dir.path().join("x.yaml"), "[]").unwrap();
+    assert_eq!(
+        find_replay(dir.path(), "x"),
+        Some(dir.path().join("x.yaml"))
+    );
+    // A directory named like a replay file is not one.
+    std::fs::create_dir_all(dir.path().join("y.yaml")).unwrap();
+    assert_eq!(find_replay(dir.path(), "y"), None);
+}
+
+#[test]
+fn previous_results_come_from_finished_trajectories_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |id: &str, info: &str| {
+        let path = output::traj_path(dir.path(), id);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{{\"trajectory\": [], \"info\": {info}}}")).unwrap();
+        std::fs::write(output::pred_path(dir.path(), id), "{}").unwrap();
+    };
+    write(
+        "done",
+        r#"{"exit_status": "submitted (exit_cost)", "submission": "diff", "model_stats": {"instance_cost": 1.5}}"#,
+    );
+    write(
+        "empty",
+        r#"{"exit_status": "submitted", "submission": null}"#,
+    );
+    write("partial", r#"{"exit_status": null}"#);
+    write(
+        "interrupted",
+        r#"{"exit_status": "submitted (early_exit)", "submission": "d"}"#,
+    );
+    assert_eq!(
+        previous_result(dir.path(), "done"),
+        Some(Previous {
+            exit_status: "submitted (exit_cost)".to_owned(),
+            has_patch: true,
+            cost: 1.5
+        })
+    );
+    assert_eq!(
+        previous_result(dir.path(), "empty"),
+        Some(Previous {
+            exit_status: "submitted".to_owned(),
+            has_patch: false,
+            cost: 0.0
+        })
+    );
+    assert_eq!(previous_result(dir.path(), "partial"), None);
+    // Killed between the final trajectory and the prediction: not finished.
+    std::fs::remove_file(output::pred_path(dir.path(), "empty")).unwrap();
+    assert_eq!(previous_result(dir.path(), "empty"), None);
+    assert_eq!(previous_result(dir.path(), "interrupted"), None);
+    assert_eq!(previous_result(dir.path(), "missing"), None);
+}

@@ -1,0 +1,301 @@
+//! `aci batch` on the real Docker daemon: several workers, the demo replays, determinism,
+//! Ctrl-C, and the watchdog under concurrency. Every test checks that the run left no
+//! container behind.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod batch_support;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use batch_support::*;
+use regex::Regex;
+use serde_json::Value;
+
+/// Five Python instances the demo replays solve, and the Rust one they fail on purpose.
+const DETERMINISM_IDS: [&str; 6] = [
+    "demo__inicfg-1",
+    "demo__moneyfmt-1",
+    "demo__ttlcache-1",
+    "demo__csvreport-1",
+    "demo__semverkit-1",
+    "demo__pathnorm-1",
+];
+
+fn docker_batch(
+    instances: &Path,
+    replays: &Path,
+    output: &Path,
+    run_id: &str,
+    extra: &[&str],
+) -> Run {
+    let mut args = vec![
+        "--instances",
+        instances.to_str().unwrap(),
+        "--replay-dir",
+        replays.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+        "--run-id",
+        run_id,
+    ];
+    args.extend_from_slice(extra);
+    batch(&args)
+}
+
+/// A trajectory with the timings zeroed: `execution_time`, and the durations test runners
+/// print in their summaries (`20 passed in 0.28s`, `finished in 0.02s`).
+fn without_timings(path: &Path) -> String {
+    let mut value = read_json(path);
+    for step in value["trajectory"].as_array_mut().unwrap() {
+        step["execution_time"] = Value::from(0.0);
+    }
+    let text = serde_json::to_string_pretty(&value).unwrap();
+    let durations = Regex::new(r"in \d+\.\d+s").unwrap();
+    durations.replace_all(&text, "in <T>s").into_owned()
+}
+
+#[test]
+fn two_demo_batches_give_byte_identical_patches_predictions_and_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let instances = write_instances(dir.path(), &DETERMINISM_IDS, &[]);
+    let replays = demo_dir().join("replays");
+    let (out_a, out_b) = (dir.path().join("a"), dir.path().join("b"));
+    let (run_a, run_b) = (run_id("det-a"), run_id("det-b"));
+    let a = docker_batch(&instances, &replays, &out_a, &run_a, &["--workers", "2"]);
+    a.expect_code(0);
+    let b = docker_batch(&instances, &replays, &out_b, &run_b, &["--workers", "2"]);
+    b.expect_code(0);
+    assert_eq!(
+        summary_rows(&a.stdout),
+        rows(&[("submitted", 6), ("total", 6)])
+    );
+
+    for file in ["preds.json", "run_batch_exit_statuses.yaml"] {
+        let bytes = std::fs::read(out_a.join(file)).unwrap();
+        assert_eq!(bytes, std::fs::read(out_b.join(file)).unwrap(), "{file}");
+    }
+    for id in DETERMINISM_IDS {
+        for ext in ["patch", "pred"] {
+            let bytes = std::fs::read(instance_file(&out_a, id, ext)).unwrap();
+            assert_eq!(
+                bytes,
+                std::fs::read(instance_file(&out_b, id, ext)).unwrap(),
+                "{id}.{ext}"
+            );
+        }
+        assert_eq!(
+            without_timings(&instance_file(&out_a, id, "traj")),
+            without_timings(&instance_file(&out_b, id, "traj")),
+            "{id}.traj"
+        );
+    }
+    let mut manifest_a = read_json(&out_a.join("manifest.json"));
+    let mut manifest_b = read_json(&out_b.join("manifest.json"));
+    assert_eq!(manifest_a["run_id"], run_a.as_str());
+    manifest_a["run_id"] = Value::Null;
+    manifest_b["run_id"] = Value::Null;
+    assert_eq!(manifest_a, manifest_b);
+    assert!(
+        manifest_a["images"]["aci-python:bookworm"]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert!(
+        manifest_a["images"]["aci-rust:bookworm"]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+
+    // The solving replays submit exactly the gold patch; pathnorm's wrong fix does not.
+    let preds = read_json(&out_a.join("preds.json"));
+    for id in DETERMINISM_IDS {
+        let gold = demo_record(id)["patch"].clone();
+        let patch = &preds[id]["model_patch"];
+        assert_eq!(preds[id]["model_name_or_path"], "replay");
+        if id == "demo__pathnorm-1" {
+            assert_ne!(*patch, gold);
+            assert!(
+                patch
+                    .as_str()
+                    .unwrap()
+                    .contains("None => stack.push(\"..\"),")
+            );
+        } else {
+            assert_eq!(*patch, gold, "{id}");
+        }
+    }
+    // The rejected-then-fixed edit: two edits of the same lines, the first leaving a parenthesis open.
+    let traj = read_json(&instance_file(&out_a, "demo__moneyfmt-1", "traj"));
+    let edits: Vec<&str> = traj["trajectory"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|step| step["action"].as_str())
+        .filter(|action| action.starts_with("edit 33:38"))
+        .collect();
+    assert_eq!(edits.len(), 2);
+    assert!(edits[0].contains("loc.group_size\nend_of_edit"));
+    assert!(containers_of(&run_a).is_empty() && containers_of(&run_b).is_empty());
+}
+
+/// Waits until `path` holds a trajectory with at least `steps` steps.
+fn wait_for_steps(path: &Path, steps: usize, deadline: Instant, log: &Path) {
+    loop {
+        let done = std::fs::read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .and_then(|v| Some(v["trajectory"].as_array()?.len() >= steps))
+            .unwrap_or(false);
+        if done {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never got {steps} step(s); stderr so far:\n{}",
+            path.display(),
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn ctrl_c_autosubmits_the_running_instances_removes_their_containers_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ["demo__inicfg-1", "demo__csvreport-1", "demo__ttlcache-1"];
+    let instances = write_instances(dir.path(), &ids, &[]);
+    let slow = write_replays(
+        &dir.path().join("slow"),
+        &ids,
+        &[
+            "echo '# work in progress' >> README.md",
+            "sleep 60",
+            "submit",
+        ],
+    );
+    let out = dir.path().join("out");
+    let run = run_id("ctrl-c");
+    let (stdout_path, stderr_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = aci()
+        .args(["batch", "--instances", instances.to_str().unwrap()])
+        .args(["--replay-dir", slow.to_str().unwrap()])
+        .args([
+            "--output",
+            out.to_str().unwrap(),
+            "--run-id",
+            &run,
+            "--workers",
+            "2",
+        ])
+        .stdout(Stdio::from(std::fs::File::create(&stdout_path).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&stderr_path).unwrap()))
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    for id in &ids[..2] {
+        wait_for_steps(&instance_file(&out, id, "traj"), 1, deadline, &stderr_path);
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("aci batch did not stop after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = std::fs::read_to_string(&stdout_path).unwrap();
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("interrupted: no new instances start (1 not started)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        summary_rows(&stdout),
+        rows(&[
+            ("submitted (early_exit)", 2),
+            ("not started (interrupted)", 1),
+            ("total", 3)
+        ])
+    );
+    let preds = read_json(&out.join("preds.json"));
+    for id in &ids[..2] {
+        assert_eq!(exit_status(&out, id), "submitted (early_exit)");
+        let traj = read_json(&instance_file(&out, id, "traj"));
+        assert!(
+            traj["info"]["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("interrupted (Ctrl-C)")
+        );
+        let patch = std::fs::read_to_string(instance_file(&out, id, "patch")).unwrap();
+        assert!(patch.contains("\n+# work in progress\n"), "{patch}");
+        assert_eq!(preds[id]["model_patch"], patch.as_str());
+    }
+    assert!(!out.join(ids[2]).exists());
+    assert!(
+        containers_of(&run).is_empty(),
+        "containers left: {:?}",
+        containers_of(&run)
+    );
+
+    // Interrupted instances are not finished: the rerun runs all three.
+    let fast = write_replays(&dir.path().join("fast"), &ids, &["submit"]);
+    let rerun = docker_batch(&instances, &fast, &out, &run, &["--workers", "2"]);
+    rerun.expect_code(0);
+    assert_eq!(
+        summary_rows(&rerun.stdout),
+        rows(&[("submitted", 3), ("total", 3)])
+    );
+    assert!(containers_of(&run).is_empty());
+}
+
+#[test]
+fn the_watchdog_stops_each_of_several_concurrent_instances_and_keeps_their_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ["demo__semverkit-1", "demo__moneyfmt-1"];
+    let instances = write_instances(dir.path(), &ids, &[]);
+    let replays = write_replays(
+        &dir.path().join("replays"),
+        &ids,
+        &[
+            "echo '# work in progress' >> README.md",
+            "sleep 60",
+            "submit",
+        ],
+    );
+    let out = dir.path().join("out");
+    let run = run_id("watchdog");
+    let extra = ["--workers", "2", "--set", "env.instance_timeout=4"];
+    let result = docker_batch(&instances, &replays, &out, &run, &extra);
+    result.expect_code(0);
+    assert_eq!(
+        summary_rows(&result.stdout),
+        rows(&[("submitted (exit_total_execution_time)", 2), ("total", 2)])
+    );
+    for id in ids {
+        let traj = read_json(&instance_file(&out, id, "traj"));
+        assert_eq!(
+            traj["trajectory"][0]["action"],
+            "echo '# work in progress' >> README.md"
+        );
+        let patch = std::fs::read_to_string(instance_file(&out, id, "patch")).unwrap();
+        assert!(patch.contains("\n+# work in progress\n"), "{patch}");
+    }
+    assert!(containers_of(&run).is_empty());
+}
