@@ -21,6 +21,7 @@ use crate::agent::prompt::Prompts;
 use crate::agent::run::{Episode, run_episode};
 use crate::agent::stop::{ActionFormat, ExitStatus, StopPolicy};
 use crate::config::{Config, ParserKind};
+use crate::image::env::{EnvRequest, ensure_env_image};
 use crate::instance::Instance;
 use crate::model::{self, AnyModel, ReplayInput};
 use crate::sandbox::docker::DockerRuntime;
@@ -141,19 +142,7 @@ impl RunContext {
     /// The image an instance runs in: `env.image`, else the instance's `image`, else the image
     /// of its language (Python when it names none).
     pub fn image_for(&self, instance: &Instance) -> String {
-        if let Some(image) = &self.config.env.image {
-            return image.clone();
-        }
-        if let Some(image) = &instance.image {
-            return image.clone();
-        }
-        let language = instance.language.as_deref().unwrap_or("python");
-        self.config
-            .env
-            .images
-            .get(language)
-            .cloned()
-            .unwrap_or_else(|| format!("aci-{language}:bookworm"))
+        crate::image::env::base_image(instance, &self.config.env)
     }
 
     fn spec_for(&self, instance: &Instance) -> SandboxSpec {
@@ -198,11 +187,25 @@ impl RunContext {
         }
     }
 
-    /// Starts the sandbox for `instance`.
+    /// Starts the sandbox for `instance`. On Docker it starts from the instance's environment
+    /// image (language image + repository + baseline + setup, built once per content hash and
+    /// shared with `aci eval`), so no repository is copied per run.
     pub async fn start_sandbox(&self, instance: &Instance) -> Result<AnySandbox, SandboxError> {
-        let spec = self.spec_for(instance);
+        let mut spec = self.spec_for(instance);
         match &self.runtime {
-            Runtime::Docker(runtime) => Ok(AnySandbox::Docker(runtime.start(&spec).await?)),
+            Runtime::Docker(runtime) => {
+                let quiet = |_: &str| {};
+                let request = EnvRequest {
+                    env: &self.config.env,
+                    run_id: &self.run_id,
+                    on_step: &quiet,
+                };
+                let env_image = ensure_env_image(runtime, instance, &request)
+                    .await
+                    .map_err(|e| SandboxError::Docker(e.to_string()))?;
+                env_image.apply_to(&mut spec);
+                Ok(AnySandbox::Docker(runtime.start(&spec).await?))
+            }
             Runtime::Local => Ok(AnySandbox::Local(LocalSandbox::start(&spec).await?)),
         }
     }
