@@ -128,17 +128,38 @@ fn two_demo_batches_give_byte_identical_patches_predictions_and_statuses() {
             assert_eq!(*patch, gold, "{id}");
         }
     }
-    // The rejected-then-fixed edit: two edits of the same lines, the first leaving a parenthesis open.
+    // The rejected-then-fixed edit: the lint gate rolls back the edit that leaves a parenthesis
+    // open, and the next edit of the same lines lands.
     let traj = read_json(&instance_file(&out_a, "demo__moneyfmt-1", "traj"));
-    let edits: Vec<&str> = traj["trajectory"]
+    let edits: Vec<(&str, &str)> = traj["trajectory"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|step| step["action"].as_str())
-        .filter(|action| action.starts_with("edit 33:38"))
+        .filter(|step| step["action"].as_str().unwrap().starts_with("edit 33:38"))
+        .map(|step| {
+            let observation = step["observation"].as_str().unwrap();
+            (step["action"].as_str().unwrap(), observation)
+        })
         .collect();
     assert_eq!(edits.len(), 2);
-    assert!(edits[0].contains("loc.group_size\nend_of_edit"));
+    assert!(edits[0].0.contains("loc.group_size\nend_of_edit"));
+    assert!(
+        edits[0]
+            .1
+            .starts_with("Your proposed edit has introduced new syntax error(s)."),
+        "{}",
+        edits[0].1
+    );
+    assert!(
+        edits[0]
+            .1
+            .contains("E999 SyntaxError: '(' was never closed")
+    );
+    assert!(
+        edits[1].1.ends_with("Edit the file again if necessary."),
+        "{}",
+        edits[1].1
+    );
     assert!(containers_of(&run_a).is_empty() && containers_of(&run_b).is_empty());
 }
 
