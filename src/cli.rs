@@ -34,6 +34,11 @@ pub enum Command {
     /// summary table. Ctrl-C stops starting instances, autosubmits the running ones and exits
     /// 130; rerunning the same command resumes.
     Batch(BatchArgs),
+    /// Run each configuration (the base, and every variant layered over it) on the same
+    /// instances, evaluate them, and print and write a comparison table: DIR/ablation.{md,csv,json},
+    /// with each configuration's batch and evaluation under DIR/<config>/r<k>/{run,eval}.
+    /// Resumes like `aci batch`.
+    Ablate(AblateArgs),
 }
 
 /// `aci images …`
@@ -200,4 +205,43 @@ pub struct BatchArgs {
     /// Shared options.
     #[command(flatten)]
     pub agent: AgentArgs,
+}
+
+/// `aci ablate`
+#[derive(Debug, Args)]
+pub struct AblateArgs {
+    /// The instances file (JSON array or JSONL of SWE-bench records).
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// The base configuration (e.g. configs/default.yaml).
+    #[arg(long, value_name = "CONFIG")]
+    pub base: PathBuf,
+    /// A variant, layered over the base (e.g. configs/ablations/no-lint.yaml); repeatable.
+    #[arg(long = "variant", value_name = "CONFIG", required = true)]
+    pub variants: Vec<PathBuf>,
+    /// Instances run (and evaluated) at the same time.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub workers: u32,
+    /// Run every configuration this many times and report the mean and spread.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: u32,
+    /// The output directory (default: aci-ablations/<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// The model: `replay`, `openai/<name>` or `anthropic/<name>`.
+    #[arg(long, default_value = "replay")]
+    pub model: String,
+    /// With `--model replay`: one replay per instance, for every configuration that does not
+    /// set its own `model.replay_dir`.
+    #[arg(long, value_name = "DIR")]
+    pub replay_dir: Option<PathBuf>,
+    /// The API's base URL, for OpenAI-compatible servers.
+    #[arg(long, value_name = "URL")]
+    pub api_base: Option<String>,
+    /// Where commands run.
+    #[arg(long, value_enum, default_value_t = Runtime::Docker)]
+    pub runtime: Runtime,
+    /// Override one config value in every configuration; repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
 }

@@ -82,6 +82,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Eval(args) => eval_command::eval(args).await,
         Command::Batch(args) => batch_command(args).await,
+        Command::Ablate(args) => ablate_command(args).await,
     }
 }
 
@@ -293,6 +294,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         cli::Runtime::Local => (Runtime::Local, None),
     };
     let model = args.agent.model.clone();
+    let ctx_replay_dir = config.model.replay_dir.clone();
     let ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
     warn_on_config_change(&output, &ctx.config.hash(), args.redo);
     let refs: Vec<&Instance> = selected.iter().collect();
@@ -309,7 +311,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     let options = batch::runner::BatchOptions {
         workers: usize::try_from(args.workers).unwrap_or(1),
         redo: args.redo,
-        replay_dir: args.replay_dir.clone(),
+        replay_dir: args.replay_dir.clone().or_else(|| ctx_replay_dir.clone()),
     };
     let mut progress = batch::progress::Progress::stderr(selected.len());
     let report =
@@ -342,7 +344,11 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
 /// starts: every instance would fail the same way.
 fn check_batch_model(args: &BatchArgs, config: &Config) -> Result<(), Failure> {
     let model = args.agent.model.trim();
-    match (model, &args.replay_dir) {
+    let replay_dir = args
+        .replay_dir
+        .as_ref()
+        .or(config.model.replay_dir.as_ref());
+    match (model, replay_dir) {
         ("human", _) => Err(Failure::new("aci batch cannot use --model human")
             .hint("use `aci run --model human` for one instance at a time")),
         ("replay", None) => Err(Failure::new("--model replay needs --replay-dir DIR")
@@ -507,4 +513,46 @@ async fn write_manifest(
             ctx.output.join("manifest.json").display()
         ))
     })
+}
+
+async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
+    // Check every configuration before anything runs: a typo fails now, not after an hour.
+    for variant in std::iter::once(&args.base).chain(&args.variants) {
+        config::resolve(&[args.base.clone(), variant.clone()], &args.sets)?;
+    }
+    let instances = load_instances(&args.instances)?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("aci-ablations").join(default_run_id()));
+    let mut batch_args = vec!["--model".to_owned(), args.model.clone()];
+    if let Some(api_base) = &args.api_base {
+        batch_args.extend(["--api-base".to_owned(), api_base.clone()]);
+    }
+    if args.runtime == cli::Runtime::Local {
+        batch_args.extend(["--runtime".to_owned(), "local".to_owned()]);
+    }
+    for set in &args.sets {
+        batch_args.extend(["--set".to_owned(), set.clone()]);
+    }
+    let plan = aci::ablate::AblationPlan {
+        exe: std::env::current_exe()
+            .map_err(|e| Failure::new(format!("cannot find the aci executable: {e}")))?,
+        instances: args.instances.clone(),
+        instance_ids: instances.iter().map(|i| i.instance_id.clone()).collect(),
+        base: args.base.clone(),
+        variants: args.variants.clone(),
+        output: output.clone(),
+        workers: usize::try_from(args.workers).unwrap_or(1),
+        repeats: usize::try_from(args.repeats).unwrap_or(1),
+        batch_args,
+        replay_dir: args.replay_dir.clone(),
+    };
+    let table = tokio::task::spawn_blocking(move || aci::ablate::run(&plan))
+        .await
+        .map_err(|e| Failure::new(format!("the ablation stopped: {e}")))??;
+    aci::ablate::write(&table, &output)?;
+    print!("{}", table.to_markdown());
+    eprintln!("wrote {}/ablation.{{md,csv,json}}", output.display());
+    Ok(ExitCode::SUCCESS)
 }

@@ -74,9 +74,6 @@ pub fn timeout_message(seconds: f64, had_output: bool) -> String {
     }
 }
 
-/// Where `submit` writes the patch inside the sandbox (outside the repository).
-const SUBMISSION_FILE: &str = "/tmp/aci_submission.patch";
-
 /// The observation of a command that printed nothing.
 pub const NO_OUTPUT: &str = "Your command ran successfully and did not produce any output.";
 
@@ -470,18 +467,30 @@ impl<S: Sandbox> Aci<S> {
         let baseline = self.sandbox.baseline().to_owned();
         // The patch goes to a file outside the repository and is read back whole: the shell's
         // output limit must not cut it, and nothing of the harness's lands in the diff.
+        // In a subshell, so the agent's working directory stays where it was; into a fresh
+        // temporary file, so sandboxes sharing a /tmp (the local runtime) never read each
+        // other's patch.
         let script = format!(
-            "cd {repo} && git add -A && git diff --cached --binary --no-color --no-ext-diff \
-             {baseline} > {SUBMISSION_FILE}"
+            "( cd {repo} && git add -A && f=$(mktemp /tmp/aci_submission.XXXXXX) && \
+             git diff --cached --binary --no-color --no-ext-diff {baseline} > \"$f\" && printf %s \"$f\" )"
         );
         let out = self.sandbox.run(&script, Duration::from_secs(600)).await?;
-        if out.exit_code != Some(0) {
+        let file = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.exit_code != Some(0) || file.is_empty() {
             return Err(SandboxError::Session(format!(
                 "submit could not make the patch: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
-        self.sandbox.read_file(SUBMISSION_FILE).await
+        let patch = self.sandbox.read_file(&file).await;
+        let _ = self
+            .sandbox
+            .run(
+                &format!("rm -f {}", shell_quote(&file)),
+                self.command_timeout,
+            )
+            .await;
+        patch
     }
 
     /// The open file and the shell's working directory.

@@ -42,6 +42,10 @@ pub struct ModelConfig {
     /// Model calls one instance may make; the next call ends the instance with `exit_cost`.
     /// 0 turns the limit off.
     pub per_instance_call_limit: u64,
+    /// With the replay model: a directory of per-instance replays (`<id>.yaml|.json|.traj`),
+    /// used by `aci batch` when `--replay-dir` is not given (and by `aci ablate` variants that
+    /// replay their own actions). Relative to the working directory.
+    pub replay_dir: Option<std::path::PathBuf>,
     /// Prices per million tokens, keyed by model name (`gpt-4o`) or full spec
     /// (`openai/gpt-4o`). A model without a price costs 0, with one warning, and the cost limit
     /// then never triggers.
@@ -68,6 +72,7 @@ impl Default for ModelConfig {
             request_timeout_s: 600.0,
             per_instance_cost_limit: 3.0,
             per_instance_call_limit: 0,
+            replay_dir: None,
             prices: BTreeMap::new(),
             cache_control: CacheControlConfig::default(),
             extra_body: serde_json::Map::new(),
