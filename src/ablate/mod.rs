@@ -140,58 +140,47 @@ fn run_config(plan: &AblationPlan, layers: &[PathBuf], dir: &Path) -> Result<f64
     Ok(started.elapsed().as_secs_f64())
 }
 
-/// Runs every configuration `repeats` times, evaluates, and builds the comparison.
-pub fn run(plan: &AblationPlan) -> Result<Table, AblateError> {
-    let mut configs: Vec<(String, PathBuf, Vec<PathBuf>)> = vec![(
-        config_name(&plan.base),
-        plan.base.clone(),
-        vec![plan.base.clone()],
-    )];
-    for variant in &plan.variants {
-        configs.push((
-            config_name(variant),
-            variant.clone(),
-            vec![plan.base.clone(), variant.clone()],
-        ));
+/// Runs one configuration `repeats` times and reads its records.
+fn run_repeats(
+    plan: &AblationPlan,
+    name: &str,
+    path: &Path,
+    layers: &[PathBuf],
+) -> Result<ConfigRuns, AblateError> {
+    let mut runs = ConfigRuns {
+        name: name.to_owned(),
+        path: path.display().to_string(),
+        repeats: Vec::new(),
+        wall_seconds: Vec::new(),
+    };
+    for repeat in 1..=plan.repeats.max(1) {
+        let dir = plan.output.join(name).join(format!("r{repeat}"));
+        let seconds = run_config(plan, layers, &dir)?;
+        let records = plan
+            .instance_ids
+            .iter()
+            .map(|id| records::record(&dir.join("run"), &dir.join("eval"), id))
+            .collect();
+        runs.repeats.push(records);
+        runs.wall_seconds.push(seconds);
     }
-    let mut all = Vec::new();
-    for (name, path, layers) in &configs {
-        let mut runs = ConfigRuns {
-            name: name.clone(),
-            path: path.display().to_string(),
-            repeats: Vec::new(),
-            wall_seconds: Vec::new(),
-        };
-        for repeat in 1..=plan.repeats.max(1) {
-            let dir = plan.output.join(name).join(format!("r{repeat}"));
-            let seconds = run_config(plan, layers, &dir)?;
-            let records = plan
-                .instance_ids
-                .iter()
-                .map(|id| records::record(&dir.join("run"), &dir.join("eval"), id))
-                .collect();
-            runs.repeats.push(records);
-            runs.wall_seconds.push(seconds);
-        }
-        all.push(runs);
-    }
-    let (base, variants) = all
-        .split_first()
-        .map(|(b, v)| (b.clone(), v.to_vec()))
-        .unwrap_or_else(|| unreachable_base());
-    Ok(table::compare(&base, &variants))
+    Ok(runs)
 }
 
-fn unreachable_base() -> (ConfigRuns, Vec<ConfigRuns>) {
-    (
-        ConfigRuns {
-            name: String::new(),
-            path: String::new(),
-            repeats: Vec::new(),
-            wall_seconds: Vec::new(),
-        },
-        Vec::new(),
-    )
+/// Runs every configuration `repeats` times, evaluates, and builds the comparison.
+pub fn run(plan: &AblationPlan) -> Result<Table, AblateError> {
+    let base = run_repeats(
+        plan,
+        &config_name(&plan.base),
+        &plan.base,
+        std::slice::from_ref(&plan.base),
+    )?;
+    let mut variants = Vec::new();
+    for variant in &plan.variants {
+        let layers = [plan.base.clone(), variant.clone()];
+        variants.push(run_repeats(plan, &config_name(variant), variant, &layers)?);
+    }
+    Ok(table::compare(&base, &variants))
 }
 
 /// Writes `ablation.md`, `ablation.csv` and `ablation.json` into the output directory.
