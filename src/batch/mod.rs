@@ -388,8 +388,14 @@ async fn episode(
     aci: &mut Aci<AnySandbox>,
     traj_path: &Path,
 ) -> Result<crate::agent::run::Outcome, crate::agent::run::LoopError> {
+    // Every turn is saved atomically; the final save (with the exit status) is also synced.
     let mut save = |trajectory: &Trajectory| {
-        if let Err(error) = trajectory::write_atomic(traj_path, trajectory) {
+        let written = if trajectory.info.exit_status.is_some() {
+            trajectory::write_atomic(traj_path, trajectory)
+        } else {
+            trajectory::write_atomic_unsynced(traj_path, trajectory)
+        };
+        if let Err(error) = written {
             eprintln!("error: cannot save {}: {error}", traj_path.display());
         }
     };
