@@ -147,12 +147,13 @@ fn resolve_config(args: &AgentArgs) -> Result<(Config, Vec<PathBuf>), Failure> {
     if let Some(api_base) = &args.api_base {
         config.model.api_base = Some(api_base.clone());
     }
-    let mut dirs = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs")];
-    dirs.extend(
-        args.configs
-            .iter()
-            .map(|path| path.parent().map(Path::to_owned).unwrap_or_default()),
-    );
+    // The built-in default's relative paths (its demonstration) resolve against the files
+    // compiled into the binary, so only the user's config files are listed here.
+    let dirs = args
+        .configs
+        .iter()
+        .map(|path| path.parent().map(Path::to_owned).unwrap_or_default())
+        .collect();
     Ok((config, dirs))
 }
 

@@ -147,12 +147,29 @@ const RERUN_STATUSES: [&str; 2] = ["early_exit", "submitted (early_exit)"];
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `trajectory` to `path` so that readers see the old file or the new one, never a part:
-/// a temporary file in the same directory is written and synced, then renamed over `path`.
+/// a temporary file in the same directory is written and synced, then renamed over `path`, and
+/// the directory is synced, so the file survives a power loss too.
 ///
 /// # Errors
 ///
 /// Any I/O error from writing, syncing or renaming; the temporary file is removed first.
 pub fn write_atomic(path: &Path, trajectory: &Trajectory) -> io::Result<()> {
+    write_renamed(path, trajectory, true)
+}
+
+/// [`write_atomic`] without the syncs: still all-or-nothing for readers and for a process that
+/// is killed (the rename is atomic and the kernel keeps the written data), but a power loss may
+/// lose it. This is the per-turn save: a sync costs ~10 ms on a common disk, more than the rest
+/// of a turn's harness work, and the final save of an instance is synced.
+///
+/// # Errors
+///
+/// Any I/O error from writing or renaming; the temporary file is removed first.
+pub fn write_atomic_unsynced(path: &Path, trajectory: &Trajectory) -> io::Result<()> {
+    write_renamed(path, trajectory, false)
+}
+
+fn write_renamed(path: &Path, trajectory: &Trajectory, sync: bool) -> io::Result<()> {
     let json = serde_json::to_vec_pretty(trajectory).map_err(io::Error::other)?;
     let file_name = path.file_name().ok_or_else(|| {
         io::Error::new(
@@ -170,7 +187,7 @@ pub fn write_atomic(path: &Path, trajectory: &Trajectory) -> io::Result<()> {
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    let written = write_synced(&temp, &json).and_then(|()| fs::rename(&temp, path));
+    let written = write_new(&temp, &json, sync).and_then(|()| fs::rename(&temp, path));
     if written.is_err() {
         // Best effort: the error that matters is the one being returned.
         let _ = fs::remove_file(&temp);
@@ -178,16 +195,19 @@ pub fn write_atomic(path: &Path, trajectory: &Trajectory) -> io::Result<()> {
     written?;
     // Persist the rename itself. Some file systems cannot sync a directory; the file is complete
     // either way, so that failure is not an error.
-    if let Ok(dir) = File::open(directory) {
+    if sync && let Ok(dir) = File::open(directory) {
         let _ = dir.sync_all();
     }
     Ok(())
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+fn write_new(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
     file.write_all(bytes)?;
-    file.sync_all()
+    if sync {
+        file.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Reads a trajectory written by aci or by SWE-agent v0.7.

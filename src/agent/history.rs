@@ -212,25 +212,31 @@ pub fn process(history: &[HistoryItem], config: &HistoryConfig) -> Vec<HistoryIt
 
 /// `len(text.splitlines())` in Python: lines end at `\n`, `\r\n`, `\r`, `\x0b`, `\x0c`, `\x1c`,
 /// `\x1d`, `\x1e`, `\x85`, U+2028 and U+2029, and a trailing terminator adds no empty line.
+///
+/// It runs over every omitted observation on every turn, so it scans bytes instead of decoding
+/// characters: in UTF-8, U+0085 is `C2 85` and U+2028/U+2029 are `E2 80 A8`/`E2 80 A9`, and
+/// `C2`/`E2` only ever start a character.
 fn python_line_count(text: &str) -> usize {
+    let bytes = text.as_bytes();
     let mut lines = 0;
     let mut line_open = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' => {
-                if chars.peek() == Some(&'\n') {
-                    chars.next();
-                }
-                lines += 1;
-                line_open = false;
-            }
-            '\n' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
-            | '\u{2029}' => {
-                lines += 1;
-                line_open = false;
-            }
-            _ => line_open = true,
+    let mut at = 0;
+    while at < bytes.len() {
+        let next = |offset: usize| bytes.get(at + offset).copied();
+        let terminator = match bytes[at] {
+            b'\r' if next(1) == Some(b'\n') => 2,
+            b'\r' | b'\n' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => 1,
+            0xc2 if next(1) == Some(0x85) => 2,
+            0xe2 if next(1) == Some(0x80) && matches!(next(2), Some(0xa8 | 0xa9)) => 3,
+            _ => 0,
+        };
+        if terminator == 0 {
+            line_open = true;
+            at += 1;
+        } else {
+            lines += 1;
+            line_open = false;
+            at += terminator;
         }
     }
     lines + usize::from(line_open)
@@ -392,6 +398,8 @@ mod tests {
             ("a\r\nb\rc\nd", 4),
             ("a\x0bb\x0cc\u{85}d\u{2028}e\u{2029}", 5),
             ("\n", 1),
+            ("é€😀\nß", 2),
+            ("a\u{2027}b\u{a0}c", 1),
         ];
         let counts: Vec<(&str, usize)> = cases
             .iter()

@@ -1,5 +1,7 @@
-//! The agent loop's pure parts: when to stop (and how to nudge), and what history to send.
+//! The agent loop and its pure parts: when to stop (and how to nudge), what history to send,
+//! the prompts, and the demonstrations shown before the task.
 
+pub mod demos;
 pub mod history;
 pub mod prompt;
 pub mod run;

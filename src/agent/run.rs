@@ -1,6 +1,13 @@
 //! The turn loop: ask the model, parse its answer, run the action through the ACI, let the
 //! pure stop decider say continue or stop, save the trajectory. Everything with a policy lives
 //! elsewhere ([`super::stop`], [`super::history`], [`super::prompt`], [`crate::aci`]).
+//!
+//! What the model is sent on each turn is the stored history (through the history processor),
+//! plus what is pending from the turn before and is never stored:
+//! - after a malformed answer, that answer and the `format_error` (or `blocked`) text, as a
+//!   re-ask on a temporary history;
+//! - the latest nudge from the stop decider, if any. After an answer without a command the
+//!   nudge takes the place of the format error, so the model hears one voice, not two.
 
 use std::time::{Duration, Instant};
 
@@ -12,11 +19,12 @@ use super::stop::{
     self, CommandResult, Decision, ExitStatus, LoopState, StopPolicy, TurnKind, TurnOutcome,
 };
 use crate::aci::parse::{self, ErrorCode, FormatError};
+use crate::aci::registry::{CommandSpec, Registry};
 use crate::aci::{Aci, StepOutput};
 use crate::config::{AgentConfig, ParserKind};
 use crate::model::{Message, Model, ModelResponse, QueryRequest, ToolCall};
 use crate::sandbox::{Sandbox, SandboxError};
-use crate::trajectory::{Info, Trajectory, TrajectoryStep};
+use crate::trajectory::{Trajectory, TrajectoryStep};
 
 /// What the loop needs besides the model and the ACI.
 pub struct Episode<'a> {
@@ -44,7 +52,9 @@ pub struct Outcome {
     pub submission: Option<Vec<u8>>,
 }
 
-/// Failures that end the run for every instance (a broken template), not just this one.
+/// Failures that end the run for every instance (a broken template), not just this one. Only
+/// the opening prompts raise it: a template that fails later ends the instance with
+/// `exit_error`, after the autosubmission, so no finished work is lost.
 #[derive(Debug, thiserror::Error)]
 pub enum LoopError {
     /// A template failed to render.
@@ -52,19 +62,64 @@ pub enum LoopError {
     Template(#[from] TemplateError),
 }
 
+/// The `exit`-like actions that end the instance instead of running (SWE-agent's `exit`,
+/// v1's `exit_forfeit`, v0's `skip`).
+const SPECIAL_EXITS: [(&str, ExitStatus); 3] = [
+    ("exit", ExitStatus::ExitCommand),
+    ("exit_forfeit", ExitStatus::ExitForfeit),
+    ("skip", ExitStatus::Skipped),
+];
+
 /// What the model's answer turned into.
 enum Parsed {
     Action { thought: String, action: String },
     Invalid(FormatError),
 }
 
+/// A malformed answer and the text to re-ask with.
+struct Requery {
+    response: ModelResponse,
+    message: String,
+}
+
+/// What goes with the next request besides the stored history. Never stored.
+#[derive(Default)]
+struct Pending {
+    requery: Option<Requery>,
+    nudge: Option<String>,
+    /// The nudge replaces the requery's message instead of following it.
+    nudge_replaces_error: bool,
+}
+
+/// One turn as the loop saw it.
+struct TurnResult {
+    kind: TurnKind,
+    requery: Option<Requery>,
+}
+
+impl TurnResult {
+    fn ended(exit_status: ExitStatus) -> Self {
+        TurnResult {
+            kind: TurnKind::Ended { exit_status },
+            requery: None,
+        }
+    }
+}
+
 struct Loop<'e, 'a, M: Model, S: Sandbox> {
     episode: &'e mut Episode<'a>,
     model: &'e mut M,
     aci: &'e mut Aci<S>,
+    /// The commands a function call may name (the ACI's plus `bash`); `None` for
+    /// `thought_action`.
+    tool_registry: Option<Registry>,
+    /// The same as OpenAI tools, sent with every request.
+    tools: Option<serde_json::Value>,
     trajectory: Trajectory,
     started: Instant,
     submission: Option<Vec<u8>>,
+    /// The nudge sent with the current request, recorded on the steps it produced.
+    nudge: Option<String>,
 }
 
 /// Runs one instance to its end and returns the trajectory and the submission.
@@ -73,67 +128,72 @@ pub async fn run_episode<M: Model, S: Sandbox>(
     model: &mut M,
     aci: &mut Aci<S>,
 ) -> Result<Outcome, LoopError> {
-    let mut this = Loop {
-        episode,
-        model,
-        aci,
-        trajectory: Trajectory::default(),
-        started: Instant::now(),
-        submission: None,
-    };
-    this.trajectory.environment = "aci".to_owned();
+    let mut this = Loop::new(episode, model, aci);
     this.start_history().await?;
+    this.save();
     let mut state = LoopState::default();
-    let mut retry: Option<Vec<Message>> = None;
-    let mut nudge: Option<String> = None;
-    let (exit_status, mut submission) = loop {
-        let (kind, next_retry) = this.turn(retry.take(), nudge.take()).await?;
+    let mut pending = Pending::default();
+    let exit_status = loop {
+        let turn = match this.turn(&pending).await {
+            Ok(turn) => turn,
+            Err(LoopError::Template(error)) => {
+                this.record_exit("", &error.to_string());
+                TurnResult::ended(ExitStatus::ExitError)
+            }
+        };
         let outcome = TurnOutcome {
-            kind,
+            kind: turn.kind,
             instance_cost: this.model.stats().instance_cost,
             elapsed: this.started.elapsed(),
         };
         let decision = stop::decide(&outcome, &state, this.episode.policy);
         state = state.record(&outcome, &decision);
         this.sync_stats();
-        (this.episode.save)(&this.trajectory);
+        this.save();
         match decision {
-            Decision::Stop { exit_status } => break (exit_status, this.take_submission()),
-            Decision::Continue { nudge: next_nudge } => {
-                nudge = next_nudge.map(|n| n.text);
-                retry = next_retry;
+            Decision::Stop { exit_status } => break exit_status,
+            Decision::Continue { nudge } => {
+                pending = Pending {
+                    nudge_replaces_error: matches!(outcome.kind, TurnKind::NoAction { .. })
+                        && turn.requery.is_some()
+                        && nudge.is_some(),
+                    requery: turn.requery,
+                    nudge: nudge.map(|n| n.text),
+                };
             }
         }
     };
-    let status = if exit_status == ExitStatus::Submitted {
-        ExitStatus::Submitted.as_str().to_owned()
-    } else {
-        // Every other exit autosubmits what the agent changed so far.
-        submission = this
-            .aci
-            .submit()
-            .await
-            .ok()
-            .filter(|patch| !patch.is_empty());
-        match submission {
-            Some(_) => exit_status.autosubmitted(),
-            None => exit_status.as_str().to_owned(),
-        }
-    };
-    this.trajectory.info.exit_status = Some(status);
-    this.trajectory.info.submission = submission
-        .as_deref()
-        .filter(|patch| !patch.is_empty())
-        .map(|patch| String::from_utf8_lossy(patch).into_owned());
-    this.sync_stats();
-    (this.episode.save)(&this.trajectory);
+    let submission = this.finish(exit_status).await;
     Ok(Outcome {
         trajectory: this.trajectory,
         submission,
     })
 }
 
-impl<M: Model, S: Sandbox> Loop<'_, '_, M, S> {
+impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
+    fn new(episode: &'e mut Episode<'a>, model: &'e mut M, aci: &'e mut Aci<S>) -> Self {
+        let tool_registry = match episode.config.parser {
+            ParserKind::FunctionCalling => Some(with_bash_tool(aci.registry())),
+            ParserKind::ThoughtAction => None,
+        };
+        let tools = tool_registry.as_ref().map(Registry::openai_tools);
+        let trajectory = Trajectory {
+            environment: "aci".to_owned(),
+            ..Trajectory::default()
+        };
+        Loop {
+            episode,
+            model,
+            aci,
+            tool_registry,
+            tools,
+            trajectory,
+            started: Instant::now(),
+            submission: None,
+            nudge: None,
+        }
+    }
+
     /// System prompt, demonstrations and the instance prompt.
     async fn start_history(&mut self) -> Result<(), LoopError> {
         let system = self
@@ -163,88 +223,115 @@ impl<M: Model, S: Sandbox> Loop<'_, '_, M, S> {
         self.trajectory.history.push(item);
     }
 
-    /// One model call and what came of it. Returns the turn and, after a malformed answer,
-    /// the messages to append (not store) for the next request.
-    async fn turn(
-        &mut self,
-        retry: Option<Vec<Message>>,
-        nudge: Option<String>,
-    ) -> Result<(TurnKind, Option<Vec<Message>>), LoopError> {
+    fn save(&mut self) {
+        (self.episode.save)(&self.trajectory);
+    }
+
+    /// The stored history through the history processor, then what is pending.
+    fn request_messages(&self, pending: &Pending) -> Vec<Message> {
         let mut messages = to_messages(&history::process(
             &self.trajectory.history,
             &self.episode.config.history,
         ));
-        messages.extend(retry.unwrap_or_default());
-        if let Some(text) = nudge {
-            messages.push(Message::user(text));
+        if let Some(requery) = &pending.requery {
+            let message = match (&pending.nudge, pending.nudge_replaces_error) {
+                (Some(nudge), true) => nudge.clone(),
+                _ => requery.message.clone(),
+            };
+            messages.extend(requery_messages(&requery.response, message));
         }
-        let tools = match self.episode.config.parser {
-            ParserKind::FunctionCalling => Some(self.aci.registry().openai_tools()),
-            ParserKind::ThoughtAction => None,
-        };
-        let response = match self
-            .model
-            .query(QueryRequest {
-                messages: &messages,
-                tools: tools.as_ref(),
-            })
-            .await
+        if let Some(nudge) = pending
+            .nudge
+            .as_ref()
+            .filter(|_| !pending.nudge_replaces_error)
         {
+            messages.push(Message::user(nudge.clone()));
+        }
+        messages
+    }
+
+    /// One model call and what came of it.
+    async fn turn(&mut self, pending: &Pending) -> Result<TurnResult, LoopError> {
+        let messages = self.request_messages(pending);
+        self.nudge.clone_from(&pending.nudge);
+        let request = QueryRequest {
+            messages: &messages,
+            tools: self.tools.as_ref(),
+        };
+        let response = match self.model.query(request).await {
             Ok(response) => response,
             Err(error) => {
-                let exit_status = exit_status_named(error.exit_status());
-                self.record_failure("", &error.to_string());
-                return Ok((TurnKind::Ended { exit_status }, None));
+                self.record_exit("", &error.to_string());
+                return Ok(TurnResult::ended(exit_status_named(error.exit_status())));
             }
         };
         let text = response_text(&response);
-        match self.parse(&response) {
+        let (thought, action) = match self.parse(&response) {
+            Parsed::Action { thought, action } => (thought, action),
             Parsed::Invalid(error) => {
+                let message = self.format_error_text(&error)?;
                 let kind = if matches!(error.error_code, ErrorCode::NoAction | ErrorCode::Missing) {
                     TurnKind::NoAction { response: text }
                 } else {
                     TurnKind::FormatError { response: text }
                 };
-                let message = self.format_error_text(&error)?;
-                self.record_failure(&response_text(&response), &message);
-                Ok((kind, Some(retry_messages(&response, message))))
+                return Ok(self.requery(kind, response, message));
             }
-            Parsed::Action { thought, action } => {
-                if let Some(refusal) = self.aci.blocked(&action) {
-                    let message = self
-                        .episode
-                        .prompts
-                        .render("blocked", &context! { exception_message => refusal })?;
-                    self.record_failure(&text, &message);
-                    return Ok((
-                        TurnKind::FormatError { response: text },
-                        Some(retry_messages(&response, message)),
-                    ));
-                }
-                let kind = self.execute(&response, &text, thought, action).await?;
-                Ok((kind, None))
-            }
+        };
+        if let Some((_, exit_status)) = SPECIAL_EXITS
+            .iter()
+            .find(|(name, _)| action.trim() == *name)
+        {
+            self.record_step(&text, &thought, &action, "Exited", Duration::ZERO, None);
+            return Ok(TurnResult::ended(*exit_status));
+        }
+        if let Some(refusal) = self.aci.blocked(&action) {
+            let message =
+                self.render_error("blocked", context! { exception_message => refusal })?;
+            let kind = TurnKind::FormatError { response: text };
+            return Ok(self.requery(kind, response, message));
+        }
+        let kind = self.execute(&response, &text, thought, action).await?;
+        Ok(TurnResult {
+            kind,
+            requery: None,
+        })
+    }
+
+    /// A turn that ran nothing: recorded in the trajectory, never in the history; the next
+    /// request re-asks with `message`.
+    fn requery(&mut self, kind: TurnKind, response: ModelResponse, message: String) -> TurnResult {
+        self.record_failure(&response_text(&response), &message);
+        TurnResult {
+            kind,
+            requery: Some(Requery { response, message }),
         }
     }
 
     fn parse(&self, response: &ModelResponse) -> Parsed {
-        let parsed = if let Some(action) = &response.raw_action {
-            Ok((response.text.clone(), action.clone()))
-        } else {
-            match self.episode.config.parser {
-                ParserKind::ThoughtAction => parse::thought_action(&response.text),
-                ParserKind::FunctionCalling => {
-                    let calls: Vec<parse::ToolCall> = response
-                        .tool_calls
-                        .iter()
-                        .map(|c| parse::ToolCall {
-                            name: c.name.clone(),
-                            arguments: c.arguments.clone(),
-                        })
-                        .collect();
-                    parse::function_calls_to_command(self.aci.registry(), &calls)
-                        .map(|action| (response.text.clone(), action))
-                }
+        if let Some(action) = &response.raw_action {
+            // Replay and human answers carry their action; the thought is the text around a
+            // fenced copy of it, when there is one.
+            let thought = parse::thought_action(&response.text)
+                .map_or_else(|_| response.text.clone(), |(thought, _)| thought);
+            return Parsed::Action {
+                thought,
+                action: action.clone(),
+            };
+        }
+        let parsed = match &self.tool_registry {
+            None => parse::thought_action(&response.text),
+            Some(registry) => {
+                let calls: Vec<parse::ToolCall> = response
+                    .tool_calls
+                    .iter()
+                    .map(|c| parse::ToolCall {
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect();
+                parse::function_calls_to_command(registry, &calls)
+                    .map(|action| (response.text.clone(), action))
             }
         };
         match parsed {
@@ -258,10 +345,20 @@ impl<M: Model, S: Sandbox> Loop<'_, '_, M, S> {
             ParserKind::ThoughtAction => "thought_action",
             ParserKind::FunctionCalling => "function_calling",
         };
-        self.episode.prompts.render(
+        self.render_error(
             "format_error",
-            &context! { error_code => error.error_code.as_str(), exception_message => error.message.clone(), parser },
+            context! {
+                error_code => error.error_code.as_str(),
+                exception_message => error.message.clone(),
+                parser,
+            },
         )
+    }
+
+    /// Renders an error template with its own variables over the episode's.
+    fn render_error(&self, template: &str, own: Value) -> Result<String, TemplateError> {
+        let variables = context! { ..own, ..self.episode.variables.clone() };
+        self.episode.prompts.render(template, &variables)
     }
 
     /// Runs the action, stores the exchange in the history and the trajectory.
@@ -276,26 +373,22 @@ impl<M: Model, S: Sandbox> Loop<'_, '_, M, S> {
         let step = match self.aci.execute(&action).await {
             Ok(step) => step,
             Err(error) => {
-                let exit_status = environment_status(&error);
+                let observation = error.to_string();
                 self.record_step(
                     text,
                     &thought,
                     &action,
-                    &format!("{error}"),
+                    &observation,
                     started.elapsed(),
                     None,
                 );
-                return Ok(TurnKind::Ended { exit_status });
+                return Ok(TurnKind::Ended {
+                    exit_status: environment_status(&error),
+                });
             }
         };
+        let elapsed = started.elapsed();
         let state = self.state_value().await;
-        let mut assistant = HistoryItem::new(Role::Assistant, text, MessageType::Action);
-        assistant.thought = Some(thought.clone());
-        assistant.action = Some(action.clone());
-        if !response.tool_calls.is_empty() {
-            assistant.tool_calls = serde_json::to_value(&response.tool_calls).ok();
-        }
-        self.push(assistant);
         let (observation, _) = history::truncate_observation(
             &step.observation,
             self.episode.config.max_observation_length,
@@ -306,6 +399,7 @@ impl<M: Model, S: Sandbox> Loop<'_, '_, M, S> {
             "next_step"
         };
         let content = self.render_with_state(template, &state, &observation)?;
+        self.push(assistant_item(response, &thought, &action));
         let mut user = HistoryItem::new(Role::User, content, MessageType::Observation);
         if let Some(call) = response.tool_calls.first() {
             user.role = Role::Tool;
@@ -317,7 +411,7 @@ impl<M: Model, S: Sandbox> Loop<'_, '_, M, S> {
             &thought,
             &action,
             &step.observation,
-            started.elapsed(),
+            elapsed,
             Some(state),
         );
         if step.submission.is_some() {
@@ -371,36 +465,83 @@ impl<M: Model, S: Sandbox> Loop<'_, '_, M, S> {
             thought: thought.to_owned(),
             state: state.unwrap_or_else(|| serde_json::json!({})),
             execution_time: elapsed.as_secs_f64(),
+            nudge: self.nudge.clone(),
             ..TrajectoryStep::default()
         });
     }
 
-    /// A turn that ran nothing: recorded in the trajectory, never in the history.
+    /// A malformed answer: recorded with its `format_error`, so a replay skips it.
     fn record_failure(&mut self, response: &str, message: &str) {
-        self.trajectory.trajectory.push(TrajectoryStep {
-            response: response.to_owned(),
-            thought: response.to_owned(),
-            observation: message.to_owned(),
-            state: serde_json::json!({}),
-            format_error: Some(message.to_owned()),
-            ..TrajectoryStep::default()
-        });
+        self.record_step(response, response, "", message, Duration::ZERO, None);
+        if let Some(step) = self.trajectory.trajectory.last_mut() {
+            step.format_error = Some(message.to_owned());
+        }
     }
 
-    fn take_submission(&mut self) -> Option<Vec<u8>> {
-        self.submission.take()
+    /// A turn that ended the instance before anything ran (the model API failed, a template
+    /// broke): the reason is the step's thought and observation.
+    fn record_exit(&mut self, response: &str, reason: &str) {
+        self.record_step(response, reason, "", reason, Duration::ZERO, None);
+    }
+
+    /// Autosubmits after every exit but `submit`, and writes the outcome into the trajectory.
+    async fn finish(&mut self, exit_status: ExitStatus) -> Option<Vec<u8>> {
+        let (status, submission) = if exit_status == ExitStatus::Submitted {
+            (exit_status.as_str().to_owned(), self.submission.take())
+        } else {
+            let patch = self.aci.submit().await.ok().filter(|p| !p.is_empty());
+            let status = match patch {
+                Some(_) => exit_status.autosubmitted(),
+                None => exit_status.as_str().to_owned(),
+            };
+            (status, patch)
+        };
+        let info = &mut self.trajectory.info;
+        info.exit_status = Some(status);
+        info.submission = submission
+            .as_deref()
+            .filter(|patch| !patch.is_empty())
+            .map(|patch| String::from_utf8_lossy(patch).into_owned());
+        self.sync_stats();
+        self.save();
+        submission
     }
 
     fn sync_stats(&mut self) {
         let stats = self.model.stats();
-        let info: &mut Info = &mut self.trajectory.info;
+        let info = &mut self.trajectory.info;
         info.model_stats.instance_cost = stats.instance_cost;
         info.model_stats.tokens_sent = stats.tokens_sent;
         info.model_stats.tokens_received = stats.tokens_received;
         info.model_stats.api_calls = stats.api_calls;
         info.model_stats.cache_read_tokens = stats.cache_read_tokens;
         info.model_stats.cache_write_tokens = stats.cache_write_tokens;
+        info.aci_version = Some(env!("CARGO_PKG_VERSION").to_owned());
     }
+}
+
+/// The ACI's commands plus v1's `bash` tool, which a function-calling model needs to run
+/// anything that is not an ACI command. Kept apart from the ACI's registry: there, a line
+/// starting with `bash` must stay shell input.
+fn with_bash_tool(registry: &Registry) -> Registry {
+    let mut tools = registry.clone();
+    if tools.get("bash").is_none() {
+        // The name is free (checked just above), so adding cannot fail.
+        let _ = tools.add(CommandSpec::bash_tool());
+    }
+    tools
+}
+
+/// The model's answer as stored in the history: its text (without the readable tool-call
+/// line of the trajectory), the parsed thought and action, and its tool calls.
+fn assistant_item(response: &ModelResponse, thought: &str, action: &str) -> HistoryItem {
+    let mut item = HistoryItem::new(Role::Assistant, response.text.clone(), MessageType::Action);
+    item.thought = Some(thought.to_owned());
+    item.action = Some(action.to_owned());
+    if !response.tool_calls.is_empty() {
+        item.tool_calls = serde_json::to_value(&response.tool_calls).ok();
+    }
+    item
 }
 
 fn turn_kind(step: &StepOutput, response: &str) -> TurnKind {
@@ -418,7 +559,8 @@ fn turn_kind(step: &StepOutput, response: &str) -> TurnKind {
     TurnKind::Executed { response, result }
 }
 
-/// The text stored as the model's response: its prose plus, for tool calls, a readable line.
+/// The text stored as the model's response in the trajectory: its prose plus, for tool calls,
+/// a readable line per call.
 fn response_text(response: &ModelResponse) -> String {
     let mut text = response.text.clone();
     for call in &response.tool_calls {
@@ -430,9 +572,10 @@ fn response_text(response: &ModelResponse) -> String {
     text
 }
 
-/// The messages a re-ask appends to the stored history: the failed answer and the error. Tool
-/// calls are answered with tool results, as the APIs require.
-fn retry_messages(response: &ModelResponse, error: String) -> Vec<Message> {
+/// The messages a re-ask appends to the history it sends (never to the stored one): the
+/// failed answer and the error. Tool calls are answered with tool results, as the APIs
+/// require (Anthropic refuses a `tool_use` without its `tool_result`).
+fn requery_messages(response: &ModelResponse, error: String) -> Vec<Message> {
     let mut messages = vec![Message::assistant(
         response.text.clone(),
         response.tool_calls.clone(),

@@ -16,7 +16,8 @@ use minijinja::context;
 
 use crate::aci::Aci;
 use crate::aci::registry::Registry;
-use crate::agent::history::{HistoryItem, MessageType, Role};
+use crate::agent::demos;
+use crate::agent::history::HistoryItem;
 use crate::agent::prompt::Prompts;
 use crate::agent::run::{Episode, run_episode};
 use crate::agent::stop::{ActionFormat, ExitStatus, StopPolicy};
@@ -45,8 +46,9 @@ pub enum Runtime {
 pub struct RunContext {
     /// The resolved configuration.
     pub config: Config,
-    /// Directories that relative paths in config files are resolved against, parallel to
-    /// `config.agent.demonstrations` entries' origin (the first existing match wins).
+    /// The directories of the config files, in order: relative paths in them (custom commands,
+    /// demonstrations) resolve against the last one that has the file; demonstrations then
+    /// fall back to the built-in `configs/demos/`.
     pub config_dirs: Vec<PathBuf>,
     /// The model spec (`replay`, `openai/<name>`, …).
     pub model: String,
@@ -224,7 +226,8 @@ fn find_config_file(path: &Path, dirs: &[PathBuf]) -> PathBuf {
 }
 
 /// Each demonstration trajectory rendered through the `demonstration` template into one user
-/// message (SWE-agent's `put_demos_in_history: false` layout).
+/// message. Relative paths resolve against the config files' directories, then the built-in
+/// `configs/demos/` ([`demos::load`]).
 fn load_demonstrations(
     config: &Config,
     dirs: &[PathBuf],
@@ -232,23 +235,8 @@ fn load_demonstrations(
 ) -> Result<Vec<HistoryItem>, RunError> {
     let mut items = Vec::new();
     for path in &config.agent.demonstrations {
-        let path = find_config_file(path, dirs);
-        let demo =
-            trajectory::read(&path).map_err(|e| RunError::Config(format!("demonstration: {e}")))?;
-        let text: Vec<&str> = demo
-            .history
-            .iter()
-            .filter(|item| item.role != Role::System)
-            .map(|item| item.content.as_str())
-            .collect();
-        let content = prompts
-            .render(
-                "demonstration",
-                &context! { demonstration => text.join("\n") },
-            )
-            .map_err(|e| RunError::Config(e.to_string()))?;
-        let mut item = HistoryItem::new(Role::User, content, MessageType::Demonstration);
-        item.is_demo = true;
+        let demo = demos::load(path, dirs).map_err(|e| RunError::Config(e.to_string()))?;
+        let item = demos::render(&demo, prompts).map_err(|e| RunError::Config(e.to_string()))?;
         items.push(item);
     }
     Ok(items)
@@ -400,8 +388,14 @@ async fn episode(
     aci: &mut Aci<AnySandbox>,
     traj_path: &Path,
 ) -> Result<crate::agent::run::Outcome, crate::agent::run::LoopError> {
+    // Every turn is saved atomically; the final save (with the exit status) is also synced.
     let mut save = |trajectory: &Trajectory| {
-        if let Err(error) = trajectory::write_atomic(traj_path, trajectory) {
+        let written = if trajectory.info.exit_status.is_some() {
+            trajectory::write_atomic(traj_path, trajectory)
+        } else {
+            trajectory::write_atomic_unsynced(traj_path, trajectory)
+        };
+        if let Err(error) = written {
             eprintln!("error: cannot save {}: {error}", traj_path.display());
         }
     };

@@ -77,10 +77,24 @@ impl ReplayInput {
         let steps = items
             .iter()
             .enumerate()
+            .filter(|(_, item)| what != "trajectory" || replayable(item))
             .map(|(index, item)| parse_step(item).ok_or_else(|| bad_step(what, index)))
             .collect::<Result<_, _>>()?;
         Ok(ReplayInput { steps })
     }
+}
+
+/// Whether a `.traj` step ran an action worth replaying. Steps that ran nothing are left out:
+/// a response the parser rejected (aci writes its `format_error`) and a turn that ended the
+/// instance before anything ran (the model API failed; the action is empty). Leaving them out
+/// changes nothing in the repository, so the replay reproduces the patch.
+fn replayable(step: &Value) -> bool {
+    let rejected = step.get("format_error").is_some_and(Value::is_string);
+    let empty = step
+        .get("action")
+        .and_then(Value::as_str)
+        .is_some_and(|action| action.trim().is_empty());
+    !rejected && !empty
 }
 
 /// A bare action string, or an object with a string `action` (and maybe `response`).
@@ -226,6 +240,25 @@ mod tests {
             Some("Look first.\n```\nls\n```")
         );
         assert_eq!(input.steps[1].response, None);
+    }
+
+    #[test]
+    fn a_traj_skips_rejected_responses_and_turns_that_ran_nothing() {
+        let traj = serde_json::json!({
+            "trajectory": [
+                {"action": "", "observation": "Your output was not formatted correctly.",
+                 "response": "I think so.", "thought": "I think so.", "state": {},
+                 "format_error": "Your output was not formatted correctly."},
+                {"action": "ls", "observation": "a.py", "response": "```\nls\n```",
+                 "thought": "", "state": {}},
+                {"action": "  ", "observation": "model API request failed", "response": "",
+                 "thought": "model API request failed", "state": {}}
+            ]
+        });
+        let input = ReplayInput::parse(&traj.to_string()).unwrap();
+        assert_eq!(actions(&input), ["ls"]);
+        let list = ReplayInput::parse("[\"\", \"ls\"]").unwrap();
+        assert_eq!(actions(&list), ["", "ls"]);
     }
 
     #[test]
