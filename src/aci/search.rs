@@ -94,7 +94,8 @@ fn term_and_dir(args: &str) -> Option<(String, String)> {
 impl SearchRequest {
     /// The bash command to run in the session (it runs in a subshell, so the session's
     /// directory and variables are untouched). Its stdout goes to
-    /// [`SearchRequest::format_output`]. Standard error is discarded.
+    /// [`SearchRequest::format_output`]. Standard error is discarded, and the tools run in the
+    /// C locale.
     ///
     /// `search_dir` runs `find DIR -path '*/.*' -prune -o -type f -exec grep -cIHZ -- TERM {} +`:
     /// the same files as v0's `find DIR -type f ! -path '*/.*' -exec grep -nIH …` (hidden paths
@@ -120,7 +121,9 @@ impl SearchRequest {
                 shlex_quote(name)
             ),
         };
-        format!("( {script} ) 2>/dev/null")
+        // The C locale, as in v0's containers: grep matches bytes, and `-I` skips only files
+        // with NUL bytes, not every file that is not valid UTF-8.
+        format!("( export LC_ALL=C; {script} ) 2>/dev/null")
     }
 
     /// Turns the stdout of [`SearchRequest::shell_command`] into v0's observation. `max_files`
@@ -129,7 +132,7 @@ impl SearchRequest {
     /// returned as it is.
     pub fn format_output(&self, stdout: &[u8], max_files: usize) -> String {
         let Some((status, rest)) = split_field(stdout) else {
-            return String::from_utf8_lossy(stdout).into_owned();
+            return super::observation::decode(stdout);
         };
         let payload = if status == b"ok" {
             split_field(rest)
@@ -178,7 +181,7 @@ fn split_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    super::observation::decode(bytes)
 }
 
 fn no_matches(term: &str, place: &str) -> String {
@@ -254,21 +257,28 @@ fn format_search_dir(term: &str, dir: &str, grep_output: &[u8], max_files: usize
     out.join("\n")
 }
 
-/// `find -print0` output into v0's list: paths in `find` order, no end line, no cap.
+/// `find -print0` output into v0's list: no end line, no cap. v0 prints paths in the order
+/// `find` meets them, which is the order directories list their entries on disk: it differs
+/// between file systems (ext4 orders by a per-file-system hash), so no two machines agree.
+/// Here the paths come in the order `find` gives on a file system that lists names in byte
+/// order (depth first, each directory's entries sorted), the same on every machine.
 fn format_find_file(name: &str, dir: &str, find_output: &[u8]) -> String {
-    let paths: Vec<String> = find_output
+    let mut paths: Vec<&[u8]> = find_output
         .split(|&byte| byte == 0)
         .filter(|path| !path.is_empty())
-        .map(lossy)
         .collect();
     if paths.is_empty() {
         return no_matches(name, dir);
     }
+    paths.sort_by(|a, b| {
+        a.split(|&byte| byte == b'/')
+            .cmp(b.split(|&byte| byte == b'/'))
+    });
     let mut out = vec![format!(
         "Found {} matches for \"{name}\" in {dir}:",
         paths.len()
     )];
-    out.extend(paths);
+    out.extend(paths.into_iter().map(lossy));
     out.join("\n")
 }
 

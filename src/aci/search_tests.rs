@@ -195,12 +195,19 @@ fn search_dir_without_matches_or_directory_says_so() {
 }
 
 #[test]
-fn find_file_lists_paths_in_find_order_without_an_end_line() {
+fn find_file_lists_paths_depth_first_in_name_order_without_an_end_line() {
     let request = parse_find_file("*.py").unwrap();
     let out = request.format_output(b"ok\0/r\0/r/z.py\0/r/my dir/a.py\0", 100);
     assert_eq!(
         out,
-        "Found 2 matches for \"*.py\" in /r:\n/r/z.py\n/r/my dir/a.py"
+        "Found 2 matches for \"*.py\" in /r:\n/r/my dir/a.py\n/r/z.py"
+    );
+    // Whatever order the file system lists them in, `a/b/…` comes before `a/b.py` (as a
+    // depth-first walk of sorted directories meets them), unlike a plain byte sort.
+    let out = request.format_output(b"ok\0/r\0/r/a/b.py\0/r/a/x.py\0/r/a/b/c.py\0", 100);
+    assert_eq!(
+        out,
+        "Found 3 matches for \"*.py\" in /r:\n/r/a/b/c.py\n/r/a/b.py\n/r/a/x.py"
     );
     assert_eq!(
         request.format_output(b"ok\0/r\0", 100),
@@ -218,20 +225,20 @@ fn shell_commands_quote_terms_and_paths_with_spaces() {
     let request = parse_search_dir("\"foo bar\" 'my dir'").unwrap();
     assert_eq!(
         request.shell_command(),
-        "( d='my dir'; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
+        "( export LC_ALL=C; d='my dir'; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
          find \"$d\" -path '*/.*' -prune -o -type f -exec grep -cIHZ -- 'foo bar' {} +; \
          else printf 'missing\\0'; fi ) 2>/dev/null"
     );
     let request = parse_search_file("\"it's\" 'a b.py'", None).unwrap();
     assert_eq!(
         request.shell_command(),
-        "( f='a b.py'; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
+        "( export LC_ALL=C; f='a b.py'; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
          grep -n -- 'it'\"'\"'s' \"$f\"; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
     let request = parse_find_file("'*.py' -dir").unwrap();
     assert_eq!(
         request.shell_command(),
-        "( d=./-dir; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
+        "( export LC_ALL=C; d=./-dir; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
          find \"$d\" -type f -name '*.py' -print0; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
 }
