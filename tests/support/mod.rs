@@ -90,6 +90,7 @@ pub fn small_repo() -> tempfile::TempDir {
     dir
 }
 
+pub mod aci_run;
 pub mod mock_llm;
 
 pub const SHORT: Duration = Duration::from_secs(30);
