@@ -94,14 +94,17 @@ fn term_and_dir(args: &str) -> Option<(String, String)> {
 impl SearchRequest {
     /// The bash command to run in the session (it runs in a subshell, so the session's
     /// directory and variables are untouched). Its stdout goes to
-    /// [`SearchRequest::format_output`]. Standard error is discarded, and the tools run in the
-    /// C locale.
+    /// [`SearchRequest::format_output`] with the same `max_files`. Standard error is discarded,
+    /// and the tools run in the C locale.
     ///
-    /// `search_dir` runs `find DIR -path '*/.*' -prune -o -type f -exec grep -cIHZ -- TERM {} +`:
-    /// the same files as v0's `find DIR -type f ! -path '*/.*' -exec grep -nIH …` (hidden paths
-    /// and binary files skipped), but hidden directories such as `.git` are never walked, and
-    /// grep reports a count per file instead of every matching line.
-    pub fn shell_command(&self) -> String {
+    /// `search_dir` lists the matching files with one `grep -rIlZ` that skips hidden files and
+    /// directories (`.git` is never walked) and binary files, prints how many there are, and,
+    /// when that is at most `max_files`, counts the matching lines of just those files. So the
+    /// output stays small in any repository, and the work is one recursive grep plus a count of
+    /// at most `max_files` files. These are the files of v0's
+    /// `find DIR -type f ! -path '*/.*' -exec grep -nIH …`, except when DIR itself lies under a
+    /// hidden directory (v0 then found nothing).
+    pub fn shell_command(&self, max_files: usize) -> String {
         let script = match self {
             Self::File { term, file, .. } => format!(
                 "f={}; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
@@ -110,10 +113,12 @@ impl SearchRequest {
                 shlex_quote(term)
             ),
             Self::Dir { term, dir } => format!(
-                "{}find \"$d\" -path '*/.*' -prune -o -type f -exec grep -cIHZ -- {} {{}} +; \
-                 else printf 'missing\\0'; fi",
+                "{}mapfile -d '' files < <(grep -rIlZ --exclude-dir='.*' --exclude='.*' -- {term} \
+                 \"$d\"); printf '%s\\0' \"${{#files[@]}}\"; if [ \"${{#files[@]}}\" -gt 0 ] && \
+                 [ \"${{#files[@]}}\" -le {max_files} ]; then grep -cIHZ -- {term} \"${{files[@]}}\"; \
+                 fi; else printf 'missing\\0'; fi",
                 resolve_dir(dir),
-                shlex_quote(term)
+                term = shlex_quote(term)
             ),
             Self::FindFile { name, dir } => format!(
                 "{}find \"$d\" -type f -name {} -print0; else printf 'missing\\0'; fi",
@@ -165,11 +170,12 @@ impl SearchRequest {
     }
 }
 
-/// The start of the directory commands: `d` is set to the realpath of `dir` if it is a
-/// directory, which is printed as the header.
+/// The start of the directory commands: if `dir` is a directory, `d` is set to its physical
+/// absolute path (what v0's `realpath` printed, here without running a program), which is
+/// printed as the header.
 fn resolve_dir(dir: &str) -> String {
     format!(
-        "d={}; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; ",
+        "d={}; if [ -d \"$d\" ]; then CDPATH= cd -P -- \"$d\" && d=$PWD; printf 'ok\\0%s\\0' \"$d\"; ",
         shlex_quote(&path_argument(dir))
     )
 }
@@ -217,11 +223,24 @@ fn format_search_file(term: &str, file: &str, grep_output: &[u8]) -> String {
     out.join("\n")
 }
 
-/// `grep -cHZ` output (`path\0count\n` per file) into v0's per-file summary, sorted by path
-/// bytes (v0 pipes through `sort`, which is byte order in the C locale of the images).
-fn format_search_dir(term: &str, dir: &str, grep_output: &[u8], max_files: usize) -> String {
+/// `search_dir`'s output after the directory: the number of matching files, then (when it is
+/// at most `max_files`) `grep -cHZ` output, `path\0count\n` per file. v0's per-file summary,
+/// sorted by path bytes (v0 pipes through `sort`, which is byte order in the C locale of its
+/// containers).
+fn format_search_dir(term: &str, dir: &str, output: &[u8], max_files: usize) -> String {
+    let Some((count, mut rest)) = split_field(output) else {
+        return no_matches(term, dir);
+    };
+    let matched_files = std::str::from_utf8(count)
+        .ok()
+        .and_then(|count| count.parse::<usize>().ok())
+        .unwrap_or(0);
+    if matched_files > max_files {
+        return format!(
+            "More than {matched_files} files matched for \"{term}\" in {dir}. Please narrow your search."
+        );
+    }
     let mut files: Vec<(&[u8], u64)> = Vec::new();
-    let mut rest = grep_output;
     while let Some((path, after_path)) = split_field(rest) {
         let line_end = after_path
             .iter()
@@ -238,12 +257,6 @@ fn format_search_dir(term: &str, dir: &str, grep_output: &[u8], max_files: usize
     }
     if files.is_empty() {
         return no_matches(term, dir);
-    }
-    if files.len() > max_files {
-        return format!(
-            "More than {} files matched for \"{term}\" in {dir}. Please narrow your search.",
-            files.len()
-        );
     }
     files.sort_unstable();
     let total: u64 = files.iter().map(|(_, count)| count).sum();

@@ -5,8 +5,9 @@
 
 use super::*;
 
+/// What search_dir's command prints: the directory, the number of files, the counts.
 fn dir_output(dir: &str, files: &[(&str, u64)]) -> Vec<u8> {
-    let mut out = format!("ok\0{dir}\0").into_bytes();
+    let mut out = format!("ok\0{dir}\0{}\0", files.len()).into_bytes();
     for (path, count) in files {
         out.extend_from_slice(format!("{path}\0{count}\n").as_bytes());
     }
@@ -179,6 +180,15 @@ fn search_dir_over_the_cap_asks_to_narrow_the_search() {
         request.format_output(&dir_output("/r", &files[..11]), 10),
         "More than 11 files matched for \"import\" in /r. Please narrow your search."
     );
+    // Over the cap the command prints only the number of files.
+    assert_eq!(
+        request.format_output(b"ok\0/r\x0012345\0", DEFAULT_MAX_FILES),
+        "More than 12345 files matched for \"import\" in /r. Please narrow your search."
+    );
+    assert_eq!(
+        request.format_output(b"ok\0/r\x000\0", DEFAULT_MAX_FILES),
+        "No matches found for \"import\" in /r"
+    );
 }
 
 #[test]
@@ -224,21 +234,24 @@ fn find_file_lists_paths_depth_first_in_name_order_without_an_end_line() {
 fn shell_commands_quote_terms_and_paths_with_spaces() {
     let request = parse_search_dir("\"foo bar\" 'my dir'").unwrap();
     assert_eq!(
-        request.shell_command(),
-        "( export LC_ALL=C; d='my dir'; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
-         find \"$d\" -path '*/.*' -prune -o -type f -exec grep -cIHZ -- 'foo bar' {} +; \
-         else printf 'missing\\0'; fi ) 2>/dev/null"
+        request.shell_command(100),
+        "( export LC_ALL=C; d='my dir'; if [ -d \"$d\" ]; then CDPATH= cd -P -- \"$d\" && d=$PWD; \
+         printf 'ok\\0%s\\0' \"$d\"; mapfile -d '' files < <(grep -rIlZ --exclude-dir='.*' \
+         --exclude='.*' -- 'foo bar' \"$d\"); printf '%s\\0' \"${#files[@]}\"; \
+         if [ \"${#files[@]}\" -gt 0 ] && [ \"${#files[@]}\" -le 100 ]; then \
+         grep -cIHZ -- 'foo bar' \"${files[@]}\"; fi; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
     let request = parse_search_file("\"it's\" 'a b.py'", None).unwrap();
     assert_eq!(
-        request.shell_command(),
+        request.shell_command(100),
         "( export LC_ALL=C; f='a b.py'; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
          grep -n -- 'it'\"'\"'s' \"$f\"; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
     let request = parse_find_file("'*.py' -dir").unwrap();
     assert_eq!(
-        request.shell_command(),
-        "( export LC_ALL=C; d=./-dir; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
+        request.shell_command(100),
+        "( export LC_ALL=C; d=./-dir; if [ -d \"$d\" ]; then CDPATH= cd -P -- \"$d\" && d=$PWD; \
+         printf 'ok\\0%s\\0' \"$d\"; \
          find \"$d\" -type f -name '*.py' -print0; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
 }

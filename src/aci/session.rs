@@ -431,7 +431,10 @@ impl<S: Sandbox> Aci<S> {
     ) -> Result<Result<String, String>, SandboxError> {
         let out = self
             .sandbox
-            .run(&request.shell_command(), self.command_timeout)
+            .run(
+                &request.shell_command(self.config.search.max_files),
+                self.command_timeout,
+            )
             .await?;
         if out.timed_out {
             return Ok(Err(timeout_message(
