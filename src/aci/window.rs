@@ -288,8 +288,12 @@ pub fn probe_command(path: &str) -> String {
 }
 
 fn probe_script(path: &str) -> String {
+    // The path printed is what `realpath` prints; for a file that is not a symlink it is found
+    // with builtins (`cd -P` into its directory, and back), which saves running a program.
     format!(
-        "p={}; if [ -f \"$p\" ]; then printf 'file\\0'; realpath \"$p\"; printf '\\0'; \
+        "p={}; if [ -f \"$p\" ]; then printf 'file\\0'; if [ -L \"$p\" ]; then realpath -- \"$p\"; \
+         else o=$PWD; case $p in */*) CDPATH= cd -P -- \"${{p%/*}}/\";; *) CDPATH= cd -P .;; esac \
+         && printf '%s/%s\\n' \"${{PWD%/}}\" \"${{p##*/}}\"; cd -- \"$o\"; fi; printf '\\0'; \
          cat -- \"$p\"; elif [ -d \"$p\" ]; then printf 'dir\\0'; else printf 'missing\\0'; fi",
         shlex_quote(&path_argument(path))
     )

@@ -465,7 +465,9 @@ fn probes_are_parsed_with_the_file_bytes_after_the_path() {
 fn probe_commands_quote_paths_with_spaces_and_dashes() {
     assert_eq!(
         probe_command("my dir/a.py"),
-        "( p='my dir/a.py'; if [ -f \"$p\" ]; then printf 'file\\0'; realpath \"$p\"; \
+        "( p='my dir/a.py'; if [ -f \"$p\" ]; then printf 'file\\0'; if [ -L \"$p\" ]; then \
+         realpath -- \"$p\"; else o=$PWD; case $p in */*) CDPATH= cd -P -- \"${p%/*}/\";; \
+         *) CDPATH= cd -P .;; esac && printf '%s/%s\\n' \"${PWD%/}\" \"${p##*/}\"; cd -- \"$o\"; fi; \
          printf '\\0'; cat -- \"$p\"; elif [ -d \"$p\" ]; then printf 'dir\\0'; \
          else printf 'missing\\0'; fi ) 2>/dev/null"
     );
