@@ -638,6 +638,20 @@ mod tests {
     }
 
     #[test]
+    fn the_default_prompt_after_a_silent_command_starts_with_the_no_output_text() {
+        let config = crate::config::resolve(&[], &[]).unwrap();
+        assert!(
+            config
+                .agent
+                .templates
+                .next_step_no_output
+                .starts_with(&format!("{NO_OUTPUT}\n")),
+            "{}",
+            config.agent.templates.next_step_no_output
+        );
+    }
+
+    #[test]
     fn the_timeout_text_writes_the_seconds_as_python_writes_a_float() {
         assert_eq!(
             timeout_message(25.0, true),
