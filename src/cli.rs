@@ -39,6 +39,11 @@ pub enum Command {
     /// with each configuration's batch and evaluation under DIR/<config>/r<k>/{run,eval}.
     /// Resumes like `aci batch`.
     Ablate(AblateArgs),
+    /// Drive one instance's ACI by hand, through the same agent loop a model uses: type ACI
+    /// commands (`edit` reads on until `end_of_edit`) or shell commands at the
+    /// `(Open file: …) (Current directory: …) bash-$` prompt. Ctrl-D ends the session and
+    /// removes the container; the trajectory and patch are written as `run` writes them.
+    Shell(ShellArgs),
 }
 
 /// `aci images …`
@@ -244,4 +249,31 @@ pub struct AblateArgs {
     /// Override one config value in every configuration; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+}
+
+/// `aci shell`
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// The instances file (JSON array or JSONL of SWE-bench records).
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// The instance whose container to open.
+    #[arg(long)]
+    pub id: String,
+    /// A config file; repeat it to layer files. Step, time, stall and timeout limits are off in
+    /// a shell unless a config file or `--set` turns them on.
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
+    /// Override one config value: `--set aci.window=30`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Where commands run.
+    #[arg(long, value_enum, default_value_t = Runtime::Docker)]
+    pub runtime: Runtime,
+    /// The output directory (default: aci-runs/<run id>).
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// The run id labelled on the container (default: a timestamp).
+    #[arg(long)]
+    pub run_id: Option<String>,
 }

@@ -20,7 +20,7 @@ use aci::instance::{self, Instance};
 use aci::model::ReplayInput;
 use aci::sandbox::docker::DockerRuntime;
 use clap::Parser;
-use cli::{AgentArgs, BatchArgs, Cli, Command, ImagesCommand, RunArgs};
+use cli::{AgentArgs, BatchArgs, Cli, Command, ImagesCommand, RunArgs, ShellArgs};
 
 /// A run-level failure: one line, and maybe a hint on the next.
 struct Failure {
@@ -57,7 +57,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    let result = runtime.block_on(dispatch(cli));
+    // A read of the terminal (`aci shell`) may still block a thread after Ctrl-C: do not wait
+    // for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
         Ok(code) => code,
         Err(failure) => {
             let (message, inline_hint) = match failure.message.split_once("\nhint: ") {
@@ -83,6 +87,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Eval(args) => eval_command::eval(args).await,
         Command::Batch(args) => batch_command(args).await,
         Command::Ablate(args) => ablate_command(args).await,
+        Command::Shell(args) => shell(args).await,
     }
 }
 
@@ -555,5 +560,108 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
     aci::ablate::write(&table, &output)?;
     print!("{}", table.to_markdown());
     eprintln!("wrote {}/ablation.{{md,csv,json}}", output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The config layer under a shell's config files: a person sets the pace, so no step, time,
+/// stall or timeout limit ends the session.
+const SHELL_DEFAULTS: &str = "agent:
+  limits:
+    max_steps: 0
+    max_wall_time_secs: 0
+    stall_repeats: 0
+    max_consecutive_timeouts: 4294967295
+env:
+  instance_timeout: 31536000
+";
+
+/// `aci shell`: the `human` model drives one instance through `run_instance`, exactly the path
+/// a model's run takes (the same loop, ACI and sandbox), reading actions from stdin.
+async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
+    let mut layers = vec![
+        (
+            "configs/default.yaml (built in)".to_owned(),
+            config::load::DEFAULT_CONFIG.to_owned(),
+        ),
+        ("aci shell defaults".to_owned(), SHELL_DEFAULTS.to_owned()),
+    ];
+    for path in &args.configs {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
+        layers.push((path.display().to_string(), text));
+    }
+    let layers: Vec<(&str, &str)> = layers
+        .iter()
+        .map(|(o, t)| (o.as_str(), t.as_str()))
+        .collect();
+    let config = config::resolve_text(&layers, &args.sets)?;
+    let mut dirs = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs")];
+    dirs.extend(
+        args.configs
+            .iter()
+            .map(|p| p.parent().map(Path::to_owned).unwrap_or_default()),
+    );
+    let instances = load_instances(&args.instances)?;
+    let instance = instances
+        .iter()
+        .find(|i| i.instance_id == args.id)
+        .ok_or_else(|| {
+            Failure::new(format!(
+                "no instance `{}` in {}",
+                args.id,
+                args.instances.display()
+            ))
+            .hint(format!("the file holds {} instance(s)", instances.len()))
+        })?;
+    let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
+    std::fs::create_dir_all(&output).map_err(|e| {
+        Failure::new(format!(
+            "cannot create the output directory {}: {e}",
+            output.display()
+        ))
+    })?;
+    let (runtime, docker) = match args.runtime {
+        cli::Runtime::Docker => {
+            let docker = connect_docker().await?;
+            (Runtime::Docker(docker.clone()), Some(docker))
+        }
+        cli::Runtime::Local => (Runtime::Local, None),
+    };
+    let ctx = RunContext::new(
+        config,
+        dirs,
+        "human".to_owned(),
+        runtime,
+        run_id,
+        output.clone(),
+    )?;
+    eprintln!(
+        "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",
+        instance.instance_id,
+        ctx.image_for(instance)
+    );
+    let result = tokio::select! {
+        result = batch::run_instance(&ctx, instance, None) => Some(result),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    if let Some(docker) = &docker {
+        docker.remove_all_started().await;
+    }
+    let traj = output::traj_path(&output, &instance.instance_id);
+    let Some(result) = result else {
+        eprintln!("interrupted: the session so far is in {}", traj.display());
+        return Ok(ExitCode::from(130));
+    };
+    eprintln!("session ended ({}): {}", result.exit_status, traj.display());
+    println!(
+        "{}\t{}\t{}",
+        result.instance_id,
+        result.exit_status,
+        output::patch_path(&output, &result.instance_id).display()
+    );
     Ok(ExitCode::SUCCESS)
 }

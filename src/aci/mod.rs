@@ -1,12 +1,13 @@
 //! The Agent-Computer Interface. The pure parts: command specs ([`registry`]), the file viewer
 //! ([`window`]), line-range edits ([`edit`]), summarised search ([`search`]), shell-like
-//! argument splitting ([`args`]), multi-line action splitting ([`action`]) and model-output
-//! parsing ([`parse`]). [`session`] puts them on a sandbox: it reads and writes bytes and runs
-//! the shell commands these modules build.
+//! argument splitting ([`args`]), multi-line action splitting ([`action`]), model-output
+//! parsing ([`parse`]) and v0's reading of shell output ([`observation`]). [`session`] puts
+//! them on a sandbox: it reads and writes bytes and runs the shell commands these modules build.
 
 pub mod action;
 pub mod args;
 pub mod edit;
+pub mod observation;
 pub mod parse;
 pub mod registry;
 pub mod search;

@@ -94,13 +94,17 @@ fn term_and_dir(args: &str) -> Option<(String, String)> {
 impl SearchRequest {
     /// The bash command to run in the session (it runs in a subshell, so the session's
     /// directory and variables are untouched). Its stdout goes to
-    /// [`SearchRequest::format_output`]. Standard error is discarded.
+    /// [`SearchRequest::format_output`] with the same `max_files`. Standard error is discarded,
+    /// and the tools run in the C locale.
     ///
-    /// `search_dir` runs `find DIR -path '*/.*' -prune -o -type f -exec grep -cIHZ -- TERM {} +`:
-    /// the same files as v0's `find DIR -type f ! -path '*/.*' -exec grep -nIH …` (hidden paths
-    /// and binary files skipped), but hidden directories such as `.git` are never walked, and
-    /// grep reports a count per file instead of every matching line.
-    pub fn shell_command(&self) -> String {
+    /// `search_dir` lists the matching files with one `grep -rIlZ` that skips hidden files and
+    /// directories (`.git` is never walked) and binary files, prints how many there are, and,
+    /// when that is at most `max_files`, counts the matching lines of just those files. So the
+    /// output stays small in any repository, and the work is one recursive grep plus a count of
+    /// at most `max_files` files. These are the files of v0's
+    /// `find DIR -type f ! -path '*/.*' -exec grep -nIH …`, except when DIR itself lies under a
+    /// hidden directory (v0 then found nothing).
+    pub fn shell_command(&self, max_files: usize) -> String {
         let script = match self {
             Self::File { term, file, .. } => format!(
                 "f={}; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
@@ -109,10 +113,12 @@ impl SearchRequest {
                 shlex_quote(term)
             ),
             Self::Dir { term, dir } => format!(
-                "{}find \"$d\" -path '*/.*' -prune -o -type f -exec grep -cIHZ -- {} {{}} +; \
-                 else printf 'missing\\0'; fi",
+                "{}mapfile -d '' files < <(grep -rIlZ --exclude-dir='.*' --exclude='.*' -- {term} \
+                 \"$d\"); printf '%s\\0' \"${{#files[@]}}\"; if [ \"${{#files[@]}}\" -gt 0 ] && \
+                 [ \"${{#files[@]}}\" -le {max_files} ]; then grep -cIHZ -- {term} \"${{files[@]}}\"; \
+                 fi; else printf 'missing\\0'; fi",
                 resolve_dir(dir),
-                shlex_quote(term)
+                term = shlex_quote(term)
             ),
             Self::FindFile { name, dir } => format!(
                 "{}find \"$d\" -type f -name {} -print0; else printf 'missing\\0'; fi",
@@ -120,7 +126,9 @@ impl SearchRequest {
                 shlex_quote(name)
             ),
         };
-        format!("( {script} ) 2>/dev/null")
+        // The C locale, as in v0's containers: grep matches bytes, and `-I` skips only files
+        // with NUL bytes, not every file that is not valid UTF-8.
+        format!("( export LC_ALL=C; {script} ) 2>/dev/null")
     }
 
     /// Turns the stdout of [`SearchRequest::shell_command`] into v0's observation. `max_files`
@@ -129,7 +137,7 @@ impl SearchRequest {
     /// returned as it is.
     pub fn format_output(&self, stdout: &[u8], max_files: usize) -> String {
         let Some((status, rest)) = split_field(stdout) else {
-            return String::from_utf8_lossy(stdout).into_owned();
+            return super::observation::decode(stdout);
         };
         let payload = if status == b"ok" {
             split_field(rest)
@@ -162,11 +170,12 @@ impl SearchRequest {
     }
 }
 
-/// The start of the directory commands: `d` is set to the realpath of `dir` if it is a
-/// directory, which is printed as the header.
+/// The start of the directory commands: if `dir` is a directory, `d` is set to its physical
+/// absolute path (what v0's `realpath` printed, here without running a program), which is
+/// printed as the header.
 fn resolve_dir(dir: &str) -> String {
     format!(
-        "d={}; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; ",
+        "d={}; if [ -d \"$d\" ]; then CDPATH= cd -P -- \"$d\" && d=$PWD; printf 'ok\\0%s\\0' \"$d\"; ",
         shlex_quote(&path_argument(dir))
     )
 }
@@ -178,7 +187,7 @@ fn split_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    super::observation::decode(bytes)
 }
 
 fn no_matches(term: &str, place: &str) -> String {
@@ -214,11 +223,24 @@ fn format_search_file(term: &str, file: &str, grep_output: &[u8]) -> String {
     out.join("\n")
 }
 
-/// `grep -cHZ` output (`path\0count\n` per file) into v0's per-file summary, sorted by path
-/// bytes (v0 pipes through `sort`, which is byte order in the C locale of the images).
-fn format_search_dir(term: &str, dir: &str, grep_output: &[u8], max_files: usize) -> String {
+/// `search_dir`'s output after the directory: the number of matching files, then (when it is
+/// at most `max_files`) `grep -cHZ` output, `path\0count\n` per file. v0's per-file summary,
+/// sorted by path bytes (v0 pipes through `sort`, which is byte order in the C locale of its
+/// containers).
+fn format_search_dir(term: &str, dir: &str, output: &[u8], max_files: usize) -> String {
+    let Some((count, mut rest)) = split_field(output) else {
+        return no_matches(term, dir);
+    };
+    let matched_files = std::str::from_utf8(count)
+        .ok()
+        .and_then(|count| count.parse::<usize>().ok())
+        .unwrap_or(0);
+    if matched_files > max_files {
+        return format!(
+            "More than {matched_files} files matched for \"{term}\" in {dir}. Please narrow your search."
+        );
+    }
     let mut files: Vec<(&[u8], u64)> = Vec::new();
-    let mut rest = grep_output;
     while let Some((path, after_path)) = split_field(rest) {
         let line_end = after_path
             .iter()
@@ -236,12 +258,6 @@ fn format_search_dir(term: &str, dir: &str, grep_output: &[u8], max_files: usize
     if files.is_empty() {
         return no_matches(term, dir);
     }
-    if files.len() > max_files {
-        return format!(
-            "More than {} files matched for \"{term}\" in {dir}. Please narrow your search.",
-            files.len()
-        );
-    }
     files.sort_unstable();
     let total: u64 = files.iter().map(|(_, count)| count).sum();
     let mut out = vec![format!("Found {total} matches for \"{term}\" in {dir}:")];
@@ -254,21 +270,28 @@ fn format_search_dir(term: &str, dir: &str, grep_output: &[u8], max_files: usize
     out.join("\n")
 }
 
-/// `find -print0` output into v0's list: paths in `find` order, no end line, no cap.
+/// `find -print0` output into v0's list: no end line, no cap. v0 prints paths in the order
+/// `find` meets them, which is the order directories list their entries on disk: it differs
+/// between file systems (ext4 orders by a per-file-system hash), so no two machines agree.
+/// Here the paths come in the order `find` gives on a file system that lists names in byte
+/// order (depth first, each directory's entries sorted), the same on every machine.
 fn format_find_file(name: &str, dir: &str, find_output: &[u8]) -> String {
-    let paths: Vec<String> = find_output
+    let mut paths: Vec<&[u8]> = find_output
         .split(|&byte| byte == 0)
         .filter(|path| !path.is_empty())
-        .map(lossy)
         .collect();
     if paths.is_empty() {
         return no_matches(name, dir);
     }
+    paths.sort_by(|a, b| {
+        a.split(|&byte| byte == b'/')
+            .cmp(b.split(|&byte| byte == b'/'))
+    });
     let mut out = vec![format!(
         "Found {} matches for \"{name}\" in {dir}:",
         paths.len()
     )];
-    out.extend(paths);
+    out.extend(paths.into_iter().map(lossy));
     out.join("\n")
 }
 

@@ -5,8 +5,9 @@
 
 use super::*;
 
+/// What search_dir's command prints: the directory, the number of files, the counts.
 fn dir_output(dir: &str, files: &[(&str, u64)]) -> Vec<u8> {
-    let mut out = format!("ok\0{dir}\0").into_bytes();
+    let mut out = format!("ok\0{dir}\0{}\0", files.len()).into_bytes();
     for (path, count) in files {
         out.extend_from_slice(format!("{path}\0{count}\n").as_bytes());
     }
@@ -179,6 +180,15 @@ fn search_dir_over_the_cap_asks_to_narrow_the_search() {
         request.format_output(&dir_output("/r", &files[..11]), 10),
         "More than 11 files matched for \"import\" in /r. Please narrow your search."
     );
+    // Over the cap the command prints only the number of files.
+    assert_eq!(
+        request.format_output(b"ok\0/r\x0012345\0", DEFAULT_MAX_FILES),
+        "More than 12345 files matched for \"import\" in /r. Please narrow your search."
+    );
+    assert_eq!(
+        request.format_output(b"ok\0/r\x000\0", DEFAULT_MAX_FILES),
+        "No matches found for \"import\" in /r"
+    );
 }
 
 #[test]
@@ -195,12 +205,19 @@ fn search_dir_without_matches_or_directory_says_so() {
 }
 
 #[test]
-fn find_file_lists_paths_in_find_order_without_an_end_line() {
+fn find_file_lists_paths_depth_first_in_name_order_without_an_end_line() {
     let request = parse_find_file("*.py").unwrap();
     let out = request.format_output(b"ok\0/r\0/r/z.py\0/r/my dir/a.py\0", 100);
     assert_eq!(
         out,
-        "Found 2 matches for \"*.py\" in /r:\n/r/z.py\n/r/my dir/a.py"
+        "Found 2 matches for \"*.py\" in /r:\n/r/my dir/a.py\n/r/z.py"
+    );
+    // Whatever order the file system lists them in, `a/b/…` comes before `a/b.py` (as a
+    // depth-first walk of sorted directories meets them), unlike a plain byte sort.
+    let out = request.format_output(b"ok\0/r\0/r/a/b.py\0/r/a/x.py\0/r/a/b/c.py\0", 100);
+    assert_eq!(
+        out,
+        "Found 3 matches for \"*.py\" in /r:\n/r/a/b/c.py\n/r/a/b.py\n/r/a/x.py"
     );
     assert_eq!(
         request.format_output(b"ok\0/r\0", 100),
@@ -217,21 +234,24 @@ fn find_file_lists_paths_in_find_order_without_an_end_line() {
 fn shell_commands_quote_terms_and_paths_with_spaces() {
     let request = parse_search_dir("\"foo bar\" 'my dir'").unwrap();
     assert_eq!(
-        request.shell_command(),
-        "( d='my dir'; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
-         find \"$d\" -path '*/.*' -prune -o -type f -exec grep -cIHZ -- 'foo bar' {} +; \
-         else printf 'missing\\0'; fi ) 2>/dev/null"
+        request.shell_command(100),
+        "( export LC_ALL=C; d='my dir'; if [ -d \"$d\" ]; then CDPATH= cd -P -- \"$d\" && d=$PWD; \
+         printf 'ok\\0%s\\0' \"$d\"; mapfile -d '' files < <(grep -rIlZ --exclude-dir='.*' \
+         --exclude='.*' -- 'foo bar' \"$d\"); printf '%s\\0' \"${#files[@]}\"; \
+         if [ \"${#files[@]}\" -gt 0 ] && [ \"${#files[@]}\" -le 100 ]; then \
+         grep -cIHZ -- 'foo bar' \"${files[@]}\"; fi; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
     let request = parse_search_file("\"it's\" 'a b.py'", None).unwrap();
     assert_eq!(
-        request.shell_command(),
-        "( f='a b.py'; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
+        request.shell_command(100),
+        "( export LC_ALL=C; f='a b.py'; if [ -f \"$f\" ]; then printf 'ok\\0%s\\0' \"$(realpath \"$f\")\"; \
          grep -n -- 'it'\"'\"'s' \"$f\"; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
     let request = parse_find_file("'*.py' -dir").unwrap();
     assert_eq!(
-        request.shell_command(),
-        "( d=./-dir; if [ -d \"$d\" ]; then d=$(realpath \"$d\"); printf 'ok\\0%s\\0' \"$d\"; \
+        request.shell_command(100),
+        "( export LC_ALL=C; d=./-dir; if [ -d \"$d\" ]; then CDPATH= cd -P -- \"$d\" && d=$PWD; \
+         printf 'ok\\0%s\\0' \"$d\"; \
          find \"$d\" -type f -name '*.py' -print0; else printf 'missing\\0'; fi ) 2>/dev/null"
     );
 }

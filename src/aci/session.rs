@@ -1,7 +1,8 @@
 //! [`Aci`]: the Agent-Computer Interface on a [`Sandbox`]. It splits an action into
 //! sub-actions, runs ACI commands through the pure viewer, editor, search and lint modules, and
-//! everything else in the persistent shell. Each command costs at most one read of the file
-//! from the sandbox (never a stale cached copy: a shell command may have changed it).
+//! everything else in the persistent shell; the outputs are read back as v0 reads its shell
+//! ([`super::observation`]). `open`, `goto` and the scrolls cost one exchange with the sandbox
+//! each, and never use a stale copy of the file: a shell command may have changed it.
 
 use std::time::Duration;
 
@@ -11,9 +12,93 @@ use crate::sandbox::{ExecOutput, Sandbox, SandboxError, shell_quote};
 
 use super::action::{self, SubAction};
 use super::edit::{self, EditRange};
+use super::observation::{self, Transcript};
 use super::registry::Registry;
 use super::search;
 use super::window::{self, PathKind, WindowState};
+
+/// The built-in commands, each with its handler in [`Aci`]: the dispatch is an exhaustive
+/// `match` on this enum, so a command cannot be listed without a handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// `open "<path>" [<line_number>]`
+    Open,
+    /// `goto <line_number>`
+    Goto,
+    /// `scroll_up`
+    ScrollUp,
+    /// `scroll_down`
+    ScrollDown,
+    /// `create <filename>`
+    Create,
+    /// `edit <start_line>:<end_line>` … `end_of_edit`
+    Edit,
+    /// `search_file <search_term> [<file>]`
+    SearchFile,
+    /// `search_dir <search_term> [<dir>]`
+    SearchDir,
+    /// `find_file <file_name> [<dir>]`
+    FindFile,
+    /// `submit`
+    Submit,
+}
+
+impl Builtin {
+    /// Every built-in command, in the order of `aci-commands/` in the docs.
+    pub const ALL: [Builtin; 10] = [
+        Builtin::Open,
+        Builtin::Goto,
+        Builtin::ScrollUp,
+        Builtin::ScrollDown,
+        Builtin::Create,
+        Builtin::Edit,
+        Builtin::SearchFile,
+        Builtin::SearchDir,
+        Builtin::FindFile,
+        Builtin::Submit,
+    ];
+
+    /// The name the model types (and the stem of its `aci-commands/<name>.yaml`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Builtin::Open => "open",
+            Builtin::Goto => "goto",
+            Builtin::ScrollUp => "scroll_up",
+            Builtin::ScrollDown => "scroll_down",
+            Builtin::Create => "create",
+            Builtin::Edit => "edit",
+            Builtin::SearchFile => "search_file",
+            Builtin::SearchDir => "search_dir",
+            Builtin::FindFile => "find_file",
+            Builtin::Submit => "submit",
+        }
+    }
+
+    /// The built-in command called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|builtin| builtin.name() == name)
+    }
+}
+
+/// The names of the commands [`Aci`] has a handler for, in [`Builtin::ALL`]'s order. A test
+/// checks that they are exactly the YAML files in `aci-commands/`.
+pub const HANDLED_COMMANDS: [&str; Builtin::ALL.len()] = handled_names();
+
+const fn handled_names() -> [&'static str; Builtin::ALL.len()] {
+    let mut names = [""; Builtin::ALL.len()];
+    let mut index = 0;
+    while index < names.len() {
+        names[index] = Builtin::ALL[index].name();
+        index += 1;
+    }
+    names
+}
+
+/// What one sub-action printed: an ACI command's text, or a shell command's output and notes.
+enum Piece {
+    Command(String),
+    Shell { output: String, notes: String },
+}
 
 /// What one action did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,19 +145,27 @@ pub struct Aci<S: Sandbox> {
     linter: lint::Linter,
 }
 
-/// v0's timeout text, with the configured seconds.
+/// v0's timeout text, with the configured seconds written as Python writes a float (v0 reads
+/// the timeout with `float(…)` and formats it with an f-string: `25.0`, `2.5`, `0.1`).
 pub fn timeout_message(seconds: f64, had_output: bool) -> String {
+    // Rust's `Debug` for f64 is the shortest text that reads back to the same value, with a
+    // `.0` on whole numbers: Python's `repr` below 1e16.
     if had_output {
         format!(
-            "\nEXECUTION TIMED OUT BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN {seconds:.1} SECONDS."
+            "\nEXECUTION TIMED OUT BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN {seconds:?} SECONDS."
         )
     } else {
         format!(
-            "\nEXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN {seconds:.1} SECONDS.\n\
+            "\nEXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN {seconds:?} SECONDS.\n\
              PLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME FRAME."
         )
     }
 }
+
+/// Where `submit` writes the patch, relative to the repository: inside its `.git`, so the
+/// file is never part of a diff and two sandboxes on one host (`--runtime local`) never share
+/// it.
+const SUBMISSION_FILE: &str = ".git/aci-submission.patch";
 
 /// The observation of a command that printed nothing.
 pub const NO_OUTPUT: &str = "Your command ran successfully and did not produce any output.";
@@ -124,121 +217,135 @@ impl<S: Sandbox> Aci<S> {
         self.test_patch = patch;
     }
 
-    /// Runs one action: its sub-actions in order, outputs joined; stops after `submit`.
+    /// Runs one action: its sub-actions in order, outputs joined as one shell would have
+    /// printed them; stops after `submit`.
     pub async fn execute(&mut self, action: &str) -> Result<StepOutput, SandboxError> {
         let mut step = StepOutput::default();
-        let mut outputs = Vec::new();
+        let mut transcript = Transcript::default();
         for sub_action in action::split_action(action, &self.registry) {
-            let output = match sub_action {
-                SubAction::Shell(command) => {
-                    self.window.reset_scrolls();
-                    self.shell(&command, &mut step).await?
-                }
-                SubAction::Command { name, args, body } => {
-                    if name != "scroll_up" && name != "scroll_down" {
-                        self.window.reset_scrolls();
+            let piece = match sub_action {
+                SubAction::Shell(command) => self.shell(&command, &mut step).await?,
+                SubAction::Command { name, args, body } => match self.builtin(&name) {
+                    Some(builtin) => {
+                        self.run_builtin(builtin, &args, body.as_deref(), &mut step)
+                            .await?
                     }
-                    if name == action::SUBMIT_COMMAND
-                        && self.registry.get(&name).is_some_and(|c| c.script.is_none())
-                    {
-                        let patch = self.submit().await?;
-                        outputs.push(String::from_utf8_lossy(&patch).into_owned());
-                        step.submission = Some(patch);
-                        break;
+                    None => {
+                        self.custom(&name, &args, body.as_deref(), &mut step)
+                            .await?
                     }
-                    self.command(&name, &args, body.as_deref(), &mut step)
-                        .await?
-                }
+                },
             };
-            outputs.push(output);
+            match piece {
+                Piece::Command(text) => transcript.push_command(&text),
+                Piece::Shell { output, notes } => transcript.push_shell(&output, &notes),
+            }
+            if step.submission.is_some() {
+                break;
+            }
         }
-        step.observation = action::join_outputs(&outputs);
+        self.window.end_action(action);
+        step.observation = transcript.finish();
         Ok(step)
     }
 
-    async fn shell(
-        &mut self,
-        command: &str,
-        step: &mut StepOutput,
-    ) -> Result<String, SandboxError> {
+    /// The built-in handler for `name`, unless the registry defines it by a `script:`.
+    fn builtin(&self, name: &str) -> Option<Builtin> {
+        self.registry
+            .get(name)
+            .filter(|spec| spec.script.is_none())
+            .and_then(|_| Builtin::from_name(name))
+    }
+
+    async fn shell(&mut self, command: &str, step: &mut StepOutput) -> Result<Piece, SandboxError> {
         let out = self
             .sandbox
             .run_merged(command, self.command_timeout)
             .await?;
-        Ok(self.describe(out, step))
+        Ok(self.describe(&out, step))
     }
 
-    /// The observation text of a shell command, with v0's timeout text and notes for a killed
-    /// or restarted session.
-    fn describe(&self, out: ExecOutput, step: &mut StepOutput) -> String {
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    /// A shell command's output and notes: v0's timeout text, and what happened when the
+    /// command ran out of memory or the session had to be restarted.
+    fn describe(&self, out: &ExecOutput, step: &mut StepOutput) -> Piece {
         step.failed |= out.exit_code != Some(0);
+        let mut output = observation::decode(&out.stdout);
+        let mut notes = String::new();
         if out.timed_out {
             step.timed_out = true;
-            text.push_str(&timeout_message(
+            output = observation::strip_kill_notices(&output);
+            notes.push_str(&timeout_message(
                 self.command_timeout.as_secs_f64(),
-                !out.stdout.is_empty(),
+                !output.is_empty(),
             ));
         }
         if out.oom_killed {
-            text.push_str(&format!(
+            notes.push_str(&format!(
                 "\nThe command was killed because it ran out of memory (the limit is {} MiB).",
                 self.memory_mb
             ));
         }
         if out.session_restarted && !out.timed_out {
-            text.push_str(
+            notes.push_str(
                 "\nThe shell session ended and a new one was started: the working directory and \
                  exported variables were reset.",
             );
         }
-        text
+        Piece::Shell { output, notes }
     }
 
-    async fn command(
+    async fn run_builtin(
         &mut self,
-        name: &str,
+        builtin: Builtin,
         args: &str,
         body: Option<&str>,
         step: &mut StepOutput,
-    ) -> Result<String, SandboxError> {
-        let result = match name {
-            "open" => self.open(args).await,
-            "goto" => self.view(|window, bytes| window.goto(args, bytes)).await,
-            "scroll_down" => self.view(WindowState::scroll_down).await,
-            "scroll_up" => self.view(WindowState::scroll_up).await,
-            "create" => self.create(args).await,
-            "edit" => self.edit(args, body.unwrap_or_default(), step).await,
-            "search_file" => match search::parse_search_file(args, self.window.file.as_deref()) {
-                Ok(request) => self.search(&request).await,
-                Err(usage) => Ok(Err(usage)),
-            },
-            "search_dir" => match search::parse_search_dir(args) {
-                Ok(request) => self.search(&request).await,
-                Err(usage) => Ok(Err(usage)),
-            },
-            "find_file" => match search::parse_find_file(args) {
-                Ok(request) => self.search(&request).await,
-                Err(usage) => Ok(Err(usage)),
-            },
-            _ => return self.custom(name, args, body, step).await,
-        };
-        match result? {
-            Ok(text) => Ok(text),
-            Err(text) => {
-                step.failed = true;
-                Ok(text)
+    ) -> Result<Piece, SandboxError> {
+        let result = match builtin {
+            Builtin::Open => self.open(args).await?,
+            Builtin::Goto => self.view(|window, bytes| window.goto(args, bytes)).await?,
+            Builtin::ScrollDown => self.view(WindowState::scroll_down).await?,
+            Builtin::ScrollUp => self.view(WindowState::scroll_up).await?,
+            Builtin::Create => self.create(args).await?,
+            Builtin::Edit => self.edit(args, body.unwrap_or_default(), step).await?,
+            Builtin::SearchFile => {
+                match search::parse_search_file(args, self.window.file.as_deref()) {
+                    Ok(request) => self.search(&request).await?,
+                    Err(usage) => Err(usage),
+                }
             }
-        }
+            Builtin::SearchDir => match search::parse_search_dir(args) {
+                Ok(request) => self.search(&request).await?,
+                Err(usage) => Err(usage),
+            },
+            Builtin::FindFile => match search::parse_find_file(args) {
+                Ok(request) => self.search(&request).await?,
+                Err(usage) => Err(usage),
+            },
+            Builtin::Submit => {
+                let patch = self.submit().await?;
+                let output = observation::decode(&patch);
+                step.submission = Some(patch);
+                return Ok(Piece::Shell {
+                    output,
+                    notes: String::new(),
+                });
+            }
+        };
+        Ok(Piece::Command(result.unwrap_or_else(|text| {
+            step.failed = true;
+            text
+        })))
     }
 
+    /// A command defined by a `script:` in its YAML: run in the session with its arguments.
     async fn custom(
         &mut self,
         name: &str,
         args: &str,
         body: Option<&str>,
         step: &mut StepOutput,
-    ) -> Result<String, SandboxError> {
+    ) -> Result<Piece, SandboxError> {
         let words = super::args::split_words(args);
         let Some(command) = self
             .registry
@@ -246,23 +353,27 @@ impl<S: Sandbox> Aci<S> {
             .and_then(|spec| spec.script_command(&words, body))
         else {
             step.failed = true;
-            return Ok(format!("{name}: no handler for this command"));
+            return Ok(Piece::Command(format!(
+                "{name}: no handler for this command"
+            )));
         };
         self.shell(&command, step).await
     }
 
-    /// Reads what `path` is and, for a file, its bytes, in one exchange.
-    async fn probe_and_read(&mut self, path: &str) -> Result<(PathKind, Vec<u8>), SandboxError> {
-        let out = self
-            .sandbox
-            .run(&window::probe_command(path), self.command_timeout)
-            .await?;
-        let kind = window::parse_probe(&out.stdout);
-        let bytes = match &kind {
-            PathKind::File { abs_path } => self.sandbox.read_file(abs_path).await?,
-            _ => Vec::new(),
-        };
-        Ok((kind, bytes))
+    /// The file bytes a probe printed ([`window::parse_probe`]), or, when the sandbox capped
+    /// the probe's output (a very large file), the file read again without the cap.
+    async fn probed_bytes(
+        &mut self,
+        out: &ExecOutput,
+        kind: &PathKind,
+        content: &[u8],
+    ) -> Result<Vec<u8>, SandboxError> {
+        match kind {
+            PathKind::File { abs_path } if out.elided_bytes > 0 || out.timed_out => {
+                self.sandbox.read_file(abs_path).await
+            }
+            _ => Ok(content.to_vec()),
+        }
     }
 
     async fn open(&mut self, args: &str) -> Result<Result<String, String>, SandboxError> {
@@ -270,7 +381,12 @@ impl<S: Sandbox> Aci<S> {
             Ok(request) => request,
             Err(usage) => return Ok(Err(usage)),
         };
-        let (kind, bytes) = self.probe_and_read(&request.path).await?;
+        let out = self
+            .sandbox
+            .run(&window::probe_command(&request.path), self.command_timeout)
+            .await?;
+        let (kind, content) = window::parse_probe(&out.stdout);
+        let bytes = self.probed_bytes(&out, &kind, content).await?;
         let text = self.window.open(&request, &kind, &bytes);
         Ok(if matches!(kind, PathKind::File { .. }) {
             Ok(text)
@@ -303,11 +419,8 @@ impl<S: Sandbox> Aci<S> {
             .sandbox
             .run(&window::create_command(&filename), self.command_timeout)
             .await?;
-        let (existed, kind) = window::parse_create_output(&out.stdout);
-        let bytes = match &kind {
-            PathKind::File { abs_path } => self.sandbox.read_file(abs_path).await?,
-            _ => Vec::new(),
-        };
+        let (existed, kind, content) = window::parse_create_output(&out.stdout);
+        let bytes = self.probed_bytes(&out, &kind, content).await?;
         let text = self.window.create(&filename, existed, &kind, &bytes);
         Ok(if existed { Err(text) } else { Ok(text) })
     }
@@ -318,7 +431,10 @@ impl<S: Sandbox> Aci<S> {
     ) -> Result<Result<String, String>, SandboxError> {
         let out = self
             .sandbox
-            .run(&request.shell_command(), self.command_timeout)
+            .run(
+                &request.shell_command(self.config.search.max_files),
+                self.command_timeout,
+            )
             .await?;
         if out.timed_out {
             return Ok(Err(timeout_message(
@@ -455,24 +571,24 @@ impl<S: Sandbox> Aci<S> {
     }
 
     /// `submit`: stages everything and diffs against the baseline, after reversing the test
-    /// patch if one was applied. Binary files are included (`--binary`).
+    /// patch if one was applied. Binary files are included (`--binary`), so that the patch
+    /// applies; the prefixes are given, so that no user setting (`diff.noprefix`,
+    /// `diff.mnemonicPrefix`) can change them.
     pub async fn submit(&mut self) -> Result<Vec<u8>, SandboxError> {
-        let repo = shell_quote(self.sandbox.repo_dir());
+        let repo_dir = self.sandbox.repo_dir().to_owned();
+        let repo = shell_quote(&repo_dir);
         if let Some(patch) = self.test_patch.take() {
             let delimiter = "ACI_TEST_PATCH_EOF";
             let reverse =
-                format!("cd {repo} && git apply -R <<'{delimiter}'\n{patch}\n{delimiter}");
+                format!("( cd {repo} && git apply -R ) <<'{delimiter}'\n{patch}\n{delimiter}");
             self.sandbox.run(&reverse, self.command_timeout).await?;
         }
         let baseline = self.sandbox.baseline().to_owned();
-        // The patch goes to a file outside the repository and is read back whole: the shell's
-        // output limit must not cut it, and nothing of the harness's lands in the diff.
-        // In a subshell, so the agent's working directory stays where it was; into a fresh
-        // temporary file, so sandboxes sharing a /tmp (the local runtime) never read each
-        // other's patch.
+        // The patch goes to a file and is read back whole: the shell's output limit must not
+        // cut it. The subshell leaves the session's working directory alone.
         let script = format!(
-            "( cd {repo} && git add -A && f=$(mktemp /tmp/aci_submission.XXXXXX) && \
-             git diff --cached --binary --no-color --no-ext-diff {baseline} > \"$f\" && printf %s \"$f\" )"
+            "( cd {repo} && git add -A && git diff --cached --binary --no-color --no-ext-diff \
+             --src-prefix=a/ --dst-prefix=b/ {baseline} > {SUBMISSION_FILE} )"
         );
         let out = self.sandbox.run(&script, Duration::from_secs(600)).await?;
         let file = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -482,15 +598,9 @@ impl<S: Sandbox> Aci<S> {
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
-        let patch = self.sandbox.read_file(&file).await;
-        let _ = self
-            .sandbox
-            .run(
-                &format!("rm -f {}", shell_quote(&file)),
-                self.command_timeout,
-            )
-            .await;
-        patch
+        self.sandbox
+            .read_file(&format!("{repo_dir}/{SUBMISSION_FILE}"))
+            .await
     }
 
     /// The open file and the shell's working directory.
@@ -511,5 +621,49 @@ fn lint_range(range: EditRange, body: &str) -> lint::EditRange {
         start: range.start,
         end: range.end,
         replacement_lines: edit::replacement_lines(body).len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aci::registry::BUILTIN_COMMANDS;
+
+    #[test]
+    fn every_builtin_has_a_name_and_is_found_by_it() {
+        assert_eq!(HANDLED_COMMANDS, BUILTIN_COMMANDS);
+        for builtin in Builtin::ALL {
+            assert_eq!(Builtin::from_name(builtin.name()), Some(builtin));
+        }
+        assert_eq!(Builtin::from_name("bash"), None);
+    }
+
+    #[test]
+    fn the_default_prompt_after_a_silent_command_starts_with_the_no_output_text() {
+        let config = crate::config::resolve(&[], &[]).unwrap();
+        assert!(
+            config
+                .agent
+                .templates
+                .next_step_no_output
+                .starts_with(&format!("{NO_OUTPUT}\n")),
+            "{}",
+            config.agent.templates.next_step_no_output
+        );
+    }
+
+    #[test]
+    fn the_timeout_text_writes_the_seconds_as_python_writes_a_float() {
+        assert_eq!(
+            timeout_message(25.0, true),
+            "\nEXECUTION TIMED OUT BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN 25.0 SECONDS."
+        );
+        assert_eq!(
+            timeout_message(2.5, false),
+            "\nEXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN 2.5 SECONDS.\n\
+             PLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME FRAME."
+        );
+        assert!(timeout_message(0.25, true).contains(" 0.25 SECONDS."));
+        assert!(timeout_message(1.0, true).contains(" 1.0 SECONDS."));
     }
 }

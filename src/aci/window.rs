@@ -15,7 +15,7 @@ pub const CREATE_CONTENT: &[u8] = b"\n";
 pub const SCROLL_WARNING_AFTER: usize = 3;
 
 /// The viewer state that v0 kept in shell variables (`CURRENT_FILE`, `CURRENT_LINE`, `WINDOW`,
-/// `OVERLAP`, `SCROLL_COUNT`). Cloning it before an edit and restoring it afterwards is the
+/// `OVERLAP`, `SCROLL_COUNT`, `LAST_ACTION`). Cloning it before an edit and restoring it afterwards is the
 /// exact rollback of the window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowState {
@@ -31,8 +31,11 @@ pub struct WindowState {
     pub window: usize,
     /// v0 `OVERLAP`: how many lines a scroll keeps from the previous view (2 by default).
     pub overlap: usize,
-    /// How many scroll commands ran in a row; see [`WindowState::reset_scrolls`].
+    /// v0.7 `SCROLL_COUNT`: scrolls since the count was last reset.
     pub consecutive_scrolls: usize,
+    /// Whether v0.7's `LAST_ACTION`, the previous action as a whole, was exactly `scroll_up`
+    /// or `scroll_down`; see [`WindowState::end_action`].
+    pub last_action_scrolled: bool,
 }
 
 /// The arguments of `open "<path>" [<line_number>]` after the usage checks.
@@ -68,6 +71,7 @@ impl WindowState {
             window,
             overlap,
             consecutive_scrolls: 0,
+            last_action_scrolled: false,
         }
     }
 
@@ -76,10 +80,18 @@ impl WindowState {
         self.file.as_deref().unwrap_or("n/a")
     }
 
-    /// Ends a run of scrolls. Call it for every sub-action that is not `scroll_up` or
-    /// `scroll_down` (v0.7 resets `SCROLL_COUNT` when `LAST_ACTION` was anything else).
+    /// Sets the scroll count to 0.
     pub fn reset_scrolls(&mut self) {
         self.consecutive_scrolls = 0;
+    }
+
+    /// Records that `action` (a whole model action, every sub-action run) was executed, as
+    /// v0.7 exports it as `LAST_ACTION` afterwards. Each scroll resets the count first unless
+    /// the previous action was exactly `scroll_up` or `scroll_down`: so the warning comes from
+    /// the 3rd scroll action in a row, and scrolls within one action count only when the
+    /// action before was a scroll.
+    pub fn end_action(&mut self, action: &str) {
+        self.last_action_scrolled = matches!(action.trim(), "scroll_up" | "scroll_down");
     }
 
     /// The current window of the open file (`bytes` are its contents), as v0's `_print`
@@ -194,6 +206,9 @@ impl WindowState {
         let step2 = 2 * direction * (window - to_i128(self.overlap));
         self.set_centre2(constrain(self.centre2() + step2, window, lines.len()));
         let view = render_view(&path, &lines, self.centre2(), window);
+        if !self.last_action_scrolled {
+            self.reset_scrolls();
+        }
         self.consecutive_scrolls = self.consecutive_scrolls.saturating_add(1);
         if self.consecutive_scrolls < SCROLL_WARNING_AFTER {
             return view;
@@ -265,39 +280,51 @@ pub fn parse_create_args(args: &str) -> Result<String, String> {
     }
 }
 
-/// A bash command that reports what `path` is; feed its stdout to [`parse_probe`]. It runs in
-/// a subshell of the session, so relative paths resolve against the session's directory.
+/// A bash command that reports what `path` is and, for a file, prints its bytes, so `open`
+/// costs one exchange with the sandbox; feed its stdout to [`parse_probe`]. It runs in a
+/// subshell of the session, so relative paths resolve against the session's directory.
 pub fn probe_command(path: &str) -> String {
     format!("( {} ) 2>/dev/null", probe_script(path))
 }
 
 fn probe_script(path: &str) -> String {
+    // The path printed is what `realpath` prints; for a file that is not a symlink it is found
+    // with builtins (`cd -P` into its directory, and back), which saves running a program.
     format!(
-        "p={}; if [ -f \"$p\" ]; then printf 'file\\0'; realpath \"$p\"; \
-         elif [ -d \"$p\" ]; then printf 'dir\\0'; else printf 'missing\\0'; fi",
+        "p={}; if [ -f \"$p\" ]; then printf 'file\\0'; if [ -L \"$p\" ]; then realpath -- \"$p\"; \
+         else o=$PWD; case $p in */*) CDPATH= cd -P -- \"${{p%/*}}/\";; *) CDPATH= cd -P .;; esac \
+         && printf '%s/%s\\n' \"${{PWD%/}}\" \"${{p##*/}}\"; cd -- \"$o\"; fi; printf '\\0'; \
+         cat -- \"$p\"; elif [ -d \"$p\" ]; then printf 'dir\\0'; else printf 'missing\\0'; fi",
         shlex_quote(&path_argument(path))
     )
 }
 
-/// Reads the output of [`probe_command`] (or the tail of [`create_command`]'s).
-pub fn parse_probe(stdout: &[u8]) -> PathKind {
-    let text = String::from_utf8_lossy(stdout);
-    if let Some(rest) = text.strip_prefix("file\0") {
-        let abs_path = rest.strip_suffix('\n').unwrap_or(rest);
+/// Reads the output of [`probe_command`] (or the tail of [`create_command`]'s): what the path
+/// is and, for a file, the bytes printed after its `realpath`. The bytes are cut short when
+/// the sandbox capped the command's output; the caller then reads the file instead.
+pub fn parse_probe(stdout: &[u8]) -> (PathKind, &[u8]) {
+    if let Some(rest) = stdout.strip_prefix(b"file\0") {
+        let nul = rest
+            .iter()
+            .position(|&byte| byte == 0)
+            .unwrap_or(rest.len());
+        let path = &rest[..nul];
+        let abs_path = String::from_utf8_lossy(path.strip_suffix(b"\n").unwrap_or(path));
         if !abs_path.is_empty() {
-            return PathKind::File {
-                abs_path: abs_path.to_owned(),
+            let kind = PathKind::File {
+                abs_path: abs_path.into_owned(),
             };
+            return (kind, rest.get(nul + 1..).unwrap_or_default());
         }
-    } else if text.starts_with("dir\0") {
-        return PathKind::Directory;
+    } else if stdout.starts_with(b"dir\0") {
+        return (PathKind::Directory, b"");
     }
-    PathKind::Missing
+    (PathKind::Missing, b"")
 }
 
 /// A bash command that does `create`'s file work as v0 does (`printf "\n" > file` unless the
-/// path exists; no parent directories are made) and then probes the path. Feed its stdout to
-/// [`parse_create_output`].
+/// path exists; no parent directories are made) and then probes the path and prints the file,
+/// all in one exchange. Feed its stdout to [`parse_create_output`].
 pub fn create_command(filename: &str) -> String {
     format!(
         "( f={}; if [ -e \"$f\" ]; then printf 'exists\\0'; else printf 'created\\0'; \
@@ -307,16 +334,15 @@ pub fn create_command(filename: &str) -> String {
     )
 }
 
-/// Reads [`create_command`]'s output: whether the path already existed, and what is there now.
-pub fn parse_create_output(stdout: &[u8]) -> (bool, PathKind) {
-    if let Some(rest) = stdout.strip_prefix(b"exists\0") {
-        (true, parse_probe(rest))
-    } else {
-        (
-            false,
-            parse_probe(stdout.strip_prefix(b"created\0").unwrap_or(stdout)),
-        )
-    }
+/// Reads [`create_command`]'s output: whether the path already existed, what is there now,
+/// and (for a file) its bytes, as [`parse_probe`] reads them.
+pub fn parse_create_output(stdout: &[u8]) -> (bool, PathKind, &[u8]) {
+    let (existed, rest) = match stdout.strip_prefix(b"exists\0") {
+        Some(rest) => (true, rest),
+        None => (false, stdout.strip_prefix(b"created\0").unwrap_or(stdout)),
+    };
+    let (kind, content) = parse_probe(rest);
+    (existed, kind, content)
 }
 
 /// Prefixes `./` to a path that starts with `-`, so that no tool reads it as an option.
@@ -383,7 +409,8 @@ pub(crate) fn constrain(centre2: i128, window: i128, total: usize) -> i128 {
 
 /// v0's `_print` for a doubled centre and a window (which the lint view may make odd or even
 /// negative): the header, `(A more lines above)`, `grep -n $ | head -n X | tail -n W`, and
-/// `(B more lines below)`, joined with `\n`. Lines are decoded lossily.
+/// `(B more lines below)`, joined with `\n`. Lines are decoded as v0 decodes its shell's output
+/// ([`super::observation::decode`]); the caller normalises line breaks.
 pub(crate) fn render_view(path: &str, lines: &[&[u8]], centre2: i128, window: i128) -> String {
     let total = to_i128(lines.len());
     let mut out = format!("[File: {path} ({total} lines total)]");
@@ -409,7 +436,7 @@ pub(crate) fn render_view(path: &str, lines: &[&[u8]], centre2: i128, window: i1
         out.push_str(&format!(
             "\n{}:{}",
             index + 1,
-            String::from_utf8_lossy(line)
+            super::observation::decode(line)
         ));
     }
     let below2 = 2 * total - centre2 - window;

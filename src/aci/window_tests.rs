@@ -262,11 +262,14 @@ fn scrolling_moves_by_window_minus_overlap_and_stops_at_both_ends() {
 }
 
 #[test]
-fn the_third_scroll_in_a_row_appends_the_warning() {
+fn the_third_scroll_action_in_a_row_appends_the_warning() {
     let (mut state, _) = opened(1000, None);
     let bytes = numbered(1000);
+    state.end_action("open f");
     state.scroll_down(&bytes);
+    state.end_action("scroll_down");
     state.scroll_down(&bytes);
+    state.end_action(" scroll_down\n");
     let warning = "\n\nWARNING: Scrolling many times in a row is very inefficient.\n\
                    If you know what you are looking for, use `search_file <pattern>` instead.\n";
     assert_eq!(
@@ -277,6 +280,26 @@ fn the_third_scroll_in_a_row_appends_the_warning() {
     assert!(state.scroll_down(&bytes).ends_with(warning));
     state.reset_scrolls();
     assert!(!state.scroll_down(&bytes).contains("WARNING"));
+}
+
+#[test]
+fn scrolls_in_one_action_count_only_after_a_scroll_action_as_in_v0() {
+    let (mut state, _) = opened(1000, None);
+    let bytes = numbered(1000);
+    // After `open`, v0's LAST_ACTION is the open: every scroll of the next action resets.
+    state.end_action("open f");
+    for _ in 0..3 {
+        assert!(!state.scroll_down(&bytes).contains("WARNING"));
+    }
+    state.end_action("scroll_down\nscroll_down\nscroll_down");
+    assert!(!state.scroll_down(&bytes).contains("WARNING"));
+    // Two plain scroll actions later, a mixed action keeps counting through its scrolls.
+    state.end_action("scroll_down");
+    state.scroll_down(&bytes);
+    state.end_action("scroll_down");
+    assert!(state.scroll_up(&bytes).contains("WARNING"));
+    assert!(state.scroll_up(&bytes).contains("WARNING"));
+    assert_eq!(state.consecutive_scrolls, 4);
 }
 
 #[test]
@@ -350,10 +373,10 @@ fn an_empty_file_shows_only_the_header() {
 }
 
 #[test]
-fn invalid_utf8_is_shown_lossily() {
+fn invalid_utf8_is_shown_with_backslash_escapes_as_v0_decodes_it() {
     let mut state = WindowState::new(100, 2);
     let out = state.open(&parse_open_args("b").unwrap(), &file("/b"), b"caf\xe9\n");
-    assert_eq!(out, "[File: /b (1 lines total)]\n1:caf\u{fffd}");
+    assert_eq!(out, "[File: /b (1 lines total)]\n1:caf\\xe9");
 }
 
 #[test]
@@ -415,18 +438,26 @@ fn render_shows_the_current_view() {
 }
 
 #[test]
-fn probes_are_parsed() {
-    assert_eq!(parse_probe(b"file\0/repo/a b.py\n"), file("/repo/a b.py"));
-    assert_eq!(parse_probe(b"dir\0"), PathKind::Directory);
-    assert_eq!(parse_probe(b"missing\0"), PathKind::Missing);
-    assert_eq!(parse_probe(b""), PathKind::Missing);
+fn probes_are_parsed_with_the_file_bytes_after_the_path() {
+    let empty: &[u8] = b"";
     assert_eq!(
-        parse_create_output(b"exists\0dir\0"),
-        (true, PathKind::Directory)
+        parse_probe(b"file\0/repo/a b.py\n\0x = 1\r\n\0\xff"),
+        (file("/repo/a b.py"), &b"x = 1\r\n\0\xff"[..])
     );
     assert_eq!(
-        parse_create_output(b"created\0file\0/r/n.py\n"),
-        (false, file("/r/n.py"))
+        parse_probe(b"file\0/repo/e.py\n\0"),
+        (file("/repo/e.py"), empty)
+    );
+    assert_eq!(parse_probe(b"dir\0"), (PathKind::Directory, empty));
+    assert_eq!(parse_probe(b"missing\0"), (PathKind::Missing, empty));
+    assert_eq!(parse_probe(b""), (PathKind::Missing, empty));
+    assert_eq!(
+        parse_create_output(b"exists\0dir\0"),
+        (true, PathKind::Directory, empty)
+    );
+    assert_eq!(
+        parse_create_output(b"created\0file\0/r/n.py\n\0\n"),
+        (false, file("/r/n.py"), &b"\n"[..])
     );
 }
 
@@ -434,8 +465,11 @@ fn probes_are_parsed() {
 fn probe_commands_quote_paths_with_spaces_and_dashes() {
     assert_eq!(
         probe_command("my dir/a.py"),
-        "( p='my dir/a.py'; if [ -f \"$p\" ]; then printf 'file\\0'; realpath \"$p\"; \
-         elif [ -d \"$p\" ]; then printf 'dir\\0'; else printf 'missing\\0'; fi ) 2>/dev/null"
+        "( p='my dir/a.py'; if [ -f \"$p\" ]; then printf 'file\\0'; if [ -L \"$p\" ]; then \
+         realpath -- \"$p\"; else o=$PWD; case $p in */*) CDPATH= cd -P -- \"${p%/*}/\";; \
+         *) CDPATH= cd -P .;; esac && printf '%s/%s\\n' \"${PWD%/}\" \"${p##*/}\"; cd -- \"$o\"; fi; \
+         printf '\\0'; cat -- \"$p\"; elif [ -d \"$p\" ]; then printf 'dir\\0'; \
+         else printf 'missing\\0'; fi ) 2>/dev/null"
     );
     assert!(create_command("-x").starts_with("( f=./-x;"));
 }

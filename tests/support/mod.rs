@@ -90,6 +90,7 @@ pub fn small_repo() -> tempfile::TempDir {
     dir
 }
 
+pub mod aci_run;
 pub mod agent;
 pub mod mock_llm;
 

@@ -1,0 +1,229 @@
+//! The ACI through the `aci` binary: `aci run` records each step's state, and `aci shell` lets a
+//! person drive the same loop from stdin, on Docker and locally.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use support::Kind;
+
+const DEMO_ID: &str = "demo__inicfg-1";
+
+fn demo_instances() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo/instances.jsonl")
+}
+
+fn traj(output: &Path) -> Value {
+    let path = output.join(DEMO_ID).join(format!("{DEMO_ID}.traj"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn each_step_of_aci_run_records_the_open_file_and_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join("replay.yaml");
+    std::fs::write(
+        &replay,
+        "- open inicfg/errors.py 5\n- cd inicfg\n- 'true'\n- \"cd ..\\ncreate notes.txt\"\n- submit\n",
+    )
+    .unwrap();
+    let output = dir.path().join("out");
+    let status = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .arg("run")
+        .arg("--instances")
+        .arg(demo_instances())
+        .args([
+            "--id",
+            DEMO_ID,
+            "--runtime",
+            "local",
+            "--run-id",
+            "test-state",
+        ])
+        .arg("--replay")
+        .arg(&replay)
+        .arg("--output")
+        .arg(&output)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let traj = traj(&output);
+    let steps = traj["trajectory"].as_array().unwrap();
+    assert_eq!(steps.len(), 5);
+    let repo = steps[0]["state"]["working_dir"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        repo.starts_with('/') && repo.ends_with("/testbed"),
+        "{repo}"
+    );
+    let errors = format!("{repo}/inicfg/errors.py");
+    let notes = format!("{repo}/notes.txt");
+    let inicfg = format!("{repo}/inicfg");
+    // The state after each action: what the next prompt shows.
+    let expected = [
+        json!({"open_file": errors, "working_dir": repo}),
+        json!({"open_file": errors, "working_dir": inicfg}),
+        json!({"open_file": errors, "working_dir": inicfg}),
+        json!({"open_file": notes, "working_dir": repo}),
+        json!({"open_file": notes, "working_dir": repo}),
+    ];
+    for (step, state) in steps.iter().zip(&expected) {
+        assert_eq!(&step["state"], state, "after {}", step["action"]);
+    }
+    // The prompts carry the same state, and a silent command the no-output text.
+    let users: Vec<&str> = traj["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["role"] == "user")
+        .map(|item| item["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        users[0].ends_with(&format!(
+            "(Open file: n/a)\n(Current directory: {repo})\nbash-$"
+        )),
+        "{}",
+        users[0]
+    );
+    assert!(users[1].ends_with(&format!(
+        "(Open file: {errors})\n(Current directory: {repo})\nbash-$"
+    )));
+    assert_eq!(
+        users[3],
+        format!(
+            "Your command ran successfully and did not produce any output.\n\
+             (Open file: {errors})\n(Current directory: {inicfg})\nbash-$"
+        )
+    );
+    assert_eq!(traj["info"]["exit_status"], "submitted");
+}
+
+/// Runs `aci shell` on the demo instance with `script` as its stdin.
+fn shell(kind: Kind, run_id: &str, output: &Path, script: &str) -> Output {
+    let runtime = match kind {
+        Kind::Docker => "docker",
+        Kind::Local => "local",
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .arg("shell")
+        .arg("--instances")
+        .arg(demo_instances())
+        .args(["--id", DEMO_ID, "--runtime", runtime, "--run-id", run_id])
+        .args(["--set", "env.command_timeout=10"])
+        .arg("--output")
+        .arg(output)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+const SCRIPT: &str = "\
+open inicfg/errors.py 3
+edit 1:1
+\"\"\"Errors raised by inicfg.\"\"\"
+end_of_edit
+cd tests
+vim test_config.py
+search_file IniError ../inicfg/errors.py
+echo \"$PWD\" | sed 's|.*/||'
+true
+";
+
+/// What a session of [`SCRIPT`] shows, with the repository at `repo`.
+fn check_session(out: &Output, repo: &str, output: &Path) {
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    let errors = format!("{repo}/inicfg/errors.py");
+    let tests = format!("{repo}/tests");
+    let prompt = |file: &str, dir: &str| {
+        format!("(Open file: {file})\n(Current directory: {dir})\nbash-$\n> ")
+    };
+    for expected in [
+        prompt("n/a", repo),
+        format!("[File: {errors} (54 lines total)]\n1:\"\"\"Exception hierarchy for inicfg.\"\"\"\n"),
+        format!(
+            "[File: {errors} (54 lines total)]\n1:\"\"\"Errors raised by inicfg.\"\"\"\n2:\n"
+        ),
+        format!(
+            "54:    \"\"\"References nest too deeply, usually because of a cycle.\"\"\"\n\
+             File updated. Please review the changes and make sure they are correct (correct \
+             indentation, no duplicate lines, etc). Edit the file again if necessary.\n{}",
+            prompt(&errors, repo)
+        ),
+        format!(
+            "Your command ran successfully and did not produce any output.\n{}",
+            prompt(&errors, &tests)
+        ),
+        "> Interactive operation 'vim' is not supported by this environment. Use a non-interactive \
+         command instead.\n> "
+            .to_owned(),
+        format!("Found 5 matches for \"IniError\" in {errors}:\nLine 4:class IniError(Exception):\n"),
+        format!("> tests\n{}", prompt(&errors, &tests)),
+        format!(
+            "Your command ran successfully and did not produce any output.\n{}session ended (submitted (early_exit))",
+            prompt(&errors, &tests)
+        ),
+    ] {
+        assert!(stderr.contains(&expected), "missing {expected:?} in\n{stderr}");
+    }
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    let patch_path = output.join(DEMO_ID).join(format!("{DEMO_ID}.patch"));
+    assert_eq!(
+        stdout,
+        format!(
+            "{DEMO_ID}\tsubmitted (early_exit)\t{}\n",
+            patch_path.display()
+        )
+    );
+    let patch = std::fs::read_to_string(patch_path).unwrap();
+    assert!(
+        patch.contains(
+            "-\"\"\"Exception hierarchy for inicfg.\"\"\"\n+\"\"\"Errors raised by inicfg.\"\"\"\n"
+        ),
+        "{patch}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aci_shell_drives_a_container_through_the_agent_loop_and_removes_it_at_end_of_input() {
+    let docker = support::aci_run::docker().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = format!("test-shell-{}", std::process::id());
+    let out = shell(Kind::Docker, &run_id, dir.path(), SCRIPT);
+    check_session(&out, "/testbed", dir.path());
+    assert_eq!(
+        docker.list_aci_containers(Some(&run_id)).await.unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn aci_shell_drives_a_local_sandbox_through_the_agent_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = shell(Kind::Local, "test-shell-local", dir.path(), SCRIPT);
+    let traj = traj(dir.path());
+    let repo = traj["trajectory"][0]["state"]["working_dir"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    check_session(&out, &repo, dir.path());
+    assert!(
+        !Path::new(&repo).exists(),
+        "the local copy {repo} is left behind"
+    );
+}
