@@ -81,7 +81,7 @@ fn each_step_of_aci_run_records_the_open_file_and_the_working_directory() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|item| item["role"] == "user")
+        .filter(|item| item["role"] == "user" && item["is_demo"] != true)
         .map(|item| item["content"].as_str().unwrap())
         .collect();
     assert!(
