@@ -27,15 +27,7 @@ fn touch_replays(dir: &Path, ids: &[&str]) -> String {
     replays.display().to_string()
 }
 
-/// Local sandboxes on one host share the submit command's patch file
-/// (`/tmp/aci_submission.patch`, src/aci/session.rs), so the local batches of this binary run
-/// one at a time, each with one worker at a time submitting.
-static LOCAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn local_batch(instances: &Path, replays: &str, output: &Path, extra: &[&str]) -> Run {
-    let _one_at_a_time = LOCAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut args = vec![
         "--instances",
         instances.to_str().unwrap(),

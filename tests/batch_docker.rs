@@ -57,7 +57,7 @@ fn without_timings(path: &Path) -> String {
 }
 
 #[test]
-fn two_demo_batches_give_byte_identical_patches_predictions_and_statuses() {
+fn two_demo_batches_give_identical_outputs_and_aci_eval_resolves_the_solved_instances() {
     let dir = tempfile::tempdir().unwrap();
     let instances = write_instances(dir.path(), &DETERMINISM_IDS, &[]);
     let replays = demo_dir().join("replays");
@@ -161,6 +161,45 @@ fn two_demo_batches_give_byte_identical_patches_predictions_and_statuses() {
         edits[1].1
     );
     assert!(containers_of(&run_a).is_empty() && containers_of(&run_b).is_empty());
+
+    // Graded by aci eval: the five Python replays resolve their instance, pathnorm does not,
+    // and --expect gates on it.
+    let solved = &DETERMINISM_IDS[..5];
+    let expect = dir.path().join("expect.json");
+    std::fs::write(&expect, serde_json::to_string(solved).unwrap()).unwrap();
+    let eval_out = dir.path().join("eval");
+    let eval = |expect: &Path| -> Run {
+        aci()
+            .args(["eval", "--instances", instances.to_str().unwrap()])
+            .args(["--predictions", out_a.join("preds.json").to_str().unwrap()])
+            .args(["--output", eval_out.to_str().unwrap(), "--workers", "2"])
+            .args([
+                "--run-id",
+                &run_id("det-eval"),
+                "--expect",
+                expect.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+            .into()
+    };
+    eval(&expect).expect_code(0);
+    let report = read_json(&eval_out.join("report.json"));
+    let mut resolved: Vec<&str> = solved.to_vec();
+    resolved.sort_unstable();
+    assert_eq!(report["resolved_ids"], serde_json::json!(resolved));
+    assert_eq!(
+        report["unresolved_ids"],
+        serde_json::json!(["demo__pathnorm-1"])
+    );
+    std::fs::write(&expect, serde_json::to_string(&DETERMINISM_IDS).unwrap()).unwrap();
+    let gated = eval(&expect);
+    gated.expect_code(3);
+    assert!(
+        gated.stderr.contains("  demo__pathnorm-1: unresolved"),
+        "{}",
+        gated.stderr
+    );
 }
 
 /// Waits until `path` holds a trajectory with at least `steps` steps.
