@@ -156,7 +156,48 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
+    // The warm path: the instance's environment image already holds the 50 MB repository and
+    // its baseline commit (built once, as `aci batch` and `aci eval` build it), so a container is
+    // ready after create, start and the session's first round trip.
+    let record = format!(
+        r#"{{"instance_id": "bench__fifty-mb", "repo": "bench/fifty-mb", "base_commit": "0", "problem_statement": "x", "repo_path": "{}", "language": "python", "image": "{}"}}"#,
+        repo.path().display(),
+        spec.image
+    );
+    let instance = aci::instance::parse_instances(&record, None)
+        .unwrap()
+        .instances
+        .remove(0);
+    let env = aci::config::EnvConfig::default();
+    let quiet = |_: &str| {};
+    let request = aci::image::env::EnvRequest {
+        env: &env,
+        run_id: &spec.run_id,
+        on_step: &quiet,
+    };
+    let env_image = rt
+        .block_on(aci::image::env::ensure_env_image(
+            &runtime, &instance, &request,
+        ))
+        .unwrap();
+    let mut warm = spec.clone();
+    env_image.apply_to(&mut warm);
+    group.bench_function("ready_from_env_image_50mb", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut ready = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    let s = runtime.start(&warm).await.unwrap();
+                    ready += start.elapsed();
+                    s.shutdown().await.unwrap();
+                }
+                ready
+            })
+        })
+    });
     group.finish();
+    let _ = rt.block_on(runtime.remove_image(&env_image.tag));
 }
 
 criterion_group!(sandbox_benches, benches);

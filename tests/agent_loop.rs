@@ -619,10 +619,11 @@ async fn last_n_observations_hides_old_outputs_in_requests_but_never_in_the_stor
             .map(|p| p.text.as_str())
             .collect();
         if hidden {
-            assert_eq!(observations[0], "Old output omitted (5 lines)", "{history}");
+            // v0.7 drops the output's last newline: `out-1`, then the prompt's three lines.
+            assert_eq!(observations[0], "Old output omitted (4 lines)", "{history}");
         } else {
             assert!(
-                observations[0].starts_with("out-1\n\n(Open file: n/a)"),
+                observations[0].starts_with("out-1\n(Open file: n/a)"),
                 "{history}: {}",
                 observations[0]
             );
@@ -637,7 +638,7 @@ async fn last_n_observations_hides_old_outputs_in_requests_but_never_in_the_stor
             .map(|i| i.content.as_str())
             .collect();
         assert!(
-            stored[0].starts_with("out-1\n\n(Open file: n/a)"),
+            stored[0].starts_with("out-1\n(Open file: n/a)"),
             "{history}: {}",
             stored[0]
         );

@@ -533,11 +533,14 @@ impl<T: Transport> Shell<T> {
             return Err(SandboxError::Session("no session is open".to_owned()));
         };
         let pid = session.pid;
-        let sent = async {
+        // Bounded like the command itself: a write to a session whose container vanished must
+        // not hang the harness.
+        let sent = tokio::time::timeout(timeout, async {
             session.channel.input.write_all(&wire).await?;
             session.channel.input.flush().await
-        }
-        .await;
+        })
+        .await
+        .unwrap_or_else(|_| Err(std::io::Error::other("writing to the session timed out")));
         let deadline = Instant::now() + timeout;
         let mut ending = if sent.is_err() {
             Ending::Died
