@@ -1,6 +1,8 @@
 //! The ACI over a real sandbox, built the way `aci run` builds it: a config resolved over the
 //! built-in default, the registry of a [`RunContext`] (custom commands and `aci.commands`
-//! included), the instance's sandbox, and [`Aci::new`] with the config's `aci` and `env`.
+//! included), a sandbox with the config's `env` limits, and [`Aci::new`] with the config's
+//! `aci` and `env`. On Docker the repository is copied into a container of [`IMAGE`] rather
+//! than baked into an environment image, so a new fixture costs no image build.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -10,9 +12,11 @@ use std::time::Duration;
 use aci::aci::Aci;
 use aci::batch::{RunContext, Runtime};
 use aci::config::Config;
-use aci::instance::{Instance, parse_instances};
 use aci::sandbox::docker::DockerRuntime;
-use aci::sandbox::{AnySandbox, Sandbox, shell_quote};
+use aci::sandbox::local::LocalSandbox;
+use aci::sandbox::{
+    AnySandbox, OutputLimit, RepoSource, ResourceLimits, Sandbox, SandboxSpec, shell_quote,
+};
 
 use super::Kind;
 
@@ -70,21 +74,6 @@ pub fn normalize_repo(text: &str, repo_dir: &str) -> String {
     text.replace(repo_dir, "{repo}")
 }
 
-/// The instance record of a test repository at `repo` (copied as a directory, no history).
-pub fn instance(id: &str, repo: &Path) -> Instance {
-    let record = serde_json::json!({
-        "instance_id": id,
-        "problem_statement": "a test task",
-        "repo": "test/aci",
-        "base_commit": "0".repeat(40),
-        "repo_path": repo,
-        "image": IMAGE,
-    });
-    let mut loaded = parse_instances(&record.to_string(), None).unwrap();
-    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-    loaded.instances.remove(0)
-}
-
 /// Resolves `config_files` over the built-in default, as `aci run --config …` does.
 pub fn config(config_files: &[PathBuf], sets: &[&str]) -> Config {
     let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
@@ -117,8 +106,32 @@ pub async fn start_aci(
         output.path().to_owned(),
     )
     .unwrap();
-    let instance = instance(id, repo);
-    let sandbox = ctx.start_sandbox(&instance).await.unwrap();
+    let env = &ctx.config.env;
+    let spec = SandboxSpec {
+        run_id: ctx.run_id.clone(),
+        instance_id: id.to_owned(),
+        image: IMAGE.to_owned(),
+        repo: Some(RepoSource {
+            path: repo.to_owned(),
+            commit: None,
+        }),
+        repo_dir: env.repo_dir.clone(),
+        limits: ResourceLimits {
+            memory_mb: env.memory_mb,
+            cpus: env.cpus,
+            pids: env.pids,
+        },
+        network: env.network,
+        env: env.variables.clone().into_iter().collect(),
+        output_limit: OutputLimit {
+            head: env.output_head_bytes,
+            tail: env.output_tail_bytes,
+        },
+    };
+    let sandbox = match &docker {
+        Some(docker) => AnySandbox::Docker(docker.start(&spec).await.unwrap()),
+        None => AnySandbox::Local(LocalSandbox::start(&spec).await.unwrap()),
+    };
     let repo_dir = sandbox.repo_dir().to_owned();
     let env = &ctx.config.env;
     let aci = Aci::new(
