@@ -165,7 +165,10 @@ async fn the_patch_applies_to_a_fresh_checkout_and_gives_the_same_files(kind: Ki
     assert!(text.contains("\\ No newline at end of file"), "{text}");
 
     let checkout = fresh_checkout(original.path());
-    let patch_file = checkout.path().join("../submission.patch");
+    // Outside the checkout, and in a directory of this test's own: the docker and local
+    // variants run in parallel.
+    let patch_dir = tempfile::tempdir().unwrap();
+    let patch_file = patch_dir.path().join("submission.patch");
     std::fs::write(&patch_file, &patch).unwrap();
     let patch_arg = patch_file.to_str().unwrap();
     git(checkout.path(), &["apply", "--check", patch_arg]);
