@@ -611,25 +611,6 @@ async fn last_n_observations_hides_old_outputs_in_requests_but_never_in_the_stor
         let run = run_http(wire, &server, &format!("agent: {{history: {history}}}")).await;
         assert_eq!(run.result.exit_status, "submitted");
 
-        let last = pieces(wire, &server.requests()[3]);
-        let observations: Vec<&str> = last
-            .iter()
-            .filter(|p| p.role == "user")
-            .skip(2)
-            .map(|p| p.text.as_str())
-            .collect();
-        if hidden {
-            // v0.7 drops the output's last newline: `out-1`, then the prompt's three lines.
-            assert_eq!(observations[0], "Old output omitted (4 lines)", "{history}");
-        } else {
-            assert!(
-                observations[0].starts_with("out-1\n(Open file: n/a)"),
-                "{history}: {}",
-                observations[0]
-            );
-        }
-        assert!(observations[1].starts_with("out-2\n"), "{history}");
-        assert!(observations[2].starts_with("out-3\n"), "{history}");
         let stored: Vec<&str> = run
             .traj
             .history
@@ -637,11 +618,26 @@ async fn last_n_observations_hides_old_outputs_in_requests_but_never_in_the_stor
             .filter(|i| i.message_type == Some(MessageType::Observation))
             .map(|i| i.content.as_str())
             .collect();
-        assert!(
-            stored[0].starts_with("out-1\n(Open file: n/a)"),
-            "{history}: {}",
-            stored[0]
+        assert!(stored[0].starts_with("out-1\n"), "{history}: {}", stored[0]);
+        assert!(stored[0].ends_with("\nbash-$"), "{history}: {}", stored[0]);
+        let last = pieces(wire, &server.requests()[3]);
+        let observations: Vec<&str> = last
+            .iter()
+            .filter(|p| p.role == "user")
+            .skip(2)
+            .map(|p| p.text.as_str())
+            .collect();
+        let first = if hidden {
+            format!("Old output omitted ({} lines)", stored[0].lines().count())
+        } else {
+            stored[0].to_owned()
+        };
+        assert_eq!(
+            observations,
+            [first.as_str(), stored[1], stored[2]],
+            "{history}"
         );
+        assert!(stored[1].starts_with("out-2\n") && stored[2].starts_with("out-3\n"));
     }
 }
 

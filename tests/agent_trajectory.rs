@@ -31,7 +31,6 @@ async fn a_killed_run_keeps_every_turn_it_finished() {
         command(wire, "Slow.", "submit").delayed(Duration::from_secs(120)),
     ])
     .await;
-    let _guard = LOCAL_RUNS.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let mut child = std::process::Command::new(aci_bin())
@@ -107,7 +106,6 @@ async fn replaying_an_aci_trajectory_reproduces_its_patch_byte_for_byte() {
     );
     let traj_path = output::traj_path(first.output.path(), DEMO_ID);
 
-    let _guard = LOCAL_RUNS.lock().await;
     let out = first.output.path().join("replayed");
     let status = std::process::Command::new(aci_bin())
         .args(["run", "--runtime", "local", "--id", DEMO_ID])
@@ -172,7 +170,6 @@ async fn the_bundled_demonstration_replays_to_its_own_patch_in_docker() {
 
 #[tokio::test]
 async fn the_default_config_carries_its_demonstration_from_any_working_directory() {
-    let _guard = LOCAL_RUNS.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let replay = write(dir.path(), "actions.yaml", "- submit\n");
     let cwd = tempfile::tempdir().unwrap();

@@ -81,11 +81,6 @@ model:
     .unwrap()
 }
 
-/// Serialises the runs on the local runtime. `Aci::submit` writes the patch to the fixed path
-/// `/tmp/aci_submission.patch`, which every `LocalSandbox` on the host shares (each container
-/// has its own `/tmp`): two local instances submitting at once can read each other's patch.
-pub static LOCAL_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// A run of [`DEMO_ID`] and what it left on disk.
 pub struct Run {
     pub result: InstanceResult,
@@ -102,10 +97,6 @@ pub async fn run(
     replay: Option<ReplayInput>,
 ) -> Run {
     let output = tempfile::tempdir().unwrap();
-    let _guard = match runtime {
-        Runtime::Local => Some(LOCAL_RUNS.lock().await),
-        Runtime::Docker(_) => None,
-    };
     let ctx = RunContext::new(
         config,
         Vec::new(),
