@@ -120,6 +120,32 @@ async fn images_build(lang: &str, force: bool) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `run`, `batch` and `shell` set up first: the run id (a timestamp by default), the
+/// output directory (created; `aci-runs/<run id>` by default), and the runtime, with the
+/// Docker connection when there is one.
+async fn start_run(
+    run_id: Option<String>,
+    output: Option<PathBuf>,
+    runtime: cli::Runtime,
+) -> Result<(String, PathBuf, Runtime, Option<DockerRuntime>), Failure> {
+    let run_id = run_id.unwrap_or_else(default_run_id);
+    let output = output.unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
+    std::fs::create_dir_all(&output).map_err(|e| {
+        Failure::new(format!(
+            "cannot create the output directory {}: {e}",
+            output.display()
+        ))
+    })?;
+    let (runtime, docker) = match runtime {
+        cli::Runtime::Docker => {
+            let docker = connect_docker().await?;
+            (Runtime::Docker(docker.clone()), Some(docker))
+        }
+        cli::Runtime::Local => (Runtime::Local, None),
+    };
+    Ok((run_id, output, runtime, docker))
+}
+
 /// A run id from the current UTC time: `YYYYMMDD-HHMMSS-<pid>`.
 fn default_run_id() -> String {
     let secs = std::time::SystemTime::now()
@@ -195,25 +221,12 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let replay = args.replay.as_deref().map(ReplayInput::load).transpose()?;
-    let run_id = args.agent.run_id.clone().unwrap_or_else(default_run_id);
-    let output = args
-        .agent
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
-    std::fs::create_dir_all(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot create the output directory {}: {e}",
-            output.display()
-        ))
-    })?;
-    let (runtime, docker) = match args.agent.runtime {
-        cli::Runtime::Docker => {
-            let docker = connect_docker().await?;
-            (Runtime::Docker(docker.clone()), Some(docker))
-        }
-        cli::Runtime::Local => (Runtime::Local, None),
-    };
+    let (run_id, output, runtime, docker) = start_run(
+        args.agent.run_id.clone(),
+        args.agent.output.clone(),
+        args.agent.runtime,
+    )
+    .await?;
     let ctx = RunContext::new(
         config,
         dirs,
@@ -280,25 +293,12 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         shard: args.shard,
     };
     let selected = instance::select(instances, &selection);
-    let run_id = args.agent.run_id.clone().unwrap_or_else(default_run_id);
-    let output = args
-        .agent
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
-    std::fs::create_dir_all(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot create the output directory {}: {e}",
-            output.display()
-        ))
-    })?;
-    let (runtime, docker) = match args.agent.runtime {
-        cli::Runtime::Docker => {
-            let docker = connect_docker().await?;
-            (Runtime::Docker(docker.clone()), Some(docker))
-        }
-        cli::Runtime::Local => (Runtime::Local, None),
-    };
+    let (run_id, output, runtime, docker) = start_run(
+        args.agent.run_id.clone(),
+        args.agent.output.clone(),
+        args.agent.runtime,
+    )
+    .await?;
     let model = args.agent.model.clone();
     let ctx_replay_dir = config.model.replay_dir.clone();
     let ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
@@ -613,24 +613,8 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
             ))
             .hint(format!("the file holds {} instance(s)", instances.len()))
         })?;
-    let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
-    std::fs::create_dir_all(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot create the output directory {}: {e}",
-            output.display()
-        ))
-    })?;
-    let (runtime, docker) = match args.runtime {
-        cli::Runtime::Docker => {
-            let docker = connect_docker().await?;
-            (Runtime::Docker(docker.clone()), Some(docker))
-        }
-        cli::Runtime::Local => (Runtime::Local, None),
-    };
+    let (run_id, output, runtime, docker) =
+        start_run(args.run_id.clone(), args.output.clone(), args.runtime).await?;
     let ctx = RunContext::new(
         config,
         dirs,

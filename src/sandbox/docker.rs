@@ -421,24 +421,6 @@ impl DockerRuntime {
         Ok(image.id)
     }
 
-    /// Lists images carrying a label (`key` or `key=value`): `(id, tags)` pairs.
-    pub async fn list_images(
-        &self,
-        label: &str,
-    ) -> Result<Vec<(String, Vec<String>)>, SandboxError> {
-        let filters = HashMap::from([("label".to_owned(), vec![label.to_owned()])]);
-        let options = ListImagesOptionsBuilder::default()
-            .all(false)
-            .filters(&filters)
-            .build();
-        let images = self
-            .docker
-            .list_images(Some(options))
-            .await
-            .map_err(docker_error)?;
-        Ok(images.into_iter().map(|i| (i.id, i.repo_tags)).collect())
-    }
-
     /// Removes an image by id or tag (forcing, so tags pointing to it go too).
     pub async fn remove_image(&self, name: &str) -> Result<(), SandboxError> {
         let options = RemoveImageOptionsBuilder::default().force(true).build();
