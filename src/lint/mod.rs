@@ -28,6 +28,7 @@ use tree_sitter::{Parser, Tree};
 pub use filter::{filter_new, parse_flake8};
 
 use python_names::{Change, Units};
+use python_tokens::Scan;
 use syntax::{SYNTAX_CODE, line_edit, new_parser, reparse};
 use text::LineIndex;
 
@@ -162,6 +163,8 @@ struct Snapshot {
     text: Vec<u8>,
     tree: Option<Tree>,
     units: Units,
+    /// The tokenizer pass over a Python text (empty for Rust).
+    scan: Scan,
     errors: Vec<LintError>,
 }
 
@@ -267,27 +270,31 @@ impl Linter {
             };
             Some((tree, base, change))
         });
-        let (tree, units) = match incremental {
-            Some((tree, base, change)) => {
-                let units = match language {
-                    Language::Python => {
-                        Units::rebuild(tree.root_node(), text, Some((&base.units, &change)))
-                    }
-                    Language::Rust => Units::default(),
-                };
-                (Some(tree), units)
-            }
+        let (tree, units, scan) = match incremental {
+            Some((tree, base, change)) => match language {
+                Language::Python => {
+                    let units =
+                        Units::rebuild(tree.root_node(), text, Some((&base.units, &change)));
+                    let scan = python_tokens::rescan(&base.scan, text, &change);
+                    (Some(tree), units, scan)
+                }
+                Language::Rust => (Some(tree), Units::default(), Scan::default()),
+            },
             None => {
                 let tree = parser.parse(text, None);
-                let units = match (&tree, language) {
-                    (Some(tree), Language::Python) => Units::build(tree.root_node(), text),
-                    _ => Units::default(),
-                };
-                (tree, units)
+                match (&tree, language) {
+                    (Some(root), Language::Python) => {
+                        let units = Units::build(root.root_node(), text);
+                        (tree, units, python_tokens::scan(text))
+                    }
+                    _ => (tree, Units::default(), Scan::default()),
+                }
             }
         };
         let errors = match (&tree, language) {
-            (Some(tree), Language::Python) => python_errors(tree, text, &units, package_init),
+            (Some(tree), Language::Python) => {
+                python_errors(tree, text, &units, &scan, package_init)
+            }
             (Some(tree), Language::Rust) => syntax::rust_errors(tree.root_node(), text),
             (None, _) => Vec::new(),
         };
@@ -297,6 +304,7 @@ impl Linter {
             text: text.to_vec(),
             tree,
             units,
+            scan,
             errors,
         }
     }
@@ -310,6 +318,7 @@ impl Snapshot {
             text: self.text.clone(),
             tree: self.tree.clone(),
             units: self.units.clone(),
+            scan: self.scan.clone(),
             errors: self.errors.clone(),
         }
     }
@@ -317,13 +326,18 @@ impl Snapshot {
 
 /// flake8's view of a Python text: the single E999 if there is a syntax error (flake8 stops
 /// there), otherwise F821/F822/F831 and E111/E112/E113, minus `# noqa` lines.
-fn python_errors(tree: &Tree, src: &[u8], units: &Units, package_init: bool) -> Vec<LintError> {
+fn python_errors(
+    tree: &Tree,
+    src: &[u8],
+    units: &Units,
+    scan: &Scan,
+    package_init: bool,
+) -> Vec<LintError> {
     if noqa::file_is_ignored(src) {
         return Vec::new();
     }
-    let scan = python_tokens::scan(src);
     let root = tree.root_node();
-    if let Some(problem) = python_syntax::first_syntax_error(root, src, &scan, units) {
+    if let Some(problem) = python_syntax::first_syntax_error(root, src, scan, units) {
         let index = LineIndex::new(src);
         if noqa::suppresses(index.row(src, problem.row), SYNTAX_CODE) {
             return Vec::new();
@@ -340,7 +354,7 @@ fn python_errors(tree: &Tree, src: &[u8], units: &Units, package_init: bool) -> 
         .diagnostics(package_init)
         .into_iter()
         .map(|d| (d.row, d.col, d.code, d.message));
-    let style = python_indent::style_diagnostics(&scan)
+    let style = python_indent::style_diagnostics(scan)
         .into_iter()
         .map(|d| (d.row, d.col, d.code, d.message.to_owned()));
     let found: Vec<_> = names.chain(style).collect();

@@ -2,6 +2,8 @@
 //! tokenizer-level errors (brackets, strings, numbers, continuations, tabs, unindents) with
 //! CPython's wording and records the logical lines the indentation check needs.
 
+use super::python_names::Change;
+
 /// A syntax problem worded as CPython words it, at a 0-based row and byte column.
 ///
 /// flake8 prints E999 one column to the right of CPython's 1-based offset, so the printed
@@ -80,6 +82,12 @@ pub(crate) struct LogicalLine {
     /// Row and byte column of the first token.
     pub row: usize,
     pub col: usize,
+    /// Byte offset of the start of `row`.
+    pub start_byte: usize,
+    /// The entry CPython's indentation stack has on top after this line: (col with tabs to
+    /// 8, col with tabs to 1). The stack itself can be rebuilt from these (see
+    /// [`Scan::stack_after`]).
+    pub stack_top: (usize, usize),
     /// pycodestyle's `expand_indent` of the indentation (tabs to the next multiple of 8).
     pub indent: usize,
     pub movement: IndentMove,
@@ -127,6 +135,79 @@ pub(crate) fn scan(src: &[u8]) -> Scan {
     scanner.out
 }
 
+/// The scan of `after`, derived from `base`, the scan of the text `after` was edited from
+/// (`change` gives the edited bytes, which begin and end at line starts).
+///
+/// The tokenizer's state at the start of a logical line is only its position and its
+/// indentation stack, and the stack can be rebuilt from the logical lines before it. So the
+/// scan restarts at the logical line the edit begins in, and once it reaches, past the edit, a
+/// logical line that `base` also starts there with the same stack, the rest of `base` is
+/// reused, shifted. A base with a tokenizer error, a stray character or an unclosed bracket
+/// is scanned afresh. Equal to `scan(after)` in every case.
+pub(crate) fn rescan(base: &Scan, after: &[u8], change: &Change) -> Scan {
+    let clean = base.error.is_none() && base.stray.is_none() && base.unclosed.is_none();
+    let first = base
+        .lines
+        .partition_point(|line| line.start_byte <= change.start);
+    if !clean || first < 2 {
+        return scan(after);
+    }
+    let restart = first - 1;
+    let from = &base.lines[restart];
+    let mut scanner = Scanner::new(after);
+    scanner.pos = from.start_byte;
+    scanner.line_start = from.start_byte;
+    scanner.row = from.row;
+    scanner.indents = base.stack_after(restart - 1);
+    scanner.out.lines.reserve(base.lines.len() + 8);
+    scanner.out.lines.extend_from_slice(&base.lines[..restart]);
+    scanner.out.joined_rows = base
+        .joined_rows
+        .iter()
+        .filter(|&&(start, _)| start < from.row)
+        .copied()
+        .collect();
+    let before = &base.lines[restart - 1];
+    scanner.out.last_token_end = (before.end_row, before.end_col);
+    scanner.resync = Some(Resync {
+        base,
+        old_end: change.old_end,
+        new_end: change.new_end,
+    });
+    scanner.run();
+    scanner.out
+}
+
+impl Scan {
+    /// CPython's indentation stack after logical line `index`: that line's entry, under it
+    /// the entry of the last earlier line with a smaller column, and so on down to column 0.
+    fn stack_after(&self, index: usize) -> Vec<(usize, usize)> {
+        let mut stack = Vec::new();
+        let mut bound = usize::MAX;
+        for line in self.lines[..=index].iter().rev() {
+            if line.stack_top.0 < bound {
+                stack.push(line.stack_top);
+                bound = line.stack_top.0;
+                if bound == 0 {
+                    break;
+                }
+            }
+        }
+        if bound != 0 {
+            stack.push((0, 0));
+        }
+        stack.reverse();
+        stack
+    }
+}
+
+/// Where a [`rescan`] may rejoin its base scan.
+struct Resync<'a> {
+    base: &'a Scan,
+    old_end: usize,
+    new_end: usize,
+}
+
 pub(super) struct Scanner<'a> {
     pub(super) src: &'a [u8],
     pub(super) pos: usize,
@@ -138,6 +219,7 @@ pub(super) struct Scanner<'a> {
     pub(super) current: Option<LogicalLine>,
     pub(super) words_seen: usize,
     pub(super) out: Scan,
+    resync: Option<Resync<'a>>,
 }
 
 pub(super) fn is_ident_start(byte: u8) -> bool {
@@ -204,6 +286,7 @@ impl<'a> Scanner<'a> {
             current: None,
             words_seen: 0,
             out: Scan::default(),
+            resync: None,
         }
     }
 
@@ -327,12 +410,17 @@ impl<'a> Scanner<'a> {
         if blank || !self.brackets.is_empty() || self.current.is_some() {
             return;
         }
+        if self.resynchronise() {
+            return;
+        }
         let Some(movement) = self.move_indentation(col, altcol) else {
             return;
         };
         self.current = Some(LogicalLine {
             row: self.row,
             col: self.col(),
+            start_byte: self.line_start,
+            stack_top: (col, altcol),
             indent: expanded,
             movement,
             first_word: Word::default(),
@@ -343,6 +431,53 @@ impl<'a> Scanner<'a> {
             end_col: self.col(),
         });
         self.words_seen = 0;
+    }
+
+    /// In a [`rescan`], at the start of a logical line past the edit: if the base scan has a
+    /// logical line at the same place in the unedited tail with the same indentation stack,
+    /// takes the rest of the base scan, shifted, and ends the scan.
+    fn resynchronise(&mut self) -> bool {
+        let Some(resync) = &self.resync else {
+            return false;
+        };
+        if self.line_start < resync.new_end {
+            return false;
+        }
+        let base = resync.base;
+        let base_start = self.line_start - resync.new_end + resync.old_end;
+        let at = base
+            .lines
+            .partition_point(|line| line.start_byte < base_start);
+        let Some(rejoin) = base.lines.get(at).filter(|l| l.start_byte == base_start) else {
+            return false;
+        };
+        if at == 0 || base.stack_after(at - 1) != self.indents {
+            return false;
+        }
+        let (row_now, start_now) = (self.row, self.line_start);
+        let rows = |row: usize| row + row_now - rejoin.row;
+        let bytes = |byte: usize| byte + start_now - base_start;
+        self.out
+            .lines
+            .extend(base.lines[at..].iter().map(|line| LogicalLine {
+                row: rows(line.row),
+                end_row: rows(line.end_row),
+                start_byte: bytes(line.start_byte),
+                ..line.clone()
+            }));
+        self.out.joined_rows.extend(
+            base.joined_rows
+                .iter()
+                .filter(|&&(start, _)| start >= rejoin.row)
+                .map(|&(start, end)| (rows(start), rows(end))),
+        );
+        let (row, col) = base.last_token_end;
+        if row >= rejoin.row {
+            self.out.last_token_end = (rows(row), col);
+        }
+        self.resync = None;
+        self.pos = self.src.len();
+        true
     }
 
     fn move_indentation(&mut self, col: usize, altcol: usize) -> Option<IndentMove> {
@@ -694,5 +829,146 @@ impl<'a> Scanner<'a> {
             let col = self.col().saturating_sub(1).max(start - self.line_start);
             self.fail(self.row, col, "SyntaxError: invalid decimal literal");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::syntax::line_edit;
+
+    /// Lines that move the tokenizer's state: indents and dedents, tabs, brackets and strings
+    /// over several lines, continuations, comments, blank lines and errors.
+    const PIECES: &[&str] = &[
+        "def f(a,",
+        "      b):",
+        "    return (a +",
+        "            b)",
+        "class C:",
+        "    x = 1",
+        "        y = 2",
+        "  z = 3",
+        "\tw = 4",
+        "    s = '''one",
+        "two'''",
+        "    t = 1 + \\",
+        "        2",
+        "    # a comment",
+        "",
+        "   ",
+        "if x:",
+        "else:",
+        "    pass",
+        "x = [",
+        "]",
+        "y = ')'",
+        "\"\"\"",
+        "q = $",
+        "\x0c",
+        "        deep = f'{a!r}'",
+    ];
+
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, bound: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((self.0 >> 33) as usize) % bound.max(1)
+        }
+    }
+
+    fn random_text(random: &mut Lcg, lines: usize) -> Vec<String> {
+        (0..lines)
+            .map(|_| PIECES[random.next(PIECES.len())].to_owned())
+            .collect()
+    }
+
+    fn joined(lines: &[String]) -> String {
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    }
+
+    fn assert_rescan_matches(before: &str, after: &str) {
+        let base = scan(before.as_bytes());
+        let Some(edit) = line_edit(before.as_bytes(), after.as_bytes()) else {
+            return;
+        };
+        let change = Change {
+            start: edit.start_byte,
+            old_end: edit.old_end_byte,
+            new_end: edit.new_end_byte,
+        };
+        assert_eq!(
+            rescan(&base, after.as_bytes(), &change),
+            scan(after.as_bytes()),
+            "\n--- before\n{before}\n--- after\n{after}"
+        );
+    }
+
+    /// A valid program: nested blocks indented by spaces or a tab, with brackets, strings and
+    /// continuations over several lines, comments and blank lines between statements.
+    fn valid_program(random: &mut Lcg, depth: usize, indent: &str, out: &mut Vec<String>) {
+        let unit = if random.next(5) == 0 { "\t" } else { "    " };
+        for _ in 0..1 + random.next(5) {
+            match random.next(9) {
+                0 | 1 if depth < 4 => {
+                    out.push(format!("{indent}if x:  # header"));
+                    valid_program(random, depth + 1, &format!("{indent}{unit}"), out);
+                }
+                2 => out.extend([format!("{indent}y = (1,"), "  2)".to_owned()]),
+                3 => out.extend([format!("{indent}s = '''a"), "b'''".to_owned()]),
+                4 => out.extend([format!("{indent}t = 1 + \\"), "2".to_owned()]),
+                5 => out.push(format!("{indent}# comment")),
+                6 => out.push(String::new()),
+                _ => out.push(format!("{indent}z = f'{{a}}'")),
+            }
+        }
+    }
+
+    #[test]
+    fn a_rescan_equals_a_fresh_scan_over_random_edits() {
+        let mut random = Lcg(7);
+        for round in 0..3000 {
+            let mut lines = Vec::new();
+            while lines.len() < 20 {
+                valid_program(&mut random, 0, "", &mut lines);
+            }
+            let before = joined(&lines);
+            assert!(scan(before.as_bytes()).error.is_none(), "{before}");
+            // Edits that keep the text valid (a copied line) or break it (a random piece).
+            let start = random.next(lines.len());
+            let end = (start + random.next(4)).min(lines.len());
+            let count = random.next(4);
+            let replacement = if round % 2 == 0 {
+                random_text(&mut random, count)
+            } else {
+                (0..count)
+                    .map(|_| lines[random.next(lines.len())].clone())
+                    .collect()
+            };
+            lines.splice(start..end, replacement);
+            assert_rescan_matches(&before, &joined(&lines));
+        }
+    }
+
+    #[test]
+    fn a_rescan_of_a_clean_file_rejoins_the_base_after_the_edit() {
+        let body: String = (0..200)
+            .map(|i| format!("def f{i}(a):\n    if a:\n        return {i}\n    return a\n\n"))
+            .collect();
+        let after = body.replacen("        return 7\n", "        return 7 + 1\n", 1);
+        assert_rescan_matches(&body, &after);
+        let dedented = body.replacen("        return 7\n", "    return 7\n", 1);
+        assert_rescan_matches(&body, &dedented);
+        let unindented = body.replacen("        return 7\n", "      return 7\n", 1);
+        assert_rescan_matches(&body, &unindented);
+        let opened = body.replacen("        return 7\n", "        return (7\n", 1);
+        assert_rescan_matches(&body, &opened);
+        let string = body.replacen("        return 7\n", "        return '''7\n", 1);
+        assert_rescan_matches(&body, &string);
     }
 }
