@@ -165,6 +165,8 @@ struct Snapshot {
     units: Units,
     /// The tokenizer pass over a Python text (empty for Rust).
     scan: Scan,
+    /// A `# flake8: noqa` line turns every check off.
+    ignored: bool,
     errors: Vec<LintError>,
 }
 
@@ -262,7 +264,11 @@ impl Linter {
         };
         let incremental = base.and_then(|base| {
             let edit = line_edit(&base.text, text)?;
-            let tree = reparse(parser, base.tree.as_ref()?, &edit, text)?;
+            // tree-sitter's error recovery can differ between an incremental and a fresh
+            // parse; a text with errors is parsed afresh so its messages never depend on the
+            // edits that led to it.
+            let tree = reparse(parser, base.tree.as_ref()?, &edit, text)
+                .filter(|tree| !tree.root_node().has_error())?;
             let change = Change {
                 start: edit.start_byte,
                 old_end: edit.old_end_byte,
@@ -270,28 +276,36 @@ impl Linter {
             };
             Some((tree, base, change))
         });
-        let (tree, units, scan) = match incremental {
+        let (tree, units, scan, ignored) = match incremental {
             Some((tree, base, change)) => match language {
                 Language::Python => {
                     let units =
                         Units::rebuild(tree.root_node(), text, Some((&base.units, &change)));
                     let scan = python_tokens::rescan(&base.scan, text, &change);
-                    (Some(tree), units, scan)
+                    // The edit keeps whole lines, so a marker line is an old one or a new one.
+                    let ignored = if base.ignored {
+                        noqa::file_is_ignored(text)
+                    } else {
+                        noqa::file_is_ignored(&text[change.start..change.new_end])
+                    };
+                    (Some(tree), units, scan, ignored)
                 }
-                Language::Rust => (Some(tree), Units::default(), Scan::default()),
+                Language::Rust => (Some(tree), Units::default(), Scan::default(), false),
             },
             None => {
                 let tree = parser.parse(text, None);
                 match (&tree, language) {
                     (Some(root), Language::Python) => {
                         let units = Units::build(root.root_node(), text);
-                        (tree, units, python_tokens::scan(text))
+                        let ignored = noqa::file_is_ignored(text);
+                        (tree, units, python_tokens::scan(text), ignored)
                     }
-                    _ => (tree, Units::default(), Scan::default()),
+                    _ => (tree, Units::default(), Scan::default(), false),
                 }
             }
         };
         let errors = match (&tree, language) {
+            (Some(_), Language::Python) if ignored => Vec::new(),
             (Some(tree), Language::Python) => {
                 python_errors(tree, text, &units, &scan, package_init)
             }
@@ -305,6 +319,7 @@ impl Linter {
             tree,
             units,
             scan,
+            ignored,
             errors,
         }
     }
@@ -319,6 +334,7 @@ impl Snapshot {
             tree: self.tree.clone(),
             units: self.units.clone(),
             scan: self.scan.clone(),
+            ignored: self.ignored,
             errors: self.errors.clone(),
         }
     }
@@ -333,9 +349,6 @@ fn python_errors(
     scan: &Scan,
     package_init: bool,
 ) -> Vec<LintError> {
-    if noqa::file_is_ignored(src) {
-        return Vec::new();
-    }
     let root = tree.root_node();
     if let Some(problem) = python_syntax::first_syntax_error(root, src, scan, units) {
         let index = LineIndex::new(src);
