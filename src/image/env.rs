@@ -26,7 +26,7 @@ pub const LABEL_ENV_HASH: &str = "aci.env_hash";
 /// Label holding the image an environment image was built on.
 pub const LABEL_BASE_IMAGE: &str = "aci.base_image";
 /// Bumped whenever the recipe below changes, so old images are not taken for new ones.
-const RECIPE_VERSION: &str = "aci-env-v1";
+const RECIPE_VERSION: &str = "aci-env-v2";
 /// Where the setup scripts sit during the build (removed afterwards).
 const SETUP_DIR: &str = "/tmp/aci-setup";
 
@@ -203,10 +203,10 @@ fn setup_script(repo_dir: &str, command: &str) -> String {
 }
 
 /// The environment hash: lowercase hex SHA-256 over the recipe version, the base image id, the
-/// repository tar's hash, the repo_dir, and each setup command (length-prefixed).
-pub fn env_hash(base_id: &str, repo_tar_sha: &str, repo_dir: &str, setup: &[String]) -> String {
+/// repository's fingerprint, the repo_dir, and each setup command (length-prefixed).
+pub fn env_hash(base_id: &str, repository: &str, repo_dir: &str, setup: &[String]) -> String {
     let mut hasher = Sha256::new();
-    let fields = [RECIPE_VERSION, base_id, repo_tar_sha, repo_dir]
+    let fields = [RECIPE_VERSION, base_id, repository, repo_dir]
         .into_iter()
         .chain(setup.iter().map(String::as_str));
     for field in fields {
@@ -304,9 +304,8 @@ pub async fn ensure_env_image(
             built: false,
         });
     }
-    let repo_tar = repository_tar(instance, &repo_dir).await?;
-    let tar_sha = hex(&Sha256::digest(&repo_tar));
-    let hash = env_hash(&base_info.id, &tar_sha, &repo_dir, &instance.setup);
+    let fingerprint = repository_fingerprint(instance).await?;
+    let hash = env_hash(&base_info.id, &fingerprint, &repo_dir, &instance.setup);
     let tag = env_tag(instance, &hash);
     let lock = build_lock(&hash);
     let _guard = lock.lock().await;
@@ -339,6 +338,7 @@ pub async fn ensure_env_image(
             (LABEL_RUN_ID.to_owned(), request.run_id.to_owned()),
         ]),
     };
+    let repo_tar = repository_tar(instance, &repo_dir).await?;
     let context = build_context(&recipe, &repo_tar).map_err(|message| EnvImageError::Build {
         instance_id: id.clone(),
         tag: tag.clone(),
@@ -352,6 +352,26 @@ pub async fn ensure_env_image(
         base_image: base,
         built: true,
     })
+}
+
+/// The repository's fingerprint (see [`repo::source_fingerprint`]; empty without a
+/// `repo_path`): finding an existing environment image reads no file of the repository.
+async fn repository_fingerprint(instance: &Instance) -> Result<String, EnvImageError> {
+    let Some(source) = repo_source(instance) else {
+        return Ok(String::new());
+    };
+    let repo_error = |source| EnvImageError::Repo {
+        instance_id: instance.instance_id.clone(),
+        source,
+    };
+    tokio::task::spawn_blocking(move || repo::source_fingerprint(&source))
+        .await
+        .map_err(|e| {
+            repo_error(SandboxError::Session(format!(
+                "repository task failed: {e}"
+            )))
+        })?
+        .map_err(repo_error)
 }
 
 /// The repository as a tar with entries under `repo_dir` (empty tar without a `repo_path`).

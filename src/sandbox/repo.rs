@@ -4,7 +4,7 @@
 //! The baseline holds the tree without history: the agent cannot read the fix from a future
 //! commit, and the baseline's hash is the same on every run (fixed author, date and message).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -65,6 +65,16 @@ fn tar_directory(path: &Path, prefix: &str) -> std::io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
     builder.follow_symlinks(false);
     builder.mode(tar::HeaderMode::Deterministic);
+    builder.append_dir(prefix, path)?;
+    for entry in directory_entries(path)? {
+        let relative = entry.strip_prefix(path).map_err(std::io::Error::other)?;
+        builder.append_path_with_name(&entry, Path::new(prefix).join(relative))?;
+    }
+    builder.into_inner()
+}
+
+/// Every path under `path` except `.git`, in a fixed order (directories before their contents).
+fn directory_entries(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut stack = vec![path.to_path_buf()];
     let mut entries = Vec::new();
     while let Some(dir) = stack.pop() {
@@ -74,19 +84,80 @@ fn tar_directory(path: &Path, prefix: &str) -> std::io::Result<Vec<u8>> {
             if child.file_name() == ".git" {
                 continue;
             }
-            let file_type = child.file_type()?;
-            if file_type.is_dir() {
+            if child.file_type()?.is_dir() {
                 stack.push(child.path());
             }
             entries.push(child.path());
         }
     }
-    builder.append_dir(prefix, path)?;
-    for entry in entries {
-        let relative = entry.strip_prefix(path).map_err(std::io::Error::other)?;
-        builder.append_path_with_name(&entry, Path::new(prefix).join(relative))?;
+    Ok(entries)
+}
+
+/// A short key that changes whenever the tree [`tar_repository`] would produce changes, without
+/// reading the files: the commit and tree ids for a commit of a git repository; for a plain
+/// directory, a hash over every entry's path, type, size, mode and modification time (and a
+/// symlink's target), as `make` and git's index judge a file unchanged.
+pub fn source_fingerprint(source: &RepoSource) -> Result<String, SandboxError> {
+    let path = &source.path;
+    if !path.is_dir() {
+        return Err(repo_error(path, "not a directory"));
     }
-    builder.into_inner()
+    if let Some(commit) = is_real_commit(source.commit.as_deref()) {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(path)
+            .args([
+                "rev-parse",
+                &format!("{commit}^{{commit}}"),
+                &format!("{commit}^{{tree}}"),
+            ])
+            .output()
+            .map_err(|e| repo_error(path, format!("cannot run git: {e}")))?;
+        if !output.status.success() {
+            return Err(repo_error(
+                path,
+                format!(
+                    "{commit} is not a commit of this repository: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ),
+            ));
+        }
+        let ids = String::from_utf8_lossy(&output.stdout);
+        return Ok(format!(
+            "git {}",
+            ids.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    directory_fingerprint(path).map_err(|e| repo_error(path, e.to_string()))
+}
+
+fn directory_fingerprint(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let mut hasher = Sha256::new();
+    for entry in directory_entries(path)? {
+        let relative = entry.strip_prefix(path).map_err(std::io::Error::other)?;
+        let meta = std::fs::symlink_metadata(&entry)?;
+        hasher.update(relative.as_os_str().as_bytes());
+        hasher.update([0]);
+        for number in [meta.mode().into(), meta.len(), meta.mtime().cast_unsigned()] {
+            hasher.update(number.to_le_bytes());
+        }
+        hasher.update(meta.mtime_nsec().to_le_bytes());
+        if meta.file_type().is_symlink() {
+            hasher.update(std::fs::read_link(&entry)?.as_os_str().as_bytes());
+        }
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    Ok(format!(
+        "dir {}",
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    ))
 }
 
 /// The first lines of every session: the task's environment variables, exported.
@@ -175,6 +246,86 @@ mod tests {
         assert_eq!(is_real_commit(Some("")), None);
         assert_eq!(is_real_commit(None), None);
         assert_eq!(is_real_commit(Some("abc123")), Some("abc123"));
+    }
+
+    fn dir_source(path: &Path) -> RepoSource {
+        RepoSource {
+            path: path.to_owned(),
+            commit: None,
+        }
+    }
+
+    #[test]
+    fn a_directory_fingerprint_changes_with_content_names_and_times_but_not_git() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.py"), "print(1)\n").unwrap();
+        let source = dir_source(dir.path());
+        let first = source_fingerprint(&source).unwrap();
+        assert!(first.starts_with("dir "), "{first}");
+        assert_eq!(source_fingerprint(&source).unwrap(), first);
+
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/HEAD"), "x").unwrap();
+        assert_eq!(
+            source_fingerprint(&source).unwrap(),
+            first,
+            ".git is not copied"
+        );
+
+        std::fs::write(dir.path().join("src/a.py"), "print(12)\n").unwrap();
+        let edited = source_fingerprint(&source).unwrap();
+        assert_ne!(edited, first);
+
+        let file = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("src/a.py"))
+            .unwrap();
+        file.set_modified(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap();
+        let touched = source_fingerprint(&source).unwrap();
+        assert_ne!(touched, edited, "same size, other time");
+
+        std::fs::write(dir.path().join("b.py"), "").unwrap();
+        assert_ne!(source_fingerprint(&source).unwrap(), touched);
+    }
+
+    #[test]
+    fn a_commit_fingerprint_names_the_commit_and_its_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "one"]);
+        let one = git(&["rev-parse", "HEAD"]);
+        std::fs::write(dir.path().join("a.py"), "x = 2\n").unwrap();
+        git(&["commit", "-qam", "two"]);
+        let at = |commit: &str| {
+            source_fingerprint(&RepoSource {
+                path: dir.path().to_owned(),
+                commit: Some(commit.to_owned()),
+            })
+        };
+        let tree = git(&["rev-parse", &format!("{one}^{{tree}}")]);
+        assert_eq!(at(&one).unwrap(), format!("git {one} {tree}"));
+        assert_eq!(at(&one[..12]).unwrap(), at(&one).unwrap(), "abbreviated");
+        assert_ne!(at("HEAD").unwrap(), at(&one).unwrap());
+        // The working tree does not matter: the tar is made from the commit.
+        std::fs::write(dir.path().join("a.py"), "dirty\n").unwrap();
+        assert_eq!(at(&one).unwrap(), format!("git {one} {tree}"));
+        let error = at("feedbeef").unwrap_err().to_string();
+        assert!(error.contains("feedbeef is not a commit"), "{error}");
     }
 
     #[test]
