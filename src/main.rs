@@ -197,6 +197,8 @@ fn load_instances(path: &Path) -> Result<Vec<Instance>, Failure> {
 }
 
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
+    // Listen before anything slow, so an early Ctrl-C is an orderly stop, not a kill.
+    let signals = Signals::listen()?;
     let (config, dirs) = resolve_config(&args.agent)?;
     let instances = load_instances(&args.instances)?;
     let instance = match &args.id {
@@ -244,16 +246,10 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         &[instance],
     )
     .await?;
-    let result = tokio::select! {
-        result = batch::run_instance(&ctx, instance, replay) => result,
-        _ = tokio::signal::ctrl_c() => {
-            if let Some(docker) = &docker {
-                docker.remove_all_started().await;
-            }
-            eprintln!("interrupted: the turns so far are in {}", output::traj_path(&output, &instance.instance_id).display());
-            return Ok(ExitCode::from(130));
-        }
-    };
+    // Ctrl-C autosubmits the changes so far, as in a batch; a second one quits at once.
+    let interrupt = signals.spawn(docker.clone());
+    let watch = interrupt.clone();
+    let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
     if let Some(docker) = &docker {
         docker.remove_all_started().await;
     }
@@ -272,6 +268,13 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         result.exit_status,
         patch.display()
     );
+    if watch.is_set() {
+        eprintln!(
+            "interrupted: the turns so far are in {}",
+            output::traj_path(&output, &instance.instance_id).display()
+        );
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

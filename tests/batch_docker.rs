@@ -326,6 +326,85 @@ fn ctrl_c_autosubmits_the_running_instances_removes_their_containers_and_exits_1
 }
 
 #[test]
+fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = "demo__inicfg-1";
+    let instances = write_instances(dir.path(), &[id], &[]);
+    let slow = write_replays(
+        &dir.path().join("slow"),
+        &[id],
+        &[
+            "echo '# work in progress' >> README.md",
+            "sleep 60",
+            "submit",
+        ],
+    );
+    let out = dir.path().join("out");
+    let run = run_id("run-ctrl-c");
+    let (stdout_path, stderr_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = aci()
+        .args([
+            "run",
+            "--instances",
+            instances.to_str().unwrap(),
+            "--id",
+            id,
+        ])
+        .args(["--model", "replay", "--replay"])
+        .arg(slow.join(format!("{id}.yaml")))
+        .args(["--output", out.to_str().unwrap(), "--run-id", &run])
+        .stdout(Stdio::from(std::fs::File::create(&stdout_path).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&stderr_path).unwrap()))
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    wait_for_steps(&instance_file(&out, id, "traj"), 1, deadline, &stderr_path);
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("aci run did not stop after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = std::fs::read_to_string(&stdout_path).unwrap();
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let patch_path = instance_file(&out, id, "patch");
+    assert_eq!(
+        stdout,
+        format!("{id}\tsubmitted (early_exit)\t{}\n", patch_path.display())
+    );
+    assert!(
+        stderr.contains("interrupted: the turns so far are in"),
+        "{stderr}"
+    );
+    assert_eq!(exit_status(&out, id), "submitted (early_exit)");
+    let patch = std::fs::read_to_string(&patch_path).unwrap();
+    assert!(patch.contains("\n+# work in progress\n"), "{patch}");
+    assert_eq!(
+        read_json(&out.join("preds.json"))[id]["model_patch"],
+        patch.as_str()
+    );
+    assert!(
+        containers_of(&run).is_empty(),
+        "containers left: {:?}",
+        containers_of(&run)
+    );
+}
+
+#[test]
 fn the_watchdog_stops_each_of_several_concurrent_instances_and_keeps_their_work() {
     let dir = tempfile::tempdir().unwrap();
     let ids = ["demo__semverkit-1", "demo__moneyfmt-1"];

@@ -312,7 +312,7 @@ pub async fn run_instance_interruptible(
             stop_early(&mut aci, &traj_path, &mut model, exit, None).await
         }
         Ended::Interrupted => {
-            let note = "interrupted (Ctrl-C); a rerun of the batch runs this instance again";
+            let note = "interrupted (Ctrl-C); a rerun runs this instance again";
             let exit = ExitStatus::EarlyExit;
             stop_early(&mut aci, &traj_path, &mut model, exit, Some(note)).await
         }
