@@ -229,7 +229,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         args.agent.runtime,
     )
     .await?;
-    let ctx = RunContext::new(
+    let mut ctx = RunContext::new(
         config,
         dirs,
         args.agent.model.clone(),
@@ -237,6 +237,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         run_id.clone(),
         output.clone(),
     )?;
+    ctx.turn_lines = true;
     write_manifest(
         &ctx,
         &args.agent,

@@ -64,6 +64,9 @@ pub struct RunContext {
     pub registry: Registry,
     /// Rendered demonstrations.
     pub demonstrations: Vec<HistoryItem>,
+    /// Print one line per turn on stderr ([`progress::turn_line`]): `aci run` does, a batch
+    /// shows its progress bar instead.
+    pub turn_lines: bool,
 }
 
 /// Why a run could not even start (tier 3).
@@ -138,6 +141,7 @@ impl RunContext {
             prompts,
             registry,
             demonstrations,
+            turn_lines: false,
         })
     }
 
@@ -389,7 +393,18 @@ async fn episode(
     traj_path: &Path,
 ) -> Result<crate::agent::run::Outcome, crate::agent::run::LoopError> {
     // Every turn is saved atomically; the final save (with the exit status) is also synced.
+    let mut shown = 0;
     let mut save = |trajectory: &Trajectory| {
+        if ctx.turn_lines {
+            let cost = trajectory.info.model_stats.instance_cost;
+            for (index, step) in trajectory.trajectory.iter().enumerate().skip(shown) {
+                eprintln!(
+                    "{}",
+                    progress::turn_line(&instance.instance_id, index + 1, step, cost)
+                );
+            }
+            shown = trajectory.trajectory.len();
+        }
         let written = if trajectory.info.exit_status.is_some() {
             trajectory::write_atomic(traj_path, trajectory)
         } else {

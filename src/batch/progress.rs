@@ -10,6 +10,27 @@ use std::time::{Duration, Instant};
 use super::InstanceResult;
 use super::runner::Previous;
 
+/// One turn of `aci run`, for stderr: the instance, the step number, the action's first line
+/// (cut at 100 characters), how many lines it printed, its time and the cost so far.
+pub fn turn_line(
+    instance_id: &str,
+    step_number: usize,
+    step: &crate::trajectory::TrajectoryStep,
+    cost: f64,
+) -> String {
+    let first = step.action.lines().next().unwrap_or_default();
+    let mut action: String = first.chars().take(100).collect();
+    if action.len() < first.len() || step.action.lines().nth(1).is_some() {
+        action.push_str(" …");
+    }
+    let lines = step.observation.lines().count();
+    format!(
+        "[{instance_id}] step {step_number}: {action} → {lines} line{} in {:.1} s (cost ${cost:.2})",
+        if lines == 1 { "" } else { "s" },
+        step.execution_time
+    )
+}
+
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -239,6 +260,38 @@ impl Progress {
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn a_turn_line_shows_the_first_line_of_the_action_its_output_time_and_cost() {
+        let step = |action: &str, observation: &str| crate::trajectory::TrajectoryStep {
+            action: action.to_owned(),
+            observation: observation.to_owned(),
+            execution_time: 0.26,
+            ..Default::default()
+        };
+        assert_eq!(
+            turn_line(
+                "demo__calc-1",
+                3,
+                &step("open src/parser.rs 58", "a\nb\n"),
+                0.5
+            ),
+            "[demo__calc-1] step 3: open src/parser.rs 58 → 2 lines in 0.3 s (cost $0.50)"
+        );
+        assert_eq!(
+            turn_line("x", 1, &step("edit 68:68\n    y\nend_of_edit", "ok"), 0.0),
+            "[x] step 1: edit 68:68 … → 1 line in 0.3 s (cost $0.00)"
+        );
+        let long = "é".repeat(150);
+        let line = turn_line("x", 1, &step(&long, ""), 0.0);
+        assert_eq!(
+            line,
+            format!(
+                "[x] step 1: {} … → 0 lines in 0.3 s (cost $0.00)",
+                "é".repeat(100)
+            )
+        );
+    }
 
     /// A writer whose bytes the test can read afterwards.
     #[derive(Clone, Default)]
