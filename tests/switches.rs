@@ -431,3 +431,60 @@ fn a_command_taken_off_the_blocklist_runs() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// agent
+
+#[test]
+fn max_observation_length_sets_where_the_model_sees_an_observation_cut() {
+    let actions = ["seq 1 60"];
+    // `seq 1 60` prints 170 characters.
+    let numbers = |range: std::ops::RangeInclusive<u32>| {
+        range.map(|n| n.to_string()).collect::<Vec<_>>().join("\n")
+    };
+    let note = |max: usize, elided: usize| {
+        format!(
+            "\n<response clipped><NOTE>Observations should not exceed {max} characters. {elided} \
+             characters were elided from the middle of this output. Please try a different \
+             command that produces less output or use head/tail/grep/redirect the output to a \
+             file. Do not use interactive pagers.</NOTE>\n"
+        )
+    };
+    let prompt = |observation: String| {
+        format!("{observation}\n(Open file: n/a)\n(Current directory: {{repo}})\nbash-$")
+    };
+
+    let whole = aci_run(&actions, &[]);
+    assert_eq!(
+        whole.shown(),
+        [prompt(numbers(1..=60)), NO_OUTPUT.to_owned()]
+    );
+
+    let at_100 = aci_run(&actions, &["--set", "agent.max_observation_length=100"]);
+    assert_eq!(
+        at_100.shown(),
+        [
+            prompt(numbers(1..=20) + &note(100, 70) + &numbers(44..=60)),
+            NO_OUTPUT.to_owned()
+        ],
+        "50 characters from each end"
+    );
+
+    let at_40 = aci_run(&actions, &["--set", "agent.max_observation_length=40"]);
+    assert_eq!(
+        at_40.shown(),
+        [
+            prompt(numbers(1..=10) + &note(40, 130) + &numbers(54..=60)),
+            NO_OUTPUT.to_owned()
+        ],
+        "20 characters from each end"
+    );
+
+    for run in [&whole, &at_100, &at_40] {
+        assert_eq!(
+            run.observations()[0],
+            numbers(1..=60),
+            "the trajectory keeps the whole output"
+        );
+    }
+}
