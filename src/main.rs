@@ -175,6 +175,9 @@ fn default_run_id() -> String {
 /// The configuration and the directories its relative paths resolve against.
 fn resolve_config(args: &AgentArgs) -> Result<(Config, Vec<PathBuf>), Failure> {
     let mut config = config::resolve(&args.configs, &args.sets)?;
+    for warning in config.warnings() {
+        eprintln!("warning: {warning}");
+    }
     if let Some(api_base) = &args.api_base {
         config.model.api_base = Some(api_base.clone());
     }

@@ -391,6 +391,10 @@ fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits
         "{stderr}"
     );
     assert_eq!(exit_status(&out, id), "submitted (early_exit)");
+    // One saved turn, and the call for the turn that was running (`sleep 60`) is counted too.
+    let traj = read_json(&instance_file(&out, id, "traj"));
+    assert_eq!(traj["trajectory"].as_array().unwrap().len(), 1);
+    assert_eq!(traj["info"]["model_stats"]["api_calls"], 2);
     let patch = std::fs::read_to_string(&patch_path).unwrap();
     assert!(patch.contains("\n+# work in progress\n"), "{patch}");
     assert_eq!(

@@ -508,16 +508,19 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
     }
 
     fn sync_stats(&mut self) {
-        let stats = self.model.stats();
-        let info = &mut self.trajectory.info;
-        info.model_stats.instance_cost = stats.instance_cost;
-        info.model_stats.tokens_sent = stats.tokens_sent;
-        info.model_stats.tokens_received = stats.tokens_received;
-        info.model_stats.api_calls = stats.api_calls;
-        info.model_stats.cache_read_tokens = stats.cache_read_tokens;
-        info.model_stats.cache_write_tokens = stats.cache_write_tokens;
-        info.aci_version = Some(env!("CARGO_PKG_VERSION").to_owned());
+        record_stats(&mut self.trajectory.info, self.model.stats());
     }
+}
+
+/// Copies the model's counters into a trajectory's `info.model_stats`, and stamps the version.
+pub(crate) fn record_stats(info: &mut crate::trajectory::Info, stats: &crate::model::ModelStats) {
+    info.model_stats.instance_cost = stats.instance_cost;
+    info.model_stats.tokens_sent = stats.tokens_sent;
+    info.model_stats.tokens_received = stats.tokens_received;
+    info.model_stats.api_calls = stats.api_calls;
+    info.model_stats.cache_read_tokens = stats.cache_read_tokens;
+    info.model_stats.cache_write_tokens = stats.cache_write_tokens;
+    info.aci_version = Some(env!("CARGO_PKG_VERSION").to_owned());
 }
 
 /// The ACI's commands plus v1's `bash` tool, which a function-calling model needs to run

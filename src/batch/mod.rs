@@ -469,6 +469,8 @@ async fn stop_early(
             serde_json::Value::String(note.to_owned()),
         );
     }
+    // The turn in flight may have made a model call that no save has recorded yet.
+    crate::agent::run::record_stats(&mut trajectory.info, model.stats());
     let _ = trajectory::write_atomic(traj_path, &trajectory);
     (status, submission, model.stats().instance_cost)
 }

@@ -201,6 +201,22 @@ pub fn resolve_text(layers: &[(&str, &str)], sets: &[String]) -> Result<Config, 
 }
 
 impl Config {
+    /// Settings that are valid but work against each other, worded for a `warning:` line.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let wall = self.agent.limits.max_wall_time_secs;
+        if wall > 0 && self.env.instance_timeout <= wall as f64 {
+            warnings.push(format!(
+                "env.instance_timeout ({} s) ends an instance before \
+                 agent.limits.max_wall_time_secs ({wall} s) can, so the model is never warned \
+                 that its time is running out\nhint: keep env.instance_timeout above \
+                 agent.limits.max_wall_time_secs",
+                self.env.instance_timeout
+            ));
+        }
+        warnings
+    }
+
     /// The resolved configuration as YAML, as saved with every run.
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self).unwrap_or_default()
@@ -216,6 +232,29 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_watchdog_shorter_than_the_wall_time_limit_is_warned_about() {
+        let config = super::resolve_text(&[], &[]).unwrap();
+        assert_eq!(config.warnings(), Vec::<String>::new());
+        let short = super::resolve_text(&[], &["env.instance_timeout=1800".to_owned()]).unwrap();
+        assert_eq!(
+            short.warnings(),
+            ["env.instance_timeout (1800 s) ends an instance before \
+              agent.limits.max_wall_time_secs (3600 s) can, so the model is never warned that \
+              its time is running out\nhint: keep env.instance_timeout above \
+              agent.limits.max_wall_time_secs"]
+        );
+        let off = super::resolve_text(
+            &[],
+            &[
+                "env.instance_timeout=1800".to_owned(),
+                "agent.limits.max_wall_time_secs=0".to_owned(),
+            ],
+        )
+        .unwrap();
+        assert!(off.warnings().is_empty());
+    }
+
     use super::*;
 
     fn error(layers: &[(&str, &str)], sets: &[&str]) -> String {

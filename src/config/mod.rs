@@ -199,7 +199,9 @@ pub struct EnvConfig {
     pub repo_dir: String,
     /// Seconds a single command may run before it is killed (the model is told).
     pub command_timeout: f64,
-    /// Seconds a whole instance may run (agent loop and all) before it is stopped.
+    /// Seconds a whole instance may run (agent loop and all) before the watchdog stops it and
+    /// autosubmits. A backstop: keep it above `agent.limits.max_wall_time_secs`, the limit the
+    /// model is warned about and that the loop itself enforces between turns.
     pub instance_timeout: f64,
     /// Container memory limit in MiB (no swap on top).
     pub memory_mb: u64,
@@ -230,7 +232,7 @@ impl Default for EnvConfig {
             ]),
             repo_dir: "/testbed".to_owned(),
             command_timeout: 25.0,
-            instance_timeout: 1800.0,
+            instance_timeout: 3900.0,
             memory_mb: 4096,
             cpus: 2.0,
             pids: 1024,
