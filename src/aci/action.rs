@@ -210,6 +210,26 @@ pub fn blocked(command: &str, blocklist: &Blocklist) -> Option<String> {
         .then(|| format!("Interactive operation '{name}' is not supported by this environment"))
 }
 
+/// The ACI command that bash could not find in a shell command's output (`bash: line 1:
+/// open: command not found`), if any: the model put it inside a shell command line (after
+/// `&&`, `;` or `|`, in a subshell or a script), where only bash runs.
+pub fn misplaced_command<'a>(output: &str, registry: &'a Registry) -> Option<&'a str> {
+    output.lines().find_map(|line| {
+        let head = line.strip_suffix(": command not found")?;
+        let name = head.rsplit(": ").next()?;
+        registry.get(name).map(|spec| spec.name.as_str())
+    })
+}
+
+/// The note added to such an output.
+pub fn misplaced_command_note(name: &str) -> String {
+    format!(
+        "\n`{name}` is a command of this interface, not a shell program: it only runs at the \
+         start of an action, so give it as an action (or a line) of its own, not after `&&`, \
+         `;` or `|`."
+    )
+}
+
 #[cfg(test)]
 #[path = "action_tests.rs"]
 mod tests;

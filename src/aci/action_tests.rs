@@ -211,3 +211,22 @@ fn the_blocklist_is_configurable() {
     assert_eq!(blocklist.standalone, Blocklist::v07_default().standalone);
     assert!(serde_yaml::from_str::<Blocklist>("first: [x]\n").is_err());
 }
+
+#[test]
+fn an_aci_command_bash_could_not_find_is_named() {
+    let registry = registry();
+    let find = |output: &str| misplaced_command(output, &registry);
+    assert_eq!(find("bash: line 1: open: command not found"), Some("open"));
+    assert_eq!(
+        find("x\nbash: search_dir: command not found\n"),
+        Some("search_dir")
+    );
+    assert_eq!(find("bash: line 1: vimx: command not found"), None);
+    assert_eq!(find("open: command not found here"), None);
+    assert_eq!(find(""), None);
+    let subset = registry.enabled(&["goto".to_owned()]).unwrap();
+    assert_eq!(
+        misplaced_command("bash: open: command not found", &subset),
+        None
+    );
+}

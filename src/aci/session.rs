@@ -262,7 +262,14 @@ impl<S: Sandbox> Aci<S> {
             .sandbox
             .run_merged(command, self.command_timeout)
             .await?;
-        Ok(self.describe(&out, step))
+        let mut piece = self.describe(&out, step);
+        if let Piece::Shell { output, notes } = &mut piece
+            && out.exit_code == Some(127)
+            && let Some(name) = action::misplaced_command(output, &self.registry)
+        {
+            notes.push_str(&action::misplaced_command_note(name));
+        }
+        Ok(piece)
     }
 
     /// A shell command's output and notes: v0's timeout text, and what happened when the

@@ -200,11 +200,16 @@ impl RunContext {
         let mut spec = self.spec_for(instance);
         match &self.runtime {
             Runtime::Docker(runtime) => {
+                // `aci run` shows a build's steps (a setup can take minutes); a batch's
+                // progress bar stays clean.
+                let show = |line: &str| eprintln!("{line}");
                 let quiet = |_: &str| {};
+                let on_step: &(dyn Fn(&str) + Send + Sync) =
+                    if self.turn_lines { &show } else { &quiet };
                 let request = EnvRequest {
                     env: &self.config.env,
                     run_id: &self.run_id,
-                    on_step: &quiet,
+                    on_step,
                 };
                 let env_image = ensure_env_image(runtime, instance, &request)
                     .await
