@@ -203,6 +203,10 @@ pub struct EnvConfig {
     /// autosubmits. A backstop: keep it above `agent.limits.max_wall_time_secs`, the limit the
     /// model is warned about and that the loop itself enforces between turns.
     pub instance_timeout: f64,
+    /// Seconds an environment image build (repository, baseline and `setup`) may take before
+    /// it fails that instance. Apart from `instance_timeout`: a short watchdog for quick runs
+    /// must not fail a long `pip install`.
+    pub build_timeout: f64,
     /// Container memory limit in MiB (no swap on top).
     pub memory_mb: u64,
     /// Container CPU limit in cores.
@@ -233,6 +237,7 @@ impl Default for EnvConfig {
             repo_dir: "/testbed".to_owned(),
             command_timeout: 25.0,
             instance_timeout: 3900.0,
+            build_timeout: 1800.0,
             memory_mb: 4096,
             cpus: 2.0,
             pids: 1024,

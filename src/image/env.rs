@@ -257,7 +257,7 @@ fn build_lock(env_hash: &str) -> Arc<tokio::sync::Mutex<()>> {
 
 /// What [`ensure_env_image`] needs besides the instance.
 pub struct EnvRequest<'a> {
-    /// Images, repo_dir, the disk threshold and the build's time limit (`instance_timeout`).
+    /// Images, repo_dir, the disk threshold and the build's time limit (`build_timeout`).
     pub env: &'a EnvConfig,
     /// Recorded on a newly built image as `aci.run_id` (`aci images prune --run-id`).
     pub run_id: &'a str,
@@ -357,34 +357,33 @@ pub async fn ensure_env_image(
 /// The repository's fingerprint (see [`repo::source_fingerprint`]; empty without a
 /// `repo_path`): finding an existing environment image reads no file of the repository.
 async fn repository_fingerprint(instance: &Instance) -> Result<String, EnvImageError> {
-    let Some(source) = repo_source(instance) else {
-        return Ok(String::new());
-    };
-    let repo_error = |source| EnvImageError::Repo {
-        instance_id: instance.instance_id.clone(),
-        source,
-    };
-    tokio::task::spawn_blocking(move || repo::source_fingerprint(&source))
-        .await
-        .map_err(|e| {
-            repo_error(SandboxError::Session(format!(
-                "repository task failed: {e}"
-            )))
-        })?
-        .map_err(repo_error)
+    on_repository(instance, |source| repo::source_fingerprint(&source)).await
 }
 
 /// The repository as a tar with entries under `repo_dir` (empty tar without a `repo_path`).
 async fn repository_tar(instance: &Instance, repo_dir: &str) -> Result<Vec<u8>, EnvImageError> {
-    let Some(source) = repo_source(instance) else {
-        return Ok(Vec::new());
-    };
     let prefix = repo_dir.trim_start_matches('/').to_owned();
+    on_repository(instance, move |source| {
+        repo::tar_repository(&source, &prefix)
+    })
+    .await
+}
+
+/// Runs `work` on the instance's repository off the async threads (the default value without
+/// a `repo_path`).
+async fn on_repository<T, F>(instance: &Instance, work: F) -> Result<T, EnvImageError>
+where
+    T: Default + Send + 'static,
+    F: FnOnce(RepoSource) -> Result<T, SandboxError> + Send + 'static,
+{
+    let Some(source) = repo_source(instance) else {
+        return Ok(T::default());
+    };
     let repo_error = |source| EnvImageError::Repo {
         instance_id: instance.instance_id.clone(),
         source,
     };
-    tokio::task::spawn_blocking(move || repo::tar_repository(&source, &prefix))
+    tokio::task::spawn_blocking(move || work(source))
         .await
         .map_err(|e| {
             repo_error(SandboxError::Session(format!(
@@ -402,7 +401,7 @@ fn repo_source(instance: &Instance) -> Option<RepoSource> {
     })
 }
 
-/// Runs the build with the instance's time limit (`env.instance_timeout`).
+/// Runs the build with its time limit (`env.build_timeout`).
 async fn build(
     runtime: &DockerRuntime,
     tag: &str,
@@ -425,7 +424,7 @@ async fn build(
         network: true,
     };
     let on_step = request.on_step;
-    let limit = Duration::from_secs_f64(request.env.instance_timeout.max(1.0));
+    let limit = Duration::from_secs_f64(request.env.build_timeout.max(1.0));
     on_step(&format!(
         "[{instance_id}] building the environment image {tag}"
     ));
@@ -438,7 +437,7 @@ async fn build(
         Ok(Ok(id)) => Ok(id),
         Ok(Err(error)) => Err(build_error(shorten_step_error(&error.to_string()))),
         Err(_) => Err(build_error(format!(
-            "it ran past env.instance_timeout ({} s)",
+            "it ran past env.build_timeout ({} s)",
             limit.as_secs()
         ))),
     }

@@ -36,29 +36,35 @@ pub fn tar_repository(source: &RepoSource, prefix: &str) -> Result<Vec<u8>, Sand
         return Err(repo_error(path, "not a directory"));
     }
     if let Some(commit) = is_real_commit(source.commit.as_deref()) {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(path)
-            .args([
-                "archive",
-                "--format=tar",
-                &format!("--prefix={prefix}/"),
-                commit,
-            ])
-            .output()
-            .map_err(|e| repo_error(path, format!("cannot run git: {e}")))?;
-        if !output.status.success() {
-            return Err(repo_error(
-                path,
-                format!(
-                    "git archive {commit} failed: {}",
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ),
-            ));
-        }
-        return Ok(output.stdout);
+        let archive = [
+            "archive",
+            "--format=tar",
+            &format!("--prefix={prefix}/"),
+            commit,
+        ];
+        return git(path, &archive, &format!("git archive {commit} failed"));
     }
     tar_directory(path, prefix).map_err(|e| repo_error(path, e.to_string()))
+}
+
+/// The stdout of `git -C path args…`; on failure, `failure` and git's stderr.
+fn git(path: &Path, args: &[&str], failure: &str) -> Result<Vec<u8>, SandboxError> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(path)
+        .args(args)
+        .output()
+        .map_err(|e| repo_error(path, format!("cannot run git: {e}")))?;
+    if !output.status.success() {
+        return Err(repo_error(
+            path,
+            format!(
+                "{failure}: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ));
+    }
+    Ok(output.stdout)
 }
 
 fn tar_directory(path: &Path, prefix: &str) -> std::io::Result<Vec<u8>> {
@@ -103,26 +109,17 @@ pub fn source_fingerprint(source: &RepoSource) -> Result<String, SandboxError> {
         return Err(repo_error(path, "not a directory"));
     }
     if let Some(commit) = is_real_commit(source.commit.as_deref()) {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(path)
-            .args([
-                "rev-parse",
-                &format!("{commit}^{{commit}}"),
-                &format!("{commit}^{{tree}}"),
-            ])
-            .output()
-            .map_err(|e| repo_error(path, format!("cannot run git: {e}")))?;
-        if !output.status.success() {
-            return Err(repo_error(
-                path,
-                format!(
-                    "{commit} is not a commit of this repository: {}",
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ),
-            ));
-        }
-        let ids = String::from_utf8_lossy(&output.stdout);
+        let ids = [
+            "rev-parse",
+            &format!("{commit}^{{commit}}"),
+            &format!("{commit}^{{tree}}"),
+        ];
+        let ids = git(
+            path,
+            &ids,
+            &format!("{commit} is not a commit of this repository"),
+        )?;
+        let ids = String::from_utf8_lossy(&ids);
         return Ok(format!(
             "git {}",
             ids.split_whitespace().collect::<Vec<_>>().join(" ")
