@@ -223,6 +223,39 @@ fn wait_for_steps(path: &Path, steps: usize, deadline: Instant, log: &Path) {
     }
 }
 
+/// Sends SIGINT (Ctrl-C) to `child`, waits until it exits, checks that it exited with 130 and
+/// returns what it printed.
+fn interrupt_and_expect_130(
+    child: &mut std::process::Child,
+    deadline: Instant,
+    stdout_path: &Path,
+    stderr_path: &Path,
+) -> (String, String) {
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("aci did not stop after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = std::fs::read_to_string(stdout_path).unwrap();
+    let stderr = std::fs::read_to_string(stderr_path).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
 #[test]
 fn ctrl_c_autosubmits_the_running_instances_removes_their_containers_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
@@ -259,28 +292,8 @@ fn ctrl_c_autosubmits_the_running_instances_removes_their_containers_and_exits_1
     for id in &ids[..2] {
         wait_for_steps(&instance_file(&out, id, "traj"), 1, deadline, &stderr_path);
     }
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("aci batch did not stop after Ctrl-C");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let stdout = std::fs::read_to_string(&stdout_path).unwrap();
-    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
-    assert_eq!(
-        status.code(),
-        Some(130),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) =
+        interrupt_and_expect_130(&mut child, deadline, &stdout_path, &stderr_path);
     assert!(
         stderr.contains("interrupted: no new instances start (1 not started)"),
         "{stderr}"
@@ -359,28 +372,8 @@ fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(180);
     wait_for_steps(&instance_file(&out, id, "traj"), 1, deadline, &stderr_path);
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("aci run did not stop after Ctrl-C");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let stdout = std::fs::read_to_string(&stdout_path).unwrap();
-    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
-    assert_eq!(
-        status.code(),
-        Some(130),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) =
+        interrupt_and_expect_130(&mut child, deadline, &stdout_path, &stderr_path);
     let patch_path = instance_file(&out, id, "patch");
     assert_eq!(
         stdout,
