@@ -4,11 +4,10 @@
 use serde_json::{Map, Value, json};
 
 use super::config::merge_extra;
-use super::cost::Ledger;
-use super::retry::{Endpoint, Jitter};
+use super::retry::{ApiClient, Endpoint};
 use super::{
     ANTHROPIC_API_KEY, ApiKey, CacheControlConfig, Message, Model, ModelConfig, ModelError,
-    ModelResponse, ModelStats, QueryRequest, RetryPolicy, Role, ToolCall, Usage,
+    ModelResponse, ModelStats, QueryRequest, Role, ToolCall, Usage,
 };
 
 /// Anthropic's own endpoint, used when `model.api_base` is unset.
@@ -21,13 +20,9 @@ const EMPTY_TEXT: &str = "(empty)";
 /// A model behind the Messages API.
 #[derive(Debug)]
 pub struct AnthropicModel {
-    spec: String,
+    api: ApiClient,
     model: String,
     settings: Settings,
-    endpoint: Endpoint,
-    policy: RetryPolicy,
-    jitter: Jitter,
-    ledger: Ledger,
 }
 
 /// The request fields that come from the config.
@@ -60,7 +55,6 @@ impl AnthropicModel {
         let endpoint = Endpoint::new(url, config, ANTHROPIC_API_KEY)?
             .with_header("anthropic-version", ANTHROPIC_VERSION)?
             .with_key("x-api-key", "", api_key)?;
-        let spec = format!("anthropic/{model}");
         let settings = Settings {
             temperature: config.temperature,
             top_p: config.top_p,
@@ -69,40 +63,30 @@ impl AnthropicModel {
             extra_body: config.extra_body.clone(),
         };
         Ok(AnthropicModel {
-            ledger: Ledger::new(&spec, config.price_for("anthropic", model), config),
-            spec,
+            api: ApiClient::new("anthropic", model, endpoint, config),
             model: model.to_owned(),
             settings,
-            endpoint,
-            policy: RetryPolicy::from_config(config),
-            jitter: Jitter::from_clock(),
         })
     }
 
     /// The URL requests go to.
     pub fn url(&self) -> &str {
-        self.endpoint.url()
+        self.api.url()
     }
 }
 
 impl Model for AnthropicModel {
     fn name(&self) -> &str {
-        &self.spec
+        self.api.spec()
     }
 
     async fn query(&mut self, request: QueryRequest<'_>) -> Result<ModelResponse, ModelError> {
-        self.ledger.check_before_call()?;
         let body = request_body(&self.model, &self.settings, request);
-        let mut response = self
-            .endpoint
-            .post_json(&body, &self.policy, &mut self.jitter, parse_response)
-            .await?;
-        response.cost = self.ledger.record(&response.usage)?;
-        Ok(response)
+        self.api.call(&body, parse_response).await
     }
 
     fn stats(&self) -> &ModelStats {
-        self.ledger.stats()
+        self.api.stats()
     }
 }
 

@@ -5,11 +5,10 @@
 use serde_json::{Map, Value, json};
 
 use super::config::merge_extra;
-use super::cost::Ledger;
-use super::retry::{Endpoint, Jitter};
+use super::retry::{ApiClient, Endpoint};
 use super::{
     ApiKey, Message, Model, ModelConfig, ModelError, ModelResponse, ModelStats, OPENAI_API_KEY,
-    QueryRequest, RetryPolicy, Role, ToolCall, Usage,
+    QueryRequest, Role, ToolCall, Usage,
 };
 
 /// OpenAI's own endpoint, used when `model.api_base` is unset.
@@ -18,13 +17,9 @@ const DEFAULT_API_BASE: &str = "https://api.openai.com/v1";
 /// A model behind the Chat Completions API.
 #[derive(Debug)]
 pub struct OpenAiModel {
-    spec: String,
+    api: ApiClient,
     model: String,
     settings: Settings,
-    endpoint: Endpoint,
-    policy: RetryPolicy,
-    jitter: Jitter,
-    ledger: Ledger,
 }
 
 /// The request fields that come from the config.
@@ -54,7 +49,6 @@ impl OpenAiModel {
             "Bearer ",
             api_key,
         )?;
-        let spec = format!("openai/{model}");
         let settings = Settings {
             temperature: config.temperature,
             top_p: config.top_p,
@@ -67,40 +61,30 @@ impl OpenAiModel {
             extra_body: config.extra_body.clone(),
         };
         Ok(OpenAiModel {
-            ledger: Ledger::new(&spec, config.price_for("openai", model), config),
-            spec,
+            api: ApiClient::new("openai", model, endpoint, config),
             model: model.to_owned(),
             settings,
-            endpoint,
-            policy: RetryPolicy::from_config(config),
-            jitter: Jitter::from_clock(),
         })
     }
 
     /// The URL requests go to.
     pub fn url(&self) -> &str {
-        self.endpoint.url()
+        self.api.url()
     }
 }
 
 impl Model for OpenAiModel {
     fn name(&self) -> &str {
-        &self.spec
+        self.api.spec()
     }
 
     async fn query(&mut self, request: QueryRequest<'_>) -> Result<ModelResponse, ModelError> {
-        self.ledger.check_before_call()?;
         let body = request_body(&self.model, &self.settings, request);
-        let mut response = self
-            .endpoint
-            .post_json(&body, &self.policy, &mut self.jitter, parse_response)
-            .await?;
-        response.cost = self.ledger.record(&response.usage)?;
-        Ok(response)
+        self.api.call(&body, parse_response).await
     }
 
     fn stats(&self) -> &ModelStats {
-        self.ledger.stats()
+        self.api.stats()
     }
 }
 

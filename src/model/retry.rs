@@ -156,6 +156,66 @@ impl fmt::Debug for Endpoint {
     }
 }
 
+/// What the HTTP model clients share: the endpoint with its retry policy and jitter, and the
+/// ledger that checks the budget before each call and records its cost after.
+#[derive(Debug)]
+pub(crate) struct ApiClient {
+    spec: String,
+    endpoint: Endpoint,
+    policy: super::RetryPolicy,
+    jitter: Jitter,
+    ledger: super::cost::Ledger,
+}
+
+impl ApiClient {
+    /// A client of `provider/model` (the spec it reports) over `endpoint`.
+    pub(crate) fn new(
+        provider: &str,
+        model: &str,
+        endpoint: Endpoint,
+        config: &ModelConfig,
+    ) -> Self {
+        let spec = format!("{provider}/{model}");
+        Self {
+            ledger: super::cost::Ledger::new(&spec, config.price_for(provider, model), config),
+            spec,
+            endpoint,
+            policy: super::RetryPolicy::from_config(config),
+            jitter: Jitter::from_clock(),
+        }
+    }
+
+    /// `provider/model`.
+    pub(crate) fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The URL requests go to.
+    pub(crate) fn url(&self) -> &str {
+        self.endpoint.url()
+    }
+
+    /// One call: refused when the budget is spent, retried per the policy, its cost recorded.
+    pub(crate) async fn call(
+        &mut self,
+        body: &serde_json::Value,
+        parse: fn(serde_json::Value) -> Result<super::ModelResponse, String>,
+    ) -> Result<super::ModelResponse, ModelError> {
+        self.ledger.check_before_call()?;
+        let mut response = self
+            .endpoint
+            .post_json(body, &self.policy, &mut self.jitter, parse)
+            .await?;
+        response.cost = self.ledger.record(&response.usage)?;
+        Ok(response)
+    }
+
+    /// The calls, tokens and cost so far.
+    pub(crate) fn stats(&self) -> &super::ModelStats {
+        self.ledger.stats()
+    }
+}
+
 impl Endpoint {
     /// An endpoint at `url`; `key_var` names the key's variable in hints.
     pub(crate) fn new(
