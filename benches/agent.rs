@@ -265,6 +265,7 @@ impl Setup {
             policy: &self.policy,
             variables,
             demonstrations: self.demonstrations.clone(),
+            info_extra: serde_json::Map::new(),
             save: &mut save,
         };
         let outcome = run_episode(&mut episode, &mut model, &mut aci)

@@ -90,6 +90,19 @@ fn two_demo_batches_give_identical_outputs_and_aci_eval_resolves_the_solved_inst
             without_timings(&instance_file(&out_b, id, "traj")),
             "{id}.traj"
         );
+        // Each trajectory names the environment image its container started from.
+        let env_image = &read_json(&instance_file(&out_a, id, "traj"))["info"]["env_image"];
+        let tag = env_image["tag"].as_str().unwrap();
+        let hash = env_image["env_hash"].as_str().unwrap();
+        assert!(
+            tag.starts_with("aci-env-") && tag.ends_with(&hash[..12]),
+            "{env_image}"
+        );
+        assert_eq!(
+            env_image["id"].as_str(),
+            Some(image_id(tag).as_str()),
+            "{env_image}"
+        );
     }
     let mut manifest_a = read_json(&out_a.join("manifest.json"));
     let mut manifest_b = read_json(&out_b.join("manifest.json"));
@@ -384,6 +397,13 @@ fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits
         "{stderr}"
     );
     assert_eq!(exit_status(&out, id), "submitted (early_exit)");
+    let env_image = &read_json(&instance_file(&out, id, "traj"))["info"]["env_image"];
+    assert!(
+        env_image["tag"]
+            .as_str()
+            .unwrap()
+            .starts_with("aci-env-python:")
+    );
     // One saved turn, and the call for the turn that was running (`sleep 60`) is counted too.
     let traj = read_json(&instance_file(&out, id, "traj"));
     assert_eq!(traj["trajectory"].as_array().unwrap().len(), 1);
@@ -434,4 +454,15 @@ fn the_watchdog_stops_each_of_several_concurrent_instances_and_keeps_their_work(
         assert!(patch.contains("\n+# work in progress\n"), "{patch}");
     }
     assert!(containers_of(&run).is_empty());
+}
+
+/// The id of a local image.
+fn image_id(tag: &str) -> String {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let docker = aci::sandbox::docker::DockerRuntime::connect()
+            .await
+            .expect("this test needs the Docker daemon");
+        docker.inspect_image(tag).await.unwrap().unwrap().id
+    })
 }

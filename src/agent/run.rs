@@ -39,6 +39,8 @@ pub struct Episode<'a> {
     pub variables: Value,
     /// Demonstrations, already rendered into user messages.
     pub demonstrations: Vec<HistoryItem>,
+    /// Keys the trajectory's `info` starts with (`env_image`: the image the run started from).
+    pub info_extra: serde_json::Map<String, serde_json::Value>,
     /// Called with the trajectory after every turn (it writes the file atomically).
     pub save: &'a mut (dyn FnMut(&Trajectory) + Send),
 }
@@ -177,10 +179,11 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             ParserKind::ThoughtAction => None,
         };
         let tools = tool_registry.as_ref().map(Registry::openai_tools);
-        let trajectory = Trajectory {
+        let mut trajectory = Trajectory {
             environment: "aci".to_owned(),
             ..Trajectory::default()
         };
+        trajectory.info.extra.clone_from(&episode.info_extra);
         Loop {
             episode,
             model,

@@ -196,7 +196,11 @@ impl RunContext {
     /// Starts the sandbox for `instance`. On Docker it starts from the instance's environment
     /// image (language image + repository + baseline + setup, built once per content hash and
     /// shared with `aci eval`), so no repository is copied per run.
-    pub async fn start_sandbox(&self, instance: &Instance) -> Result<AnySandbox, SandboxError> {
+    /// The second value describes that image, for the trajectory's `info.env_image`.
+    pub async fn start_sandbox(
+        &self,
+        instance: &Instance,
+    ) -> Result<(AnySandbox, Option<serde_json::Value>), SandboxError> {
         let mut spec = self.spec_for(instance);
         match &self.runtime {
             Runtime::Docker(runtime) => {
@@ -215,9 +219,18 @@ impl RunContext {
                     .await
                     .map_err(|e| SandboxError::Docker(e.to_string()))?;
                 env_image.apply_to(&mut spec);
-                Ok(AnySandbox::Docker(runtime.start(&spec).await?))
+                let record = serde_json::json!({
+                    "tag": env_image.tag,
+                    "id": env_image.id,
+                    "env_hash": env_image.env_hash,
+                    "base_image": env_image.base_image,
+                });
+                Ok((
+                    AnySandbox::Docker(runtime.start(&spec).await?),
+                    Some(record),
+                ))
             }
-            Runtime::Local => Ok(AnySandbox::Local(LocalSandbox::start(&spec).await?)),
+            Runtime::Local => Ok((AnySandbox::Local(LocalSandbox::start(&spec).await?), None)),
         }
     }
 }
@@ -287,8 +300,8 @@ pub async fn run_instance_interruptible(
         Ok(model) => model,
         Err(error) => return fail(ctx, instance, error.exit_status(), &error.to_string()),
     };
-    let sandbox = match ctx.start_sandbox(instance).await {
-        Ok(sandbox) => sandbox,
+    let (sandbox, env_image) = match ctx.start_sandbox(instance).await {
+        Ok(started) => started,
         Err(error) => {
             let message = format!("cannot start the sandbox: {error}");
             let status = ExitStatus::ExitEnvironmentError.as_str();
@@ -303,7 +316,19 @@ pub async fn run_instance_interruptible(
         Duration::from_secs_f64(env.command_timeout),
         env.memory_mb,
     );
-    let ended = drive(ctx, instance, &mut model, &mut aci, &mut interrupt).await;
+    let mut info_extra = serde_json::Map::new();
+    if let Some(record) = env_image {
+        info_extra.insert("env_image".to_owned(), record);
+    }
+    let ended = drive(
+        ctx,
+        instance,
+        &info_extra,
+        &mut model,
+        &mut aci,
+        &mut interrupt,
+    )
+    .await;
     let (status, submission, cost) = match ended {
         Ended::Episode(result) => match *result {
             Ok(outcome) => (
@@ -318,12 +343,13 @@ pub async fn run_instance_interruptible(
         },
         Ended::Watchdog => {
             let exit = ExitStatus::ExitTotalExecutionTime;
-            stop_early(&mut aci, &traj_path, &mut model, exit, None).await
+            stop_early(&mut aci, &traj_path, &mut model, &info_extra, exit, None).await
         }
         Ended::Interrupted => {
             let note = "interrupted (Ctrl-C); a rerun runs this instance again";
             let exit = ExitStatus::EarlyExit;
-            stop_early(&mut aci, &traj_path, &mut model, exit, Some(note)).await
+            let extra = &info_extra;
+            stop_early(&mut aci, &traj_path, &mut model, extra, exit, Some(note)).await
         }
     };
     let _ = aci.into_sandbox().shutdown().await;
@@ -335,6 +361,7 @@ pub async fn run_instance_interruptible(
 async fn drive(
     ctx: &RunContext,
     instance: &Instance,
+    info_extra: &serde_json::Map<String, serde_json::Value>,
     model: &mut AnyModel,
     aci: &mut Aci<AnySandbox>,
     interrupt: &mut Interrupt,
@@ -345,7 +372,7 @@ async fn drive(
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let watchdog = Duration::from_secs_f64(ctx.config.env.instance_timeout);
     tokio::select! {
-        result = tokio::time::timeout(watchdog, episode(ctx, instance, model, aci, &traj_path)) => {
+        result = tokio::time::timeout(watchdog, episode(ctx, instance, info_extra, model, aci, &traj_path)) => {
             match result {
                 Ok(result) => Ended::Episode(Box::new(result)),
                 Err(_) => Ended::Watchdog,
@@ -393,6 +420,7 @@ fn finish(
 async fn episode(
     ctx: &RunContext,
     instance: &Instance,
+    info_extra: &serde_json::Map<String, serde_json::Value>,
     model: &mut AnyModel,
     aci: &mut Aci<AnySandbox>,
     traj_path: &Path,
@@ -439,6 +467,7 @@ async fn episode(
         policy: &policy,
         variables,
         demonstrations: ctx.demonstrations.clone(),
+        info_extra: info_extra.clone(),
         save: &mut save,
     };
     run_episode(&mut episode, model, aci).await
@@ -450,6 +479,7 @@ async fn stop_early(
     aci: &mut Aci<AnySandbox>,
     traj_path: &Path,
     model: &mut AnyModel,
+    info_extra: &serde_json::Map<String, serde_json::Value>,
     exit: ExitStatus,
     note: Option<&str>,
 ) -> (String, Option<Vec<u8>>, f64) {
@@ -464,6 +494,13 @@ async fn stop_early(
         environment: "aci".to_owned(),
         ..Trajectory::default()
     });
+    for (key, value) in info_extra {
+        trajectory
+            .info
+            .extra
+            .entry(key)
+            .or_insert_with(|| value.clone());
+    }
     trajectory.info.exit_status = Some(status.clone());
     trajectory.info.submission = submission
         .as_ref()
