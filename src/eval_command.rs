@@ -185,6 +185,16 @@ fn print_summary(summary: &RunSummary, output: &Path) {
         summary.incomplete_ids.len()
     );
     println!("summary: {}", output.join("report.json").display());
+    let touching = &summary.resolved_touching_tests_ids;
+    if !touching.is_empty() {
+        eprintln!(
+            "warning: {} resolved instance(s) changed test files, so the tests that resolved \
+             them are not the ones given: {}\nhint: review `touches_tests` in each one's \
+             report.json",
+            touching.len(),
+            touching.join(", ")
+        );
+    }
 }
 
 /// Exit status 3, naming each expected id that is not resolved and what it is instead.

@@ -548,6 +548,59 @@ fn forged_passed_lines_with_a_failing_exit_code_are_not_resolved() {
 }
 
 #[test]
+fn a_conftest_that_passes_every_test_resolves_as_in_swe_bench_but_is_flagged() {
+    assert_eq!(gold().output.status.code(), Some(0));
+    let dir = scratch("conftest");
+    let id = "demo__inicfg-1";
+    let body = [
+        "import pytest",
+        "",
+        "",
+        "@pytest.hookimpl(hookwrapper=True)",
+        "def pytest_runtest_makereport(item, call):",
+        "    outcome = yield",
+        "    report = outcome.get_result()",
+        "    report.outcome = \"passed\"",
+        "    report.longrepr = None",
+    ];
+    let mut patch = format!(
+        "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n\
+         +++ b/conftest.py\n@@ -0,0 +1,{} @@\n",
+        body.len()
+    );
+    for line in body {
+        patch.push_str(&format!("+{line}\n"));
+    }
+    let file = write_predictions(
+        &dir,
+        &json!([{"instance_id": id, "model_name_or_path": "m", "model_patch": patch}]),
+    );
+    let out = dir.join("out");
+    let output = eval(&out, &["--predictions", file.to_str().unwrap(), "--id", id]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let log = stderr(&output);
+    assert!(
+        log.contains(&format!("{id}: resolved ("))
+            && log.contains("; the patch changes test files: conftest.py\n"),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "warning: 1 resolved instance(s) changed test files, so the tests that resolved them \
+             are not the ones given: {id}\nhint: review `touches_tests` in each one's report.json\n"
+        )),
+        "{log}"
+    );
+    let report = &read_json(&out.join(id).join("report.json"))[id];
+    assert_eq!(report["resolved"], true);
+    assert_eq!(report["touches_tests"], json!(["conftest.py"]));
+    let ids = vec![id.to_owned()];
+    let mut expected = summary(&[("resolved", ids.clone())], ids.clone());
+    expected["resolved_touching_tests_ids"] = json!(ids);
+    assert_eq!(read_json(&out.join("report.json")), expected);
+}
+
+#[test]
 fn the_run_stops_with_a_hint_when_the_docker_root_is_short_of_space() {
     let dir = scratch("disk");
     // A repository seen for the first time, so its environment image must be built.

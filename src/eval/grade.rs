@@ -2,6 +2,7 @@
 //! FULL / PARTIAL / NO, resolved only when FULL; plus two guards against logs that cannot be
 //! trusted (a non-zero exit code with no failing test, and no sign that the suite ran).
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -209,6 +210,39 @@ pub fn resolution(tests_status: &TestsStatus) -> Resolution {
         (false, false, true) => Resolution::Partial,
         _ => Resolution::No,
     }
+}
+
+/// The files a model patch changes that decide how the tests run or what they check: any
+/// `conftest.py`, `pytest.ini`, and every file the test patch changes. Grading stays as
+/// SWE-bench grades (the tests run with these changes); the list lets a reader find a
+/// "resolved" that came from changing the tests rather than the code.
+pub fn test_files_touched(model_patch: &str, test_patch: Option<&str>) -> Vec<String> {
+    let graded: BTreeSet<String> = test_patch.map(patch_paths).unwrap_or_default();
+    patch_paths(model_patch)
+        .into_iter()
+        .filter(|path| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            name == "conftest.py" || name == "pytest.ini" || graded.contains(path)
+        })
+        .collect()
+}
+
+/// The paths a unified git diff changes, from its `diff --git a/X b/Y` headers (both sides).
+fn patch_paths(patch: &str) -> BTreeSet<String> {
+    patch
+        .lines()
+        .filter_map(|line| line.strip_prefix("diff --git "))
+        .flat_map(|rest| {
+            // `a/X b/Y`: unquoted names split at " b/"; quoted ones are rare enough to read
+            // through their `+++`/`---` lines instead, which this does not try to.
+            let (old, new) = rest.split_once(" b/").unwrap_or((rest, ""));
+            [old.strip_prefix("a/").unwrap_or(old), new]
+                .into_iter()
+                .filter(|path| !path.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -55,6 +55,10 @@ pub struct InstanceReport {
     /// aci: why the parsed results were not believed (see [`super::grade::grade`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untrusted_reason: Option<String>,
+    /// aci: files of the patch that decide how the tests run or what they check
+    /// ([`super::grade::test_files_touched`]). Graded as SWE-bench grades; listed for review.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touches_tests: Vec<String>,
     /// aci: the resume key ([`eval_key`]) of the inputs this report was graded from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval_key: Option<String>,
@@ -83,6 +87,7 @@ impl InstanceReport {
             error: grade.error.clone(),
             timed_out: grade.timed_out,
             untrusted_reason: grade.untrusted_reason.clone(),
+            touches_tests: Vec::new(),
             eval_key,
         }
     }
@@ -99,6 +104,7 @@ impl InstanceReport {
             error: Some(reason.to_owned()),
             timed_out: false,
             untrusted_reason: None,
+            touches_tests: Vec::new(),
             eval_key,
         }
     }
@@ -175,6 +181,10 @@ pub struct RunSummary {
     pub error_ids: Vec<String>,
     /// Always 2.
     pub schema_version: u32,
+    /// aci: resolved instances whose patch changed test files (their reports'
+    /// `touches_tests`), to review before trusting the count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved_touching_tests_ids: Vec<String>,
 }
 
 /// Builds the summary the way SWE-bench's `make_run_report` buckets instances, over the selected

@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
 use super::grade::grade_log;
+use super::grade::test_files_touched;
 use super::parse::{PARSER_NAMES, parser_by_name};
 use super::predictions::Prediction;
 use super::report::{
@@ -75,6 +76,8 @@ pub struct InstanceDone {
     pub reused: bool,
     /// Wall time spent on it in this run.
     pub elapsed: Duration,
+    /// Test files its patch changes (see [`InstanceReport::touches_tests`]).
+    pub touches_tests: Vec<String>,
 }
 
 impl InstanceDone {
@@ -103,7 +106,15 @@ impl InstanceDone {
         } else {
             format!(" ({:.1} s)", self.elapsed.as_secs_f64())
         };
-        format!("{}: {status}{when}", self.instance_id)
+        let tests = if self.touches_tests.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the patch changes test files: {}",
+                self.touches_tests.join(", ")
+            )
+        };
+        format!("{}: {status}{when}{tests}", self.instance_id)
     }
 }
 
@@ -172,6 +183,7 @@ pub async fn evaluate(
         });
     }
     let mut outcomes = BTreeMap::new();
+    let mut resolved_touching_tests = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         // A task that panicked leaves its instance without an outcome: the summary counts it as
         // an error.
@@ -180,12 +192,17 @@ pub async fn evaluate(
             if let Some(outcome) = done.outcome() {
                 outcomes.insert(done.instance_id.clone(), outcome);
             }
+            if done.status == InstanceStatus::Resolved && !done.touches_tests.is_empty() {
+                resolved_touching_tests.push(done.instance_id.clone());
+            }
         }
     }
     if let Some(error) = shared.stop_error.lock().ok().and_then(|mut e| e.take()) {
         return Err(EvalError::Image(error));
     }
-    let summary = run_summary(&ids, predictions, &outcomes);
+    let mut summary = run_summary(&ids, predictions, &outcomes);
+    resolved_touching_tests.sort();
+    summary.resolved_touching_tests_ids = resolved_touching_tests;
     let path = output.join("report.json");
     write_atomic(&path, run_summary_json(&summary).as_bytes())
         .map_err(|source| EvalError::Output { path, source })?;
@@ -198,20 +215,21 @@ async fn evaluate_one(
     prediction: Option<Prediction>,
 ) -> InstanceDone {
     let started = Instant::now();
-    let done = |status, reused| InstanceDone {
+    let done = |status, reused, touches_tests| InstanceDone {
         instance_id: instance.instance_id.clone(),
         status,
         reused,
         elapsed: started.elapsed(),
+        touches_tests,
     };
     let dir = shared.settings.output.join(&instance.instance_id);
     let Some(prediction) = prediction else {
-        return done(InstanceStatus::NoPrediction, false);
+        return done(InstanceStatus::NoPrediction, false, Vec::new());
     };
     if prediction.model_patch.is_empty() {
         // A report from an earlier, non-empty patch no longer describes this prediction.
         let _ = std::fs::remove_file(dir.join("report.json"));
-        return done(InstanceStatus::EmptyPatch, false);
+        return done(InstanceStatus::EmptyPatch, false, Vec::new());
     }
     let job = Job {
         shared,
@@ -226,7 +244,7 @@ async fn evaluate_one(
                 InstanceOutcome::Unresolved => InstanceStatus::Unresolved(report.untrusted_reason),
                 InstanceOutcome::Error => InstanceStatus::Error(report.error.unwrap_or_default()),
             };
-            done(status, reused)
+            done(status, reused, report.touches_tests)
         }
         Err(stop) => {
             let reason = format!(
@@ -237,7 +255,7 @@ async fn evaluate_one(
             if let Ok(mut slot) = shared.stop_error.lock() {
                 slot.get_or_insert(stop);
             }
-            done(InstanceStatus::Error(reason), false)
+            done(InstanceStatus::Error(reason), false, Vec::new())
         }
     }
 }
@@ -313,7 +331,8 @@ impl Job<'_> {
             &self.instance.fail_to_pass,
             &self.instance.pass_to_pass,
         );
-        let report = InstanceReport::from_grade(&grade, Some(key));
+        let mut report = InstanceReport::from_grade(&grade, Some(key));
+        report.touches_tests = test_files_touched(self.patch, self.instance.test_patch.as_deref());
         let run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
         let written = self
             .write("run_instance.log", &run_log)
