@@ -227,3 +227,49 @@ fn aci_shell_drives_a_local_sandbox_through_the_agent_loop() {
         "the local copy {repo} is left behind"
     );
 }
+
+#[test]
+fn a_local_run_keeps_crlf_bytes_whatever_the_users_global_git_config_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("win.py"), "a = 1\r\nb = 2\r\n").unwrap();
+    let instances = dir.path().join("instances.jsonl");
+    std::fs::write(
+        &instances,
+        json!({
+            "instance_id": "crlf-1", "repo": "t/crlf", "problem_statement": "",
+            "base_commit": "0000000000000000000000000000000000000000",
+            "repo_path": repo, "language": "python",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let replay = dir.path().join("replay.yaml");
+    std::fs::write(
+        &replay,
+        "- \"printf 'c = 3\\\\r\\\\n' >> win.py\"\n- submit\n",
+    )
+    .unwrap();
+    // A user whose global git config converts line endings.
+    let global = dir.path().join("gitconfig");
+    std::fs::write(&global, "[core]\n\tautocrlf = true\n").unwrap();
+    let output = dir.path().join("out");
+    let status = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .env("GIT_CONFIG_GLOBAL", &global)
+        .args(["run", "--id", "crlf-1", "--runtime", "local"])
+        .arg("--instances")
+        .arg(&instances)
+        .arg("--replay")
+        .arg(&replay)
+        .arg("--output")
+        .arg(&output)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let patch = std::fs::read_to_string(output.join("crlf-1/crlf-1.patch")).unwrap();
+    assert!(
+        patch.ends_with(" a = 1\r\n b = 2\r\n+c = 3\r\n"),
+        "{patch:?}"
+    );
+}

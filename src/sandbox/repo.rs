@@ -195,11 +195,14 @@ impl Baseline {
 /// The shell script that makes (or finds) the baseline commit in the current directory and
 /// prints its hash. The sandbox runs it in a fresh container; an environment image runs it at
 /// build time (`crate::image::env`), so both give the same deterministic commit for the same tree.
+/// `core.autocrlf` is pinned off in the repository, so that on the local runtime a user's global
+/// setting rewrites no line ending in the baseline or in the submitted patch.
 pub fn baseline_script(baseline: Baseline) -> String {
     let fresh = |force: bool| {
         format!(
             "rm -rf .git && git init -q && git config core.compression 0 && \
-             git config core.looseCompression 0 && git add -A{} && \
+             git config core.looseCompression 0 && git config core.autocrlf false && \
+             git add -A{} && \
              {BASELINE_GIT_ENV} git commit -q --allow-empty --no-verify -m 'aci baseline' && \
              git rev-parse HEAD",
             if force { " -f" } else { "" }
