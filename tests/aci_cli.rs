@@ -229,7 +229,7 @@ fn aci_shell_drives_a_local_sandbox_through_the_agent_loop() {
 }
 
 #[test]
-fn a_local_run_keeps_crlf_bytes_whatever_the_users_global_git_config_says() {
+fn a_local_run_keeps_crlf_bytes_and_starts_whatever_the_users_global_git_config_says() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
@@ -251,9 +251,13 @@ fn a_local_run_keeps_crlf_bytes_whatever_the_users_global_git_config_says() {
         "- \"printf 'c = 3\\\\r\\\\n' >> win.py\"\n- submit\n",
     )
     .unwrap();
-    // A user whose global git config converts line endings.
+    // A user whose global git config converts line endings and signs every commit.
     let global = dir.path().join("gitconfig");
-    std::fs::write(&global, "[core]\n\tautocrlf = true\n").unwrap();
+    std::fs::write(
+        &global,
+        "[core]\n\tautocrlf = true\n[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n",
+    )
+    .unwrap();
     let output = dir.path().join("out");
     let status = Command::new(env!("CARGO_BIN_EXE_aci"))
         .env("GIT_CONFIG_GLOBAL", &global)

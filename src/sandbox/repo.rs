@@ -195,16 +195,19 @@ impl Baseline {
 /// The shell script that makes (or finds) the baseline commit in the current directory and
 /// prints its hash. The sandbox runs it in a fresh container; an environment image runs it at
 /// build time (`crate::image::env`), so both give the same deterministic commit for the same tree.
-/// `core.autocrlf` is pinned off in the repository, so that on the local runtime a user's global
-/// setting rewrites no line ending in the baseline or in the submitted patch.
+///
+/// On the local runtime git would read the user's own config: the baseline is made without it
+/// (no signing, hooks or templates), and `core.autocrlf` is pinned off in the repository, so no
+/// line ending is rewritten in the baseline or in the patch that `submit` makes later.
 pub fn baseline_script(baseline: Baseline) -> String {
     let fresh = |force: bool| {
         format!(
-            "rm -rf .git && git init -q && git config core.compression 0 && \
+            "( export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 && rm -rf .git && \
+             git init -q && git config core.compression 0 && \
              git config core.looseCompression 0 && git config core.autocrlf false && \
              git add -A{} && \
              {BASELINE_GIT_ENV} git commit -q --allow-empty --no-verify -m 'aci baseline' && \
-             git rev-parse HEAD",
+             git rev-parse HEAD )",
             if force { " -f" } else { "" }
         )
     };
