@@ -172,6 +172,20 @@ async fn a_failing_setup_command_is_a_build_error_of_that_instance_only() {
     );
     assert!(message.contains("installing"), "{message}");
     assert!(runtime.inspect_image(tag).await.unwrap().is_none());
+    // The build's last layer stays behind untagged, labelled with the run, so pruning the run
+    // removes it, and no image of the run is left.
+    let pruned = std::process::Command::new(env!("CARGO_BIN_EXE_aci"))
+        .args(["images", "prune", "--run-id", "test-env-failing"])
+        .output()
+        .unwrap();
+    assert_eq!(pruned.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&pruned.stdout);
+    assert!(stdout.starts_with("removed\tsha256:"), "{stdout}");
+    let left = runtime
+        .list_images_labelled(&["aci.run_id=test-env-failing".to_owned()])
+        .await
+        .unwrap();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[tokio::test]

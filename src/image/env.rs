@@ -130,13 +130,16 @@ pub fn base_image(instance: &Instance, env: &EnvConfig) -> String {
 /// The Dockerfile of an environment image: three steps, since each step of the classic builder
 /// costs a container and a layer commit.
 ///
-/// 1. `ADD` unpacks the repository tar (entries under `repo_dir`) and the setup scripts.
-/// 2. One `RUN` commits the baseline (before `setup`, so it is the sandbox's commit), runs each
+/// 1. One `LABEL` with every label (the build API's `labels` would add a step per label). It
+///    comes first so that every intermediate layer carries them too: a build that fails leaves
+///    its last layer behind as an untagged image, which `aci images prune --run-id` then finds
+///    by its run's labels instead of mistaking it for the language image it started from.
+/// 2. `ADD` unpacks the repository tar (entries under `repo_dir`) and the setup scripts.
+/// 3. One `RUN` commits the baseline (before `setup`, so it is the sandbox's commit), runs each
 ///    setup script, and adds every untracked file that `setup` left (build outputs,
 ///    `*.egg-info`, `target/`) to `.git/info/exclude`, so it shows in neither `git status` nor
 ///    a submitted patch, and the eval's `git clean` keeps it. With `baseline = None` (no
 ///    `repo_path`: the base image already holds the repository) only `setup` runs.
-/// 3. One `LABEL` with every label (the build API's `labels` would add a step per label).
 pub fn dockerfile(recipe: &Recipe<'_>) -> String {
     let Recipe {
         base,
@@ -146,6 +149,13 @@ pub fn dockerfile(recipe: &Recipe<'_>) -> String {
         labels,
     } = recipe;
     let mut lines = vec![format!("FROM {base}")];
+    if !labels.is_empty() {
+        let pairs: Vec<String> = labels
+            .iter()
+            .map(|(key, value)| format!("{}={}", label_quote(key), label_quote(value)))
+            .collect();
+        lines.push(format!("LABEL {}", pairs.join(" ")));
+    }
     let mut sources = Vec::new();
     if baseline.is_some() {
         sources.push("repo.tar");
@@ -172,13 +182,6 @@ pub fn dockerfile(recipe: &Recipe<'_>) -> String {
     }
     if baseline.is_some() || !setup.is_empty() {
         lines.push(format!("RUN {}", commands.join(" && ")));
-    }
-    if !labels.is_empty() {
-        let pairs: Vec<String> = labels
-            .iter()
-            .map(|(key, value)| format!("{}={}", label_quote(key), label_quote(value)))
-            .collect();
-        lines.push(format!("LABEL {}", pairs.join(" ")));
     }
     let mut text = lines.join("\n");
     text.push('\n');

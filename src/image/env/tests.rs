@@ -54,7 +54,7 @@ fn recipe(baseline: Option<repo::Baseline>, setup: &[String]) -> Recipe<'_> {
 }
 
 #[test]
-fn the_dockerfile_adds_the_repository_commits_the_baseline_then_runs_setup_and_labels() {
+fn the_dockerfile_labels_then_adds_the_repository_commits_the_baseline_and_runs_setup() {
     let setup = ["make".to_owned(), "make install".to_owned()];
     let mut recipe = recipe(Some(repo::Baseline::Fresh { force: false }), &setup);
     recipe
@@ -67,18 +67,18 @@ fn the_dockerfile_adds_the_repository_commits_the_baseline_then_runs_setup_and_l
     let lines: Vec<&str> = text.lines().collect();
     let baseline = repo::baseline_script(repo::Baseline::Fresh { force: false });
     assert_eq!(lines[0], "FROM sha256:abc");
-    assert_eq!(lines[1], "ADD repo.tar setup.tar /");
+    assert_eq!(
+        lines[1],
+        r#"LABEL "aci.image"="env" "aci.run_id"="my \"run\" 1""#
+    );
+    assert_eq!(lines[2], "ADD repo.tar setup.tar /");
     let run = format!(
         "RUN mkdir -p /testbed && cd /testbed && {baseline} && bash /tmp/aci-setup/1.sh && \
          bash /tmp/aci-setup/2.sh && rm -rf /tmp/aci-setup && if [ -d .git ]; then git ls-files \
          --others --exclude-standard --directory | sed -e 's/[][*?\\\\]/\\\\&/g' -e 's|^|/|' \
          >> .git/info/exclude; fi"
     );
-    assert_eq!(lines[2], run);
-    assert_eq!(
-        lines[3],
-        r#"LABEL "aci.image"="env" "aci.run_id"="my \"run\" 1""#
-    );
+    assert_eq!(lines[3], run);
     assert_eq!(lines.len(), 4);
 }
 
