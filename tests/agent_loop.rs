@@ -233,6 +233,41 @@ async fn a_function_calling_model_fixes_the_bug_and_submits_over_both_wire_forma
     }
 }
 
+#[tokio::test]
+async fn without_the_bash_tool_a_function_calling_model_gets_only_the_aci_commands() {
+    let wire = Wire::OpenAi;
+    let server = MockServer::start(vec![
+        tool_answer(wire, "List.", "call_1", "bash", json!({"command": "ls"})),
+        tool_answer(wire, "", "call_2", "submit", json!({})),
+    ])
+    .await;
+    let extra = "agent: {parser: function_calling, enable_bash_tool: false}";
+    let run = run_http(wire, &server, extra).await;
+
+    assert_eq!(run.result.exit_status, "submitted");
+    let requests = server.requests();
+    let tools: Vec<String> = requests[0].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tools.last().map(String::as_str), Some("submit"));
+    assert!(!tools.iter().any(|name| name == "bash"), "{tools:?}");
+    // A bash call is then a format error the model is told about, and nothing runs.
+    let refused = &run.traj.trajectory[0];
+    assert_eq!(
+        (refused.action.as_str(), refused.format_error.as_deref()),
+        (
+            "",
+            Some(
+                "Your action could not be parsed: Command 'bash' not found in list of available \
+                 commands. Please fix it and try again."
+            )
+        )
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The API misbehaves
 

@@ -185,7 +185,7 @@ pub fn function_call_to_command(
     let spec = registry.get(name).ok_or_else(|| {
         FormatError::new(
             ErrorCode::InvalidCommand,
-            format!("Command '{name}' not found in list of available commands."),
+            format!("Command '{name}' not found in list of available commands"),
         )
     })?;
     let values = parse_arguments(arguments_json)?;

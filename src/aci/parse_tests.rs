@@ -166,7 +166,7 @@ fn bad_tool_calls_are_format_errors_with_v1_codes() {
         code(call("vim", "{}")),
         (
             ErrorCode::InvalidCommand,
-            "Command 'vim' not found in list of available commands.".into()
+            "Command 'vim' not found in list of available commands".into()
         )
     );
     assert_eq!(

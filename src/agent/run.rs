@@ -175,7 +175,10 @@ pub async fn run_episode<M: Model, S: Sandbox>(
 impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
     fn new(episode: &'e mut Episode<'a>, model: &'e mut M, aci: &'e mut Aci<S>) -> Self {
         let tool_registry = match episode.config.parser {
-            ParserKind::FunctionCalling => Some(with_bash_tool(aci.registry())),
+            ParserKind::FunctionCalling if episode.config.enable_bash_tool => {
+                Some(with_bash_tool(aci.registry()))
+            }
+            ParserKind::FunctionCalling => Some(aci.registry().clone()),
             ParserKind::ThoughtAction => None,
         };
         let tools = tool_registry.as_ref().map(Registry::openai_tools);

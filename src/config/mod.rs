@@ -43,6 +43,9 @@ pub struct AgentConfig {
     /// How the model's answer becomes an action: `thought_action` (the last fenced code
     /// block) or `function_calling` (a tool call).
     pub parser: ParserKind,
+    /// With `function_calling`, offer v1's `bash` tool beside the ACI commands (SWE-agent's
+    /// `enable_bash_tool`); without it the model can run only the enabled ACI commands.
+    pub enable_bash_tool: bool,
     /// Which past observations are sent: `{type: last_n_observations, n: 5}` or `{type: full}`.
     pub history: HistoryConfig,
     /// Observations longer than this many characters are cut in the middle, with a note of how
@@ -62,6 +65,7 @@ impl Default for AgentConfig {
             templates: Templates::default(),
             demonstrations: Vec::new(),
             parser: ParserKind::ThoughtAction,
+            enable_bash_tool: true,
             history: HistoryConfig::default(),
             max_observation_length: crate::agent::history::DEFAULT_MAX_OBSERVATION_LENGTH,
             limits: Limits::default(),
