@@ -139,3 +139,54 @@ async fn a_dead_container_is_an_instance_failure_not_a_panic() {
         "{error}"
     );
 }
+
+/// Lists the containers of `run_id` (any state).
+async fn containers_of(runtime: &aci::sandbox::docker::DockerRuntime, run_id: &str) -> Vec<String> {
+    runtime.list_aci_containers(Some(run_id)).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_containers_of_a_killed_aci_are_reaped_and_build_step_containers_are_not() {
+    let runtime = docker().await;
+    let pid = std::process::id();
+    // A task container whose aci process is killed outright, so none of its clean-up runs.
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join("replay.yaml");
+    std::fs::write(&replay, "- sleep 120\n- submit\n").unwrap();
+    let run = format!("test-reap-{pid}");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/demo/instances.jsonl");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aci"))
+        .args(["run", "--id", "demo__inicfg-1", "--run-id", &run])
+        .arg("--instances")
+        .arg(&demo)
+        .arg("--replay")
+        .arg(&replay)
+        .arg("--output")
+        .arg(dir.path().join("out"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while containers_of(&runtime, &run).await.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no container started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // A container that carries a run's label but no aci process id, as the step containers
+    // of an environment image build do.
+    let build_run = format!("test-reap-build-{pid}");
+    let created = std::process::Command::new("docker")
+        .args(["create", "--label", &format!("aci.run_id={build_run}")])
+        .args([support::test_image().as_str(), "true"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+
+    runtime.reap_orphans().await.unwrap();
+    assert_eq!(containers_of(&runtime, &run).await, Vec::<String>::new());
+    let kept = containers_of(&runtime, &build_run).await;
+    assert_eq!(kept.len(), 1, "the build step container was reaped");
+    runtime.remove_container(&kept[0]).await.unwrap();
+}

@@ -320,10 +320,17 @@ impl DockerRuntime {
     }
 
     /// Removes containers left by `aci` processes that are gone. Returns how many.
+    ///
+    /// Only task containers, which carry the `aci.pid` of the process that created them, are
+    /// candidates: the step containers of an environment image build inherit the image's
+    /// `aci.run_id` label but belong to the daemon's builder, which removes them itself.
     pub async fn reap_orphans(&self) -> Result<usize, SandboxError> {
         let mut reaped = 0;
         for (id, labels) in self.list_labelled(None).await? {
-            let pid = labels.get(LABEL_PID).and_then(|p| p.parse::<u32>().ok());
+            let Some(pid) = labels.get(LABEL_PID) else {
+                continue;
+            };
+            let pid = pid.parse::<u32>().ok();
             let start = labels
                 .get(LABEL_PID_START)
                 .and_then(|s| s.parse::<u64>().ok());
