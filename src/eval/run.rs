@@ -5,7 +5,6 @@
 //! disk stops the run.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,8 +14,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
-use super::grade::grade_log;
-use super::grade::test_files_touched;
+use super::grade::{grade_log, test_files_touched};
 use super::parse::{PARSER_NAMES, parser_by_name};
 use super::predictions::Prediction;
 use super::report::{
@@ -24,6 +22,7 @@ use super::report::{
     parse_instance_report, run_summary, run_summary_json,
 };
 use super::script::{EvalScriptSpec, eval_script};
+use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
 use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
 use crate::instance::Instance;
@@ -445,23 +444,4 @@ fn run_log(image: &EnvImage, apply_output: &str, oom_killed: bool, elided: u64) 
         ));
     }
     log
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename, creating the directory, so
-/// that an interrupted run never leaves half a report.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = std::fs::File::create(&temp)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
-        .and_then(|()| std::fs::rename(&temp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }
