@@ -227,21 +227,12 @@ pub fn test_files_touched(model_patch: &str, test_patch: Option<&str>) -> Vec<St
         .collect()
 }
 
-/// The paths a unified git diff changes, from its `diff --git a/X b/Y` headers (both sides).
+/// Every path a diff names, before and after ([`super::script::patch_files`]).
 fn patch_paths(patch: &str) -> BTreeSet<String> {
-    patch
-        .lines()
-        .filter_map(|line| line.strip_prefix("diff --git "))
-        .flat_map(|rest| {
-            // `a/X b/Y`: unquoted names split at " b/"; quoted ones are rare enough to read
-            // through their `+++`/`---` lines instead, which this does not try to.
-            let (old, new) = rest.split_once(" b/").unwrap_or((rest, ""));
-            [old.strip_prefix("a/").unwrap_or(old), new]
-                .into_iter()
-                .filter(|path| !path.is_empty())
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
+    super::script::patch_files(patch)
+        .into_iter()
+        .flat_map(|file| [file.old_path, file.new_path])
+        .flatten()
         .collect()
 }
 
