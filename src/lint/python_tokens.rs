@@ -836,6 +836,7 @@ impl<'a> Scanner<'a> {
 mod tests {
     use super::*;
     use crate::lint::syntax::line_edit;
+    use crate::lint::tests::Lcg;
 
     /// Lines that move the tokenizer's state: indents and dedents, tabs, brackets and strings
     /// over several lines, continuations, comments, blank lines and errors.
@@ -867,18 +868,6 @@ mod tests {
         "\x0c",
         "        deep = f'{a!r}'",
     ];
-
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self, bound: usize) -> usize {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((self.0 >> 33) as usize) % bound.max(1)
-        }
-    }
 
     fn random_text(random: &mut Lcg, lines: usize) -> Vec<String> {
         (0..lines)

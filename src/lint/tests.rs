@@ -178,11 +178,12 @@ fn crlf_files_are_checked_like_lf_files() {
     assert_eq!(lf, crlf);
 }
 
-/// A small deterministic generator (no external crates) for the edit sequences below.
-struct Lcg(u64);
+/// A small deterministic generator (no external crates) for the edit sequences below and the
+/// tokenizer's rescan tests.
+pub(super) struct Lcg(pub(super) u64);
 
 impl Lcg {
-    fn next(&mut self, bound: usize) -> usize {
+    pub(super) fn next(&mut self, bound: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
