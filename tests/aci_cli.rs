@@ -22,6 +22,20 @@ fn traj(output: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `aci run` of one instance on the local runtime, replaying `replay` into `output`.
+fn local_run(instances: &Path, id: &str, replay: &Path, output: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_aci"));
+    command
+        .args(["run", "--id", id, "--runtime", "local"])
+        .arg("--instances")
+        .arg(instances)
+        .arg("--replay")
+        .arg(replay)
+        .arg("--output")
+        .arg(output);
+    command
+}
+
 #[test]
 fn each_step_of_aci_run_records_the_open_file_and_the_working_directory() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,22 +46,8 @@ fn each_step_of_aci_run_records_the_open_file_and_the_working_directory() {
     )
     .unwrap();
     let output = dir.path().join("out");
-    let status = Command::new(env!("CARGO_BIN_EXE_aci"))
-        .arg("run")
-        .arg("--instances")
-        .arg(demo_instances())
-        .args([
-            "--id",
-            DEMO_ID,
-            "--runtime",
-            "local",
-            "--run-id",
-            "test-state",
-        ])
-        .arg("--replay")
-        .arg(&replay)
-        .arg("--output")
-        .arg(&output)
+    let status = local_run(&demo_instances(), DEMO_ID, &replay, &output)
+        .args(["--run-id", "test-state"])
         .status()
         .unwrap();
     assert!(status.success());
@@ -259,15 +259,8 @@ fn a_local_run_keeps_crlf_bytes_and_starts_whatever_the_users_global_git_config_
     )
     .unwrap();
     let output = dir.path().join("out");
-    let status = Command::new(env!("CARGO_BIN_EXE_aci"))
+    let status = local_run(&instances, "crlf-1", &replay, &output)
         .env("GIT_CONFIG_GLOBAL", &global)
-        .args(["run", "--id", "crlf-1", "--runtime", "local"])
-        .arg("--instances")
-        .arg(&instances)
-        .arg("--replay")
-        .arg(&replay)
-        .arg("--output")
-        .arg(&output)
         .status()
         .unwrap();
     assert!(status.success());
