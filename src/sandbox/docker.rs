@@ -22,8 +22,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::shell::{Channel, Frame, KILL_TREE_SCRIPT, Shell, Streams, Transport};
-use super::{ExecOutput, Sandbox, SandboxError, SandboxSpec, repo};
+use super::transport::{Channel, Frame, Transport};
+use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
 
 /// Label holding the run id.
 pub const LABEL_RUN_ID: &str = "aci.run_id";
@@ -119,20 +119,25 @@ impl DockerRuntime {
     pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
         let container_id = self.create_container(spec).await?;
         self.track(&container_id, true);
-        match self.prepare(spec, &container_id).await {
-            Ok(sandbox) => Ok(sandbox),
-            Err(error) => {
-                let _ = self.remove_container(&container_id).await;
-                Err(error)
-            }
+        if let Err(error) = self.prepare(spec, &container_id).await {
+            let _ = self.remove_container(&container_id).await;
+            return Err(error);
         }
+        // From here on the transport owns the container: it removes it at teardown, and when
+        // the sandbox is dropped without one.
+        let transport = DockerTransport {
+            runtime: self.clone(),
+            container_id,
+            instance_id: spec.instance_id.clone(),
+            workdir: spec.repo_dir.clone(),
+            torn_down: false,
+        };
+        let baseline = repo::Baseline::for_source(spec.repo.as_ref());
+        ShellSandbox::open(transport, spec, spec.repo_dir.clone(), baseline).await
     }
 
-    async fn prepare(
-        &self,
-        spec: &SandboxSpec,
-        container_id: &str,
-    ) -> Result<DockerSandbox, SandboxError> {
+    /// Starts the container and copies the repository in.
+    async fn prepare(&self, spec: &SandboxSpec, container_id: &str) -> Result<(), SandboxError> {
         self.docker
             .start_container(container_id, None)
             .await
@@ -153,25 +158,7 @@ impl DockerRuntime {
                 .await
                 .map_err(docker_error)?;
         }
-        let transport = DockerTransport {
-            docker: self.docker.clone(),
-            container_id: container_id.to_owned(),
-            instance_id: spec.instance_id.clone(),
-            workdir: spec.repo_dir.clone(),
-        };
-        let init = repo::session_init(&spec.env);
-        let mut shell =
-            Shell::open(transport, &spec.repo_dir, init, spec.output_limit, true).await?;
-        let baseline =
-            repo::make_baseline(&mut shell, repo::Baseline::for_source(spec.repo.as_ref())).await?;
-        Ok(DockerSandbox {
-            runtime: self.clone(),
-            container_id: container_id.to_owned(),
-            repo_dir: spec.repo_dir.clone(),
-            baseline,
-            shell,
-            shut_down: false,
-        })
+        Ok(())
     }
 
     async fn create_container(&self, spec: &SandboxSpec) -> Result<String, SandboxError> {
@@ -588,17 +575,36 @@ fn own_start_time() -> u64 {
     process_start_time(std::process::id()).unwrap_or(0)
 }
 
-/// The session transport: one attached `docker exec` of bash.
+/// A task container with its persistent shell.
+pub type DockerSandbox = ShellSandbox<DockerTransport>;
+
+impl DockerSandbox {
+    /// The container's id.
+    pub fn container_id(&self) -> &str {
+        &self.transport().container_id
+    }
+
+    /// The runtime that started this container.
+    pub fn runtime(&self) -> &DockerRuntime {
+        &self.transport().runtime
+    }
+}
+
+/// The session transport of one task container: an attached `docker exec` of bash per
+/// session, a second `docker exec` beside it. It owns the container: teardown removes it, and
+/// so does dropping it without a teardown (in the background).
 pub struct DockerTransport {
-    docker: Docker,
+    runtime: DockerRuntime,
     container_id: String,
     instance_id: String,
     workdir: String,
+    torn_down: bool,
 }
 
 impl DockerTransport {
     async fn death_reason(&self) -> Option<String> {
         let inspected = self
+            .runtime
             .docker
             .inspect_container(&self.container_id, None)
             .await;
@@ -621,13 +627,11 @@ impl DockerTransport {
 }
 
 impl Transport for DockerTransport {
+    /// The container's own cgroup.
+    const READS_OOM_COUNTER: bool = true;
+
     async fn open(&self) -> Result<Channel, SandboxError> {
-        if let Some(reason) = self.death_reason().await {
-            return Err(SandboxError::ContainerDied {
-                instance_id: self.instance_id.clone(),
-                reason,
-            });
-        }
+        let docker = &self.runtime.docker;
         let options = CreateExecOptions {
             cmd: Some(vec![
                 "bash".to_owned(),
@@ -642,13 +646,11 @@ impl Transport for DockerTransport {
             working_dir: Some(self.workdir.clone()),
             ..Default::default()
         };
-        let exec = self
-            .docker
+        let exec = docker
             .create_exec(&self.container_id, options)
             .await
             .map_err(docker_error)?;
-        let StartExecResults::Attached { mut output, input } = self
-            .docker
+        let StartExecResults::Attached { mut output, input } = docker
             .start_exec(&exec.id, None)
             .await
             .map_err(docker_error)?
@@ -671,110 +673,43 @@ impl Transport for DockerTransport {
         Ok(Channel { input, frames })
     }
 
-    async fn interrupt(&self, shell_pid: u32) -> Result<(), SandboxError> {
-        let cmd = vec![
-            "sh".to_owned(),
-            "-c".to_owned(),
-            KILL_TREE_SCRIPT.to_owned(),
-            "sh".to_owned(),
-            shell_pid.to_string(),
-        ];
-        let out = tokio::time::timeout(
-            Duration::from_secs(20),
-            exec_once(&self.docker, &self.container_id, cmd),
-        )
-        .await
-        .map_err(|_| SandboxError::Session("interrupting the command timed out".to_owned()))??;
-        match out.exit_code {
-            Some(0) => Ok(()),
-            code => Err(SandboxError::Session(format!(
-                "interrupting the command failed ({code:?}): {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))),
+    async fn run_beside(&self, argv: Vec<String>) -> Result<ExecOutput, SandboxError> {
+        exec_once(&self.runtime.docker, &self.container_id, argv).await
+    }
+
+    async fn check_alive(&self) -> Result<(), SandboxError> {
+        match self.death_reason().await {
+            None => Ok(()),
+            Some(reason) => Err(SandboxError::ContainerDied {
+                instance_id: self.instance_id.clone(),
+                reason,
+            }),
         }
     }
 
     async fn reset(&self) -> Result<(), SandboxError> {
-        if let Some(reason) = self.death_reason().await {
-            return Err(SandboxError::ContainerDied {
-                instance_id: self.instance_id.clone(),
-                reason,
-            });
-        }
         // Kill every process but init: a wedged session, or a fork bomb the interrupt could
         // not even start beside. The file system, and so the repository, stays as it is.
         let options = RestartContainerOptionsBuilder::default().t(0).build();
-        self.docker
+        self.runtime
+            .docker
             .restart_container(&self.container_id, Some(options))
             .await
             .map_err(docker_error)
     }
-}
 
-/// A task container with its persistent shell.
-pub struct DockerSandbox {
-    runtime: DockerRuntime,
-    container_id: String,
-    repo_dir: String,
-    baseline: String,
-    shell: Shell<DockerTransport>,
-    shut_down: bool,
-}
-
-impl DockerSandbox {
-    /// The container's id.
-    pub fn container_id(&self) -> &str {
-        &self.container_id
-    }
-
-    /// The runtime that started this container.
-    pub fn runtime(&self) -> &DockerRuntime {
-        &self.runtime
-    }
-}
-
-impl Sandbox for DockerSandbox {
-    async fn run(&mut self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
-        self.shell.run(command, timeout, Streams::Separate).await
-    }
-
-    async fn run_merged(
-        &mut self,
-        command: &str,
-        timeout: Duration,
-    ) -> Result<ExecOutput, SandboxError> {
-        self.shell.run(command, timeout, Streams::Merged).await
-    }
-
-    async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        self.shell.read_file(path).await
-    }
-
-    async fn write_file(&mut self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
-        self.shell.write_file(path, content).await
-    }
-
-    fn repo_dir(&self) -> &str {
-        &self.repo_dir
-    }
-
-    fn baseline(&self) -> &str {
-        &self.baseline
-    }
-
-    async fn shutdown(mut self) -> Result<(), SandboxError> {
-        self.shut_down = true;
-        let _ = self.shell.transport();
+    async fn teardown(mut self) -> Result<(), SandboxError> {
+        self.torn_down = true;
         self.runtime.remove_container(&self.container_id).await
     }
 }
 
-impl Drop for DockerSandbox {
+impl Drop for DockerTransport {
     fn drop(&mut self) {
-        if self.shut_down {
+        if self.torn_down {
             return;
         }
-        // Dropped without shutdown (an error path or a panic): remove it in the background.
+        // Dropped without teardown (an error path or a panic): remove it in the background.
         // The run's final sweep (`remove_all_started`) and the reaper catch anything this misses.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let runtime = self.runtime.clone();

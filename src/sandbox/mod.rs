@@ -1,20 +1,27 @@
-//! Where commands run: [`Sandbox`] and its two implementations.
+//! Where commands run: [`Sandbox`], and [`ShellSandbox`], its one implementation over a
+//! [`Transport`].
 //!
-//! [`docker::DockerSandbox`] is one hardened container per task; [`local::LocalSandbox`] is a
-//! temporary copy of the repository on the host with no isolation at all, for tests and for
-//! machines without Docker. Both drive one persistent bash session ([`shell`]), so `cd` and
-//! `export` persist and a command costs a pipe round trip, not a `docker exec`.
+//! [`ShellSandbox`] drives one persistent bash session ([`shell`]), so `cd` and `export`
+//! persist and a command costs a pipe round trip, not a `docker exec`. What differs between
+//! engines is only the transport: [`docker::DockerTransport`] is one hardened container per
+//! task ([`docker::DockerSandbox`]); [`local::LocalTransport`] is a temporary copy of the
+//! repository on the host with no isolation at all, for tests and for machines without Docker
+//! ([`local::LocalSandbox`]). Another engine is one new file with one more transport.
 
 pub mod docker;
 pub mod local;
 pub mod repo;
 pub mod shell;
+pub mod transport;
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use shell::OutputLimit;
+pub use transport::{SessionPid, Transport};
+
+use shell::{Shell, Streams};
 
 /// What to start: the image, the repository to materialise, and the container's limits.
 #[derive(Debug, Clone)]
@@ -39,6 +46,29 @@ pub struct SandboxSpec {
     pub output_limit: OutputLimit,
 }
 
+impl SandboxSpec {
+    /// A spec with the defaults: no repository to copy (the image holds it, or it starts
+    /// empty) at `/testbed`, [`ResourceLimits::default`], no network, no extra environment and
+    /// [`OutputLimit::default`]. Change a field with struct update syntax.
+    pub fn new(
+        run_id: impl Into<String>,
+        instance_id: impl Into<String>,
+        image: impl Into<String>,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            instance_id: instance_id.into(),
+            image: image.into(),
+            repo: None,
+            repo_dir: "/testbed".to_owned(),
+            limits: ResourceLimits::default(),
+            network: false,
+            env: Vec::new(),
+            output_limit: OutputLimit::default(),
+        }
+    }
+}
+
 /// A repository on the host: a plain directory, or a git repository and a commit in it.
 #[derive(Debug, Clone)]
 pub struct RepoSource {
@@ -47,6 +77,16 @@ pub struct RepoSource {
     /// The commit to check out when `path` is a git repository. `None`, or a commit of all
     /// zeros, copies the directory as it is (without `.git`).
     pub commit: Option<String>,
+}
+
+impl RepoSource {
+    /// A plain directory, copied as it is (without `.git`).
+    pub fn directory(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            commit: None,
+        }
+    }
 }
 
 /// Container resource limits.
@@ -201,6 +241,83 @@ pub trait Sandbox: Send {
 
     /// Stops and removes everything the sandbox created.
     fn shutdown(self) -> impl Future<Output = Result<(), SandboxError>> + Send;
+}
+
+/// The one [`Sandbox`]: a persistent shell over a [`Transport`], the repository's path in the
+/// sandbox and its baseline commit.
+pub struct ShellSandbox<T: Transport> {
+    shell: Shell<T>,
+    repo_dir: String,
+    baseline: String,
+}
+
+impl<T: Transport> ShellSandbox<T> {
+    /// Opens the session over `transport` in `repo_dir` (with `spec`'s environment and output
+    /// limit) and makes the git baseline. On failure the transport is torn down.
+    pub async fn open(
+        transport: T,
+        spec: &SandboxSpec,
+        repo_dir: String,
+        baseline: repo::Baseline,
+    ) -> Result<Self, SandboxError> {
+        let init = repo::session_init(&spec.env);
+        let mut shell = Shell::new(transport, &repo_dir, init, spec.output_limit);
+        let made = match shell.start().await {
+            Ok(()) => repo::make_baseline(&mut shell, baseline).await,
+            Err(error) => Err(error),
+        };
+        match made {
+            Ok(baseline) => Ok(Self {
+                shell,
+                repo_dir,
+                baseline,
+            }),
+            Err(error) => {
+                let _ = shell.into_transport().teardown().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// The transport underneath (a container's id, a local directory).
+    pub fn transport(&self) -> &T {
+        self.shell.transport()
+    }
+}
+
+impl<T: Transport> Sandbox for ShellSandbox<T> {
+    async fn run(&mut self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+        self.shell.run(command, timeout, Streams::Separate).await
+    }
+
+    async fn run_merged(
+        &mut self,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        self.shell.run(command, timeout, Streams::Merged).await
+    }
+
+    async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        self.shell.read_file(path).await
+    }
+
+    async fn write_file(&mut self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
+        self.shell.write_file(path, content).await
+    }
+
+    fn repo_dir(&self) -> &str {
+        &self.repo_dir
+    }
+
+    fn baseline(&self) -> &str {
+        &self.baseline
+    }
+
+    async fn shutdown(self) -> Result<(), SandboxError> {
+        // The session closes first (its stdin with it), then the transport goes.
+        self.shell.into_transport().teardown().await
+    }
 }
 
 /// Either sandbox, chosen at run time (`--runtime docker|local`).

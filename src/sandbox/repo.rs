@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::shell::{Shell, Transport};
+use super::shell::Shell;
+use super::transport::Transport;
 use super::{RepoSource, SandboxError, shell_quote};
 
 /// The author, committer and date of every baseline commit, so its hash is reproducible.

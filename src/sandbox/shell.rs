@@ -20,48 +20,18 @@
 //! The transport ([`Transport`]) is a `docker exec` for containers or a child process for the
 //! local sandbox; everything else — timeouts, interrupting a hung command from outside,
 //! reopening a dead session, file access — lives here, once.
+//!
+//! A session is starting (opened, its set-up exchange not answered yet) or ready with the
+//! shell's [`SessionPid`]; only a ready session is ever interrupted, so the interrupt cannot
+//! target a pid the session did not report.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::io::AsyncWriteExt;
 
+use super::transport::{Channel, Frame, SessionPid, Transport, kill_tree_command};
 use super::{ExecOutput, FileErrorKind, SandboxError, shell_quote};
-
-/// One chunk of the session's output.
-#[derive(Debug)]
-pub enum Frame {
-    /// Bytes from stdout.
-    Stdout(Bytes),
-    /// Bytes from stderr.
-    Stderr(Bytes),
-}
-
-/// The two ends of an open session.
-pub struct Channel {
-    /// The session's stdin.
-    pub input: Pin<Box<dyn AsyncWrite + Send>>,
-    /// The session's output; the channel closes when the session ends.
-    pub frames: mpsc::Receiver<Frame>,
-}
-
-/// How a session is opened and how a hung command is stopped.
-pub trait Transport: Send + Sync {
-    /// Starts a new `bash` session.
-    fn open(&self) -> impl Future<Output = Result<Channel, SandboxError>> + Send;
-
-    /// Kills every descendant of the session's shell (`shell_pid`, as the session sees it),
-    /// from outside the session.
-    fn interrupt(&self, shell_pid: u32) -> impl Future<Output = Result<(), SandboxError>> + Send;
-
-    /// Called when the session died or could not be interrupted: kills everything, so that a
-    /// new session can be opened, or says why nothing can be opened any more.
-    fn reset(&self) -> impl Future<Output = Result<(), SandboxError>> + Send;
-}
 
 /// How much output is kept while it streams: the first `head` and the last `tail` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,32 +50,6 @@ impl Default for OutputLimit {
         }
     }
 }
-
-/// A POSIX `sh` script that kills every descendant of the process `$1`, using only `/proc`
-/// (no `ps`, no `pkill`, no `/proc/*/children`). It freezes what it finds with SIGSTOP before
-/// killing, so a fork bomb cannot outrun it, and runs a few rounds.
-pub const KILL_TREE_SCRIPT: &str = r#"
-root=$1
-for round in 1 2 3 4; do
-  tree=" $root "
-  grew=1
-  while [ -n "$grew" ]; do
-    grew=
-    for st in /proc/[0-9]*/stat; do
-      pid=${st#/proc/}; pid=${pid%/stat}
-      case "$tree" in *" $pid "*) continue;; esac
-      read -r line < "$st" 2>/dev/null || continue
-      rest=${line##*) }
-      set -- $rest
-      case "$tree" in *" $2 "*) tree="$tree$pid "; grew=1;; esac
-    done
-  done
-  victims=${tree# $root }
-  [ -z "${victims# }" ] && exit 0
-  for pid in $victims; do kill -STOP "$pid" 2>/dev/null; done
-  for pid in $victims; do kill -KILL "$pid" 2>/dev/null; done
-done
-"#;
 
 const MARKER_SLACK: usize = 128;
 /// How long a killed command gets to report its end marker before the session is replaced.
@@ -256,9 +200,34 @@ enum Ending {
     Died,
 }
 
-struct Session {
-    channel: Channel,
-    pid: u32,
+/// An open session.
+enum Session {
+    /// Opened; its set-up exchange has not reported the shell's pid yet. An exchange that
+    /// times out now is not interrupted: there is no pid to aim at, so the session is dropped.
+    Starting(Channel),
+    /// Set up: commands run, and an interrupt kills the descendants of `pid`.
+    Ready {
+        /// The session's streams.
+        channel: Channel,
+        /// The shell's pid, as the session reported it.
+        pid: SessionPid,
+    },
+}
+
+impl Session {
+    fn channel(&mut self) -> &mut Channel {
+        match self {
+            Session::Starting(channel) | Session::Ready { channel, .. } => channel,
+        }
+    }
+
+    /// The process tree an interrupt may kill: only a ready session has one.
+    fn interrupt_target(&self) -> Option<SessionPid> {
+        match self {
+            Session::Starting(_) => None,
+            Session::Ready { pid, .. } => Some(*pid),
+        }
+    }
 }
 
 /// A persistent shell over some [`Transport`], reopened when it dies.
@@ -270,11 +239,12 @@ pub struct Shell<T: Transport> {
     limit: OutputLimit,
     workdir: String,
     init: String,
-    oom_read: &'static str,
     oom_kills: i64,
     /// An exchange was started and never finished (its future was dropped, e.g. by a
     /// watchdog): the session's output stream is out of step and must be replaced.
     in_flight: bool,
+    /// How long a new session's set-up exchange may take.
+    setup_timeout: Duration,
 }
 
 /// Reads the cgroup's OOM-kill counter (v1 or v2) into `__aci_oom` with builtins only, so it
@@ -283,17 +253,16 @@ const OOM_READ: &str = "__aci_oom=0; for __aci_f in /sys/fs/cgroup/memory/memory
 /sys/fs/cgroup/memory.events; do [ -r $__aci_f ] && while read -r __aci_k __aci_v; do \
 [ \"$__aci_k\" = oom_kill ] && __aci_oom=$__aci_v; done < $__aci_f; done; ";
 
+/// How long a new session's set-up exchange (`cd`, exports, report the pid) may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the out-of-band interrupt of a hung command may take.
+const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(20);
+
 impl<T: Transport> Shell<T> {
-    /// Opens a session. `init` runs first in every new session (exports, `cd`); `oom_probe`
-    /// reads the cgroup's OOM-kill counter after every command, to report memory kills.
-    pub async fn open(
-        transport: T,
-        workdir: &str,
-        init: String,
-        limit: OutputLimit,
-        oom_probe: bool,
-    ) -> Result<Self, SandboxError> {
-        let mut shell = Self {
+    /// A shell over `transport`, with no session yet: [`Shell::start`] opens one. `init` runs
+    /// first in every new session (exports); its working directory is `workdir`.
+    pub fn new(transport: T, workdir: &str, init: String, limit: OutputLimit) -> Self {
+        Self {
             transport,
             session: None,
             nonce: new_nonce(),
@@ -301,12 +270,20 @@ impl<T: Transport> Shell<T> {
             limit,
             workdir: workdir.to_owned(),
             init,
-            oom_read: if oom_probe { OOM_READ } else { "" },
             oom_kills: 0,
             in_flight: false,
-        };
-        shell.reopen().await?;
-        Ok(shell)
+            setup_timeout: SETUP_TIMEOUT,
+        }
+    }
+
+    /// Opens the first session.
+    pub async fn start(&mut self) -> Result<(), SandboxError> {
+        self.reopen().await
+    }
+
+    /// Gives the transport back, closing the session (for teardown).
+    pub fn into_transport(self) -> T {
+        self.transport
     }
 
     /// The transport, for the sandbox's own lifecycle calls.
@@ -314,10 +291,18 @@ impl<T: Transport> Shell<T> {
         &self.transport
     }
 
+    /// The same shell with a shorter set-up deadline, to make a set-up exchange time out.
+    #[cfg(test)]
+    pub(crate) fn with_setup_timeout(mut self, timeout: Duration) -> Self {
+        self.setup_timeout = timeout;
+        self
+    }
+
     async fn reopen(&mut self) -> Result<(), SandboxError> {
         self.session = None;
+        self.transport.check_alive().await?;
         let channel = self.transport.open().await?;
-        self.session = Some(Session { channel, pid: 0 });
+        self.session = Some(Session::Starting(channel));
         let setup = format!(
             "cd {} && {}\nprintf %s \"$$\"",
             shell_quote(&self.workdir),
@@ -329,32 +314,33 @@ impl<T: Transport> Shell<T> {
         };
         let script = format!("{{ {setup}\n}}");
         let (out, alive) = self
-            .exchange_once(
-                &script,
-                Duration::from_secs(60),
-                Streams::Separate,
-                limit,
-                None,
-            )
+            .exchange_once(&script, self.setup_timeout, Streams::Separate, limit, None)
             .await?;
         if !alive || out.exit_code != Some(0) {
+            self.session = None;
+            let why = if out.timed_out {
+                format!("timed out after {:?}", self.setup_timeout)
+            } else {
+                format!("exit {:?}", out.exit_code)
+            };
             return Err(SandboxError::Session(format!(
-                "the new session failed to start in {} (exit {:?}): {}",
+                "the new session failed to start in {} ({why}): {}",
                 self.workdir,
-                out.exit_code,
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
         let pid_text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        let pid = pid_text.parse::<u32>().map_err(|_| {
-            SandboxError::Session(format!(
-                "the new session did not report its pid (stdout {pid_text:?}, stderr {:?})",
+        let Some(pid) = SessionPid::parse(&pid_text) else {
+            self.session = None;
+            return Err(SandboxError::Session(format!(
+                "the new session did not report a usable pid (stdout {pid_text:?}, stderr {:?})",
                 String::from_utf8_lossy(&out.stderr)
-            ))
-        })?;
-        if let Some(session) = self.session.as_mut() {
-            session.pid = pid;
-        }
+            )));
+        };
+        self.session = match self.session.take() {
+            Some(Session::Starting(channel)) => Some(Session::Ready { channel, pid }),
+            other => other,
+        };
         Ok(())
     }
 
@@ -477,9 +463,8 @@ impl<T: Transport> Shell<T> {
         payload: Option<&[u8]>,
     ) -> Result<ExecOutput, SandboxError> {
         if self.in_flight {
-            if let Some(pid) = self.session.as_ref().map(|s| s.pid) {
-                let _ = self.transport.interrupt(pid).await;
-            }
+            let target = self.session.as_ref().and_then(Session::interrupt_target);
+            let _ = interrupt(&self.transport, target).await;
             // Dropping the channel closes bash's stdin: the old session ends by itself.
             self.session = None;
         }
@@ -492,6 +477,9 @@ impl<T: Transport> Shell<T> {
             .await?;
         self.in_flight = false;
         if !alive {
+            // A sandbox that died (a container stopped or removed) is an instance failure
+            // that names why; one that lives gets its processes killed and a new session.
+            self.transport.check_alive().await?;
             self.transport.reset().await?;
             self.reopen().await?;
         }
@@ -517,7 +505,7 @@ impl<T: Transport> Shell<T> {
         let epilogue = format!(
             "__aci_rc=$?; {}printf '\\n{marker} %d\\n' \"$__aci_rc\"; \
              printf '\\n{marker} %d\\n' \"${{__aci_oom:-0}}\" >&2\n",
-            self.oom_read
+            if T::READS_OOM_COUNTER { OOM_READ } else { "" }
         );
         // With a payload the script reads it from the session's stdin, right after the line
         // that holds the script and the epilogue: bash has parsed that whole line before the
@@ -532,12 +520,12 @@ impl<T: Transport> Shell<T> {
         let Some(session) = self.session.as_mut() else {
             return Err(SandboxError::Session("no session is open".to_owned()));
         };
-        let pid = session.pid;
         // Bounded like the command itself: a write to a session whose container vanished must
         // not hang the harness.
         let sent = tokio::time::timeout(timeout, async {
-            session.channel.input.write_all(&wire).await?;
-            session.channel.input.flush().await
+            let input = &mut session.channel().input;
+            input.write_all(&wire).await?;
+            input.flush().await
         })
         .await
         .unwrap_or_else(|_| Err(std::io::Error::other("writing to the session timed out")));
@@ -550,7 +538,8 @@ impl<T: Transport> Shell<T> {
         let mut out = ExecOutput::default();
         if matches!(ending, Ending::TimedOut) {
             out.timed_out = true;
-            let interrupted = self.transport.interrupt(pid).await.is_ok();
+            let target = self.session.as_ref().and_then(Session::interrupt_target);
+            let interrupted = interrupt(&self.transport, target).await.is_ok();
             ending = match self.session.as_mut() {
                 Some(session) if interrupted => {
                     let grace = Instant::now() + INTERRUPT_GRACE;
@@ -585,6 +574,31 @@ impl<T: Transport> Shell<T> {
     }
 }
 
+/// Kills the descendants of `target` from outside the session, through `transport`.
+async fn interrupt<T: Transport>(
+    transport: &T,
+    target: Option<SessionPid>,
+) -> Result<(), SandboxError> {
+    let Some(pid) = target else {
+        return Err(SandboxError::Session(
+            "the session has no shell pid to interrupt".to_owned(),
+        ));
+    };
+    let out = tokio::time::timeout(
+        INTERRUPT_TIMEOUT,
+        transport.run_beside(kill_tree_command(pid)),
+    )
+    .await
+    .map_err(|_| SandboxError::Session("interrupting the command timed out".to_owned()))??;
+    match out.exit_code {
+        Some(0) => Ok(()),
+        code => Err(SandboxError::Session(format!(
+            "interrupting the command failed ({code:?}): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))),
+    }
+}
+
 /// Reads frames until both end markers arrived, the deadline passed or the session ended.
 async fn collect(
     session: &mut Session,
@@ -603,7 +617,7 @@ async fn collect(
             };
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        let frame = match tokio::time::timeout(left, session.channel.frames.recv()).await {
+        let frame = match tokio::time::timeout(left, session.channel().frames.recv()).await {
             Err(_) => return Ending::TimedOut,
             Ok(None) => return Ending::Died,
             Ok(Some(frame)) => frame,
