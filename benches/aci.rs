@@ -17,7 +17,7 @@ use aci::aci::window::{OpenRequest, PathKind, WindowState, probe_command};
 use aci::aci::{Aci, StepOutput};
 use aci::config::AciConfig;
 use aci::sandbox::docker::{DockerRuntime, DockerSandbox};
-use aci::sandbox::{OutputLimit, ResourceLimits, Sandbox, SandboxSpec};
+use aci::sandbox::{Sandbox, SandboxSpec};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const BIG: &str = "/testbed/big.py";
@@ -73,17 +73,8 @@ fn pure(c: &mut Criterion) {
 }
 
 fn spec() -> SandboxSpec {
-    SandboxSpec {
-        run_id: format!("bench-{}", std::process::id()),
-        instance_id: "bench-aci".to_owned(),
-        image: "aci-python:bookworm".to_owned(),
-        repo: None,
-        repo_dir: "/testbed".to_owned(),
-        limits: ResourceLimits::default(),
-        network: false,
-        env: Vec::new(),
-        output_limit: OutputLimit::default(),
-    }
+    let run_id = format!("bench-{}", std::process::id());
+    SandboxSpec::new(run_id, "bench-aci", "aci-python:bookworm")
 }
 
 /// Times `iters` runs of an async body on the runtime.

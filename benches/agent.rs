@@ -30,7 +30,7 @@ use aci::agent::stop::{ActionFormat, StopPolicy};
 use aci::config::{self, Config};
 use aci::model::{ReplayInput, ReplayModel};
 use aci::sandbox::docker::DockerRuntime;
-use aci::sandbox::{ExecOutput, OutputLimit, ResourceLimits, Sandbox, SandboxError, SandboxSpec};
+use aci::sandbox::{ExecOutput, Sandbox, SandboxError, SandboxSpec};
 use aci::trajectory::{self, Trajectory};
 use criterion::{Criterion, criterion_group, criterion_main};
 use minijinja::context;
@@ -277,19 +277,12 @@ impl Setup {
 }
 
 fn spec(repo: &std::path::Path) -> SandboxSpec {
+    let image = std::env::var("ACI_TEST_IMAGE").unwrap_or_else(|_| "aci-base:bookworm".to_owned());
+    let run_id = format!("bench-agent-{}", std::process::id());
     SandboxSpec {
-        run_id: format!("bench-agent-{}", std::process::id()),
-        instance_id: "bench-agent".to_owned(),
-        image: std::env::var("ACI_TEST_IMAGE").unwrap_or_else(|_| "aci-base:bookworm".to_owned()),
-        repo: Some(aci::sandbox::RepoSource {
-            path: repo.to_owned(),
-            commit: None,
-        }),
+        repo: Some(aci::sandbox::RepoSource::directory(repo)),
         repo_dir: REPO.to_owned(),
-        limits: ResourceLimits::default(),
-        network: false,
-        env: Vec::new(),
-        output_limit: OutputLimit::default(),
+        ..SandboxSpec::new(run_id, "bench-agent", image)
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aci::lint::{EditRange, GateOptions, Language, Linter};
 use aci::sandbox::docker::DockerRuntime;
-use aci::sandbox::{OutputLimit, ResourceLimits, Sandbox, SandboxSpec};
+use aci::sandbox::{Sandbox, SandboxSpec};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn python_file(lines: usize) -> String {
@@ -120,17 +120,8 @@ fn benches(c: &mut Criterion) {
     let runtime = rt
         .block_on(DockerRuntime::connect())
         .expect("the benchmark needs the Docker daemon");
-    let spec = SandboxSpec {
-        run_id: format!("bench-{}", std::process::id()),
-        instance_id: "lint-bench".to_owned(),
-        image: "aci-python:bookworm".to_owned(),
-        repo: None,
-        repo_dir: "/testbed".to_owned(),
-        limits: ResourceLimits::default(),
-        network: false,
-        env: Vec::new(),
-        output_limit: OutputLimit::default(),
-    };
+    let run_id = format!("bench-{}", std::process::id());
+    let spec = SandboxSpec::new(run_id, "lint-bench", "aci-python:bookworm");
     let mut sandbox = rt.block_on(runtime.start(&spec)).unwrap();
     rt.block_on(sandbox.write_file("/testbed/big.py", python.as_bytes()))
         .unwrap();

@@ -6,23 +6,14 @@
 use std::time::{Duration, Instant};
 
 use aci::sandbox::docker::DockerRuntime;
-use aci::sandbox::{OutputLimit, RepoSource, ResourceLimits, Sandbox, SandboxSpec};
+use aci::sandbox::{RepoSource, Sandbox, SandboxSpec};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn spec(repo: Option<&std::path::Path>) -> SandboxSpec {
+    let image = std::env::var("ACI_TEST_IMAGE").unwrap_or_else(|_| "aci-base:bookworm".to_owned());
     SandboxSpec {
-        run_id: format!("bench-{}", std::process::id()),
-        instance_id: "bench".to_owned(),
-        image: std::env::var("ACI_TEST_IMAGE").unwrap_or_else(|_| "aci-base:bookworm".to_owned()),
-        repo: repo.map(|path| RepoSource {
-            path: path.to_owned(),
-            commit: None,
-        }),
-        repo_dir: "/testbed".to_owned(),
-        limits: ResourceLimits::default(),
-        network: false,
-        env: Vec::new(),
-        output_limit: OutputLimit::default(),
+        repo: repo.map(RepoSource::directory),
+        ..SandboxSpec::new(format!("bench-{}", std::process::id()), "bench", image)
     }
 }
 

@@ -388,6 +388,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_new_spec_has_the_documented_defaults() {
+        let spec = SandboxSpec::new("run-1", "demo__calc-1", "aci-base:bookworm");
+        assert_eq!(
+            (
+                spec.run_id.as_str(),
+                spec.instance_id.as_str(),
+                spec.image.as_str()
+            ),
+            ("run-1", "demo__calc-1", "aci-base:bookworm")
+        );
+        assert!(spec.repo.is_none());
+        assert_eq!(spec.repo_dir, "/testbed");
+        assert_eq!(
+            spec.limits,
+            ResourceLimits {
+                memory_mb: 4096,
+                cpus: 2.0,
+                pids: 1024
+            }
+        );
+        assert!(!spec.network);
+        assert!(spec.env.is_empty());
+        assert_eq!(
+            spec.output_limit,
+            OutputLimit {
+                head: 512 * 1024,
+                tail: 512 * 1024
+            }
+        );
+        let source = RepoSource::directory("/src/repo");
+        assert_eq!(
+            (source.path, source.commit),
+            (PathBuf::from("/src/repo"), None)
+        );
+    }
+
+    #[test]
     fn shell_quote_leaves_plain_words_and_quotes_the_rest() {
         assert_eq!(shell_quote("src/a.py"), "src/a.py");
         assert_eq!(shell_quote("a b"), "'a b'");

@@ -31,26 +31,20 @@ pub async fn docker() -> DockerRuntime {
 
 /// A spec with small limits over `repo`.
 pub fn spec(instance_id: &str, repo: Option<&Path>) -> SandboxSpec {
+    let run_id = format!("test-{}", std::process::id());
     SandboxSpec {
-        run_id: format!("test-{}", std::process::id()),
-        instance_id: instance_id.to_owned(),
-        image: test_image(),
-        repo: repo.map(|path| RepoSource {
-            path: path.to_owned(),
-            commit: None,
-        }),
-        repo_dir: "/testbed".to_owned(),
+        repo: repo.map(RepoSource::directory),
         limits: ResourceLimits {
             memory_mb: 256,
             cpus: 1.0,
             pids: 128,
         },
-        network: false,
         env: vec![("ACI_TEST".to_owned(), "yes".to_owned())],
         output_limit: OutputLimit {
             head: 64 * 1024,
             tail: 64 * 1024,
         },
+        ..SandboxSpec::new(run_id, instance_id, test_image())
     }
 }
 
