@@ -4,10 +4,10 @@
 use serde_json::{Map, Value, json};
 
 use super::config::merge_extra;
-use super::retry::{ApiClient, Endpoint};
+use super::http::{HttpModel, WireFormat};
 use super::{
-    ANTHROPIC_API_KEY, ApiKey, CacheControlConfig, Message, Model, ModelConfig, ModelError,
-    ModelResponse, ModelStats, QueryRequest, Role, ToolCall, Usage,
+    ANTHROPIC_API_KEY, CacheControlConfig, Message, ModelConfig, ModelResponse, QueryRequest, Role,
+    ToolCall, Usage,
 };
 
 /// Anthropic's own endpoint, used when `model.api_base` is unset.
@@ -18,16 +18,11 @@ const ANTHROPIC_VERSION: &str = "2023-06-01";
 const EMPTY_TEXT: &str = "(empty)";
 
 /// A model behind the Messages API.
-#[derive(Debug)]
-pub struct AnthropicModel {
-    api: ApiClient,
-    model: String,
-    settings: Settings,
-}
+pub type AnthropicModel = HttpModel<AnthropicWire>;
 
-/// The request fields that come from the config.
+/// The Messages wire format, with the request fields that come from the config.
 #[derive(Debug, Clone)]
-struct Settings {
+pub struct AnthropicWire {
     temperature: f64,
     top_p: Option<f64>,
     max_output_tokens: u32,
@@ -35,58 +30,39 @@ struct Settings {
     extra_body: Map<String, Value>,
 }
 
-impl AnthropicModel {
-    /// A client for model `model` (the part after `anthropic/`). `api_key` is sent as
-    /// `x-api-key` when given; [`from_spec`](super::from_spec) reads it from
-    /// `ANTHROPIC_API_KEY`.
-    pub fn new(
-        model: &str,
-        config: &ModelConfig,
-        api_key: Option<ApiKey>,
-    ) -> Result<Self, ModelError> {
-        let base = config.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
-        let base = base.trim_end_matches('/');
-        // Accept a base that already ends in /v1, as proxies are often written.
-        let url = if base.ends_with("/v1") {
+impl WireFormat for AnthropicWire {
+    const PROVIDER: &'static str = "anthropic";
+    const KEY_VAR: &'static str = ANTHROPIC_API_KEY;
+    const KEY_HEADER: (&'static str, &'static str) = ("x-api-key", "");
+    const HEADERS: &'static [(&'static str, &'static str)] =
+        &[("anthropic-version", ANTHROPIC_VERSION)];
+
+    /// Accepts a base that already ends in `/v1`, as proxies are often written.
+    fn url(api_base: Option<&str>) -> String {
+        let base = api_base.unwrap_or(DEFAULT_API_BASE).trim_end_matches('/');
+        if base.ends_with("/v1") {
             format!("{base}/messages")
         } else {
             format!("{base}/v1/messages")
-        };
-        let endpoint = Endpoint::new(url, config, ANTHROPIC_API_KEY)?
-            .with_header("anthropic-version", ANTHROPIC_VERSION)?
-            .with_key("x-api-key", "", api_key)?;
-        let settings = Settings {
+        }
+    }
+
+    fn from_config(config: &ModelConfig) -> Self {
+        AnthropicWire {
             temperature: config.temperature,
             top_p: config.top_p,
             max_output_tokens: config.max_output_tokens,
             cache_control: config.cache_control.clone(),
             extra_body: config.extra_body.clone(),
-        };
-        Ok(AnthropicModel {
-            api: ApiClient::new("anthropic", model, endpoint, config),
-            model: model.to_owned(),
-            settings,
-        })
+        }
     }
 
-    /// The URL requests go to.
-    pub fn url(&self) -> &str {
-        self.api.url()
-    }
-}
-
-impl Model for AnthropicModel {
-    fn name(&self) -> &str {
-        self.api.spec()
+    fn request_body(&self, model: &str, request: QueryRequest<'_>) -> Value {
+        request_body(model, self, request)
     }
 
-    async fn query(&mut self, request: QueryRequest<'_>) -> Result<ModelResponse, ModelError> {
-        let body = request_body(&self.model, &self.settings, request);
-        self.api.call(&body, parse_response).await
-    }
-
-    fn stats(&self) -> &ModelStats {
-        self.api.stats()
+    fn parse_response(value: Value) -> Result<ModelResponse, String> {
+        parse_response(value)
     }
 }
 
@@ -97,7 +73,7 @@ struct Turn {
 }
 
 /// The Messages request body.
-fn request_body(model: &str, settings: &Settings, request: QueryRequest<'_>) -> Value {
+fn request_body(model: &str, settings: &AnthropicWire, request: QueryRequest<'_>) -> Value {
     let (mut system, mut turns) = convert_messages(request.messages);
     if settings.cache_control.enabled {
         mark_cache_breakpoints(
@@ -307,8 +283,8 @@ fn parse_usage(usage: Option<&Value>) -> Usage {
 mod tests {
     use super::*;
 
-    fn settings(cache: bool) -> Settings {
-        Settings {
+    fn settings(cache: bool) -> AnthropicWire {
+        AnthropicWire {
             temperature: 0.0,
             top_p: None,
             max_output_tokens: 64,

@@ -1,13 +1,15 @@
 //! The model layer: [`Model`] is all the agent loop sees of a language model.
 //!
 //! Four back ends implement it — [`OpenAiModel`], [`AnthropicModel`], [`ReplayModel`] and
-//! [`HumanModel`] — and [`from_spec`] picks one from a `--model` spec. Retries, accounting,
-//! limits and key handling are shared (`retry.rs`, `cost.rs`); only `openai.rs` and
-//! `anthropic.rs` speak HTTP.
+//! [`HumanModel`] — and [`from_spec`] picks one from a `--model` spec. The two API back ends
+//! are one [`HttpModel`] over a [`WireFormat`] each (`openai.rs`, `anthropic.rs`: request and
+//! response shapes only); retries, accounting, limits and key handling are shared (`http.rs`,
+//! `retry.rs`, `cost.rs`).
 
 mod anthropic;
 mod config;
 mod cost;
+mod http;
 mod human;
 mod openai;
 mod replay;
@@ -17,11 +19,12 @@ use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
-pub use anthropic::AnthropicModel;
+pub use anthropic::{AnthropicModel, AnthropicWire};
 pub use config::{CacheControlConfig, ModelConfig, Price};
 pub use cost::{Ledger, cost_of};
+pub use http::{HttpModel, WireFormat};
 pub use human::HumanModel;
-pub use openai::OpenAiModel;
+pub use openai::{OpenAiModel, OpenAiWire};
 pub use replay::{ReplayInput, ReplayModel, ReplayStep};
 pub use retry::{ApiKey, RetryPolicy};
 
@@ -411,12 +414,10 @@ pub fn from_spec(
     }
     match spec.split_once('/') {
         Some(("openai", name)) if !name.is_empty() => {
-            let key = ApiKey::from_env(OPENAI_API_KEY, config.api_base.as_deref())?;
-            Ok(AnyModel::OpenAi(OpenAiModel::new(name, config, key)?))
+            Ok(AnyModel::OpenAi(OpenAiModel::from_env(name, config)?))
         }
         Some(("anthropic", name)) if !name.is_empty() => {
-            let key = ApiKey::from_env(ANTHROPIC_API_KEY, config.api_base.as_deref())?;
-            Ok(AnyModel::Anthropic(AnthropicModel::new(name, config, key)?))
+            Ok(AnyModel::Anthropic(AnthropicModel::from_env(name, config)?))
         }
         _ => Err(ModelError::config(format!(
             "unknown model spec `{spec}`\nhint: use `replay`, `human`, `openai/<name>` or `anthropic/<name>` (e.g. `openai/{spec}`)"

@@ -5,26 +5,20 @@
 use serde_json::{Map, Value, json};
 
 use super::config::merge_extra;
-use super::retry::{ApiClient, Endpoint};
+use super::http::{HttpModel, WireFormat};
 use super::{
-    ApiKey, Message, Model, ModelConfig, ModelError, ModelResponse, ModelStats, OPENAI_API_KEY,
-    QueryRequest, Role, ToolCall, Usage,
+    Message, ModelConfig, ModelResponse, OPENAI_API_KEY, QueryRequest, Role, ToolCall, Usage,
 };
 
 /// OpenAI's own endpoint, used when `model.api_base` is unset.
 const DEFAULT_API_BASE: &str = "https://api.openai.com/v1";
 
 /// A model behind the Chat Completions API.
-#[derive(Debug)]
-pub struct OpenAiModel {
-    api: ApiClient,
-    model: String,
-    settings: Settings,
-}
+pub type OpenAiModel = HttpModel<OpenAiWire>;
 
-/// The request fields that come from the config.
+/// The Chat Completions wire format, with the request fields that come from the config.
 #[derive(Debug, Clone)]
-struct Settings {
+pub struct OpenAiWire {
     temperature: f64,
     top_p: Option<f64>,
     max_output_tokens: u32,
@@ -34,22 +28,19 @@ struct Settings {
     extra_body: Map<String, Value>,
 }
 
-impl OpenAiModel {
-    /// A client for model `model` (the part after `openai/`). `api_key` is sent as a bearer
-    /// token when given; [`from_spec`](super::from_spec) reads it from `OPENAI_API_KEY`.
-    pub fn new(
-        model: &str,
-        config: &ModelConfig,
-        api_key: Option<ApiKey>,
-    ) -> Result<Self, ModelError> {
-        let base = config.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
-        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-        let endpoint = Endpoint::new(url, config, OPENAI_API_KEY)?.with_key(
-            "authorization",
-            "Bearer ",
-            api_key,
-        )?;
-        let settings = Settings {
+impl WireFormat for OpenAiWire {
+    const PROVIDER: &'static str = "openai";
+    const KEY_VAR: &'static str = OPENAI_API_KEY;
+    const KEY_HEADER: (&'static str, &'static str) = ("authorization", "Bearer ");
+    const HEADERS: &'static [(&'static str, &'static str)] = &[];
+
+    fn url(api_base: Option<&str>) -> String {
+        let base = api_base.unwrap_or(DEFAULT_API_BASE);
+        format!("{}/chat/completions", base.trim_end_matches('/'))
+    }
+
+    fn from_config(config: &ModelConfig) -> Self {
+        OpenAiWire {
             temperature: config.temperature,
             top_p: config.top_p,
             max_output_tokens: config.max_output_tokens,
@@ -59,37 +50,20 @@ impl OpenAiModel {
                 "max_tokens"
             },
             extra_body: config.extra_body.clone(),
-        };
-        Ok(OpenAiModel {
-            api: ApiClient::new("openai", model, endpoint, config),
-            model: model.to_owned(),
-            settings,
-        })
+        }
     }
 
-    /// The URL requests go to.
-    pub fn url(&self) -> &str {
-        self.api.url()
-    }
-}
-
-impl Model for OpenAiModel {
-    fn name(&self) -> &str {
-        self.api.spec()
+    fn request_body(&self, model: &str, request: QueryRequest<'_>) -> Value {
+        request_body(model, self, request)
     }
 
-    async fn query(&mut self, request: QueryRequest<'_>) -> Result<ModelResponse, ModelError> {
-        let body = request_body(&self.model, &self.settings, request);
-        self.api.call(&body, parse_response).await
-    }
-
-    fn stats(&self) -> &ModelStats {
-        self.api.stats()
+    fn parse_response(value: Value) -> Result<ModelResponse, String> {
+        parse_response(value)
     }
 }
 
 /// The Chat Completions request body.
-fn request_body(model: &str, settings: &Settings, request: QueryRequest<'_>) -> Value {
+fn request_body(model: &str, settings: &OpenAiWire, request: QueryRequest<'_>) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
@@ -212,9 +186,10 @@ fn parse_usage(usage: Option<&Value>) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ApiKey;
 
-    fn settings() -> Settings {
-        Settings {
+    fn settings() -> OpenAiWire {
+        OpenAiWire {
             temperature: 0.0,
             top_p: None,
             max_output_tokens: 100,
@@ -325,7 +300,7 @@ mod tests {
         let key = Some(ApiKey::new("sk-x"));
         let model = OpenAiModel::new("gpt-4o", &ModelConfig::default(), key).unwrap();
         assert_eq!(model.url(), "https://api.openai.com/v1/chat/completions");
-        assert_eq!(model.settings.max_tokens_field, "max_completion_tokens");
+        assert_eq!(model.wire().max_tokens_field, "max_completion_tokens");
         assert!(!format!("{model:?}").contains("sk-x"));
         let config = ModelConfig {
             api_base: Some("http://localhost:11434/v1/".into()),
@@ -333,6 +308,6 @@ mod tests {
         };
         let model = OpenAiModel::new("llama3", &config, None).unwrap();
         assert_eq!(model.url(), "http://localhost:11434/v1/chat/completions");
-        assert_eq!(model.settings.max_tokens_field, "max_tokens");
+        assert_eq!(model.wire().max_tokens_field, "max_tokens");
     }
 }
