@@ -147,15 +147,50 @@ async fn after_an_interrupt_running_instances_finish_and_no_new_one_starts() {
     );
 }
 
-#[tokio::test]
-async fn a_never_interrupt_is_not_set_and_a_triggered_one_wakes_its_waiters() {
-    assert!(!Interrupt::never().is_set());
+/// A waker that counts how often it is woken.
+struct CountingWaker(AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_never_interrupt_is_not_set_and_a_triggered_one_wakes_its_waiters() {
+    use std::task::{Context, Poll};
+    let woken = std::sync::Arc::new(CountingWaker(AtomicUsize::new(0)));
+    let waker = std::task::Waker::from(std::sync::Arc::clone(&woken));
+    let mut context = Context::from_waker(&waker);
+
+    let mut never = Interrupt::never();
+    assert!(!never.is_set());
+    let mut never_waiting = std::pin::pin!(never.wait());
+    assert_eq!(never_waiting.as_mut().poll(&mut context), Poll::Pending);
+
     let (handle, interrupt) = Interrupt::new();
     let mut waiter = interrupt.clone();
-    let waiting = tokio::spawn(async move { waiter.wait().await });
+    let mut waiting = std::pin::pin!(waiter.wait());
+    // The waiter is parked before the trigger: the order is fixed by the polls, not by a
+    // scheduler.
+    assert_eq!(waiting.as_mut().poll(&mut context), Poll::Pending);
+    assert_eq!(woken.0.load(Ordering::SeqCst), 0);
+    assert!(!interrupt.is_set());
     handle.trigger();
-    waiting.await.unwrap();
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        1,
+        "the trigger wakes the waiter"
+    );
+    assert_eq!(waiting.as_mut().poll(&mut context), Poll::Ready(()));
     assert!(interrupt.is_set());
+    // A waiter that comes after the trigger returns at once.
+    let mut late = interrupt;
+    assert_eq!(
+        std::pin::pin!(late.wait()).as_mut().poll(&mut context),
+        Poll::Ready(())
+    );
+    assert_eq!(never_waiting.as_mut().poll(&mut context), Poll::Pending);
 }
 
 #[test]
