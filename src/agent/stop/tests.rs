@@ -917,10 +917,98 @@ fn every_status_but_submitted_autosubmits_as_submitted_with_the_status() {
 }
 
 #[test]
-fn an_empty_config_object_gives_the_default_texts_and_limits() {
-    let texts: NudgeTexts = serde_json::from_str("{}").unwrap();
+fn an_empty_config_object_gives_the_documented_limits() {
     let limits: Limits = serde_json::from_str("{}").unwrap();
-    assert_eq!((texts, limits), (NudgeTexts::default(), Limits::default()));
+    assert_eq!(
+        limits,
+        Limits {
+            max_steps: 250,
+            // Not read from config (it comes from model.per_instance_cost_limit, $3 by default).
+            max_cost: 3.0,
+            max_wall_time_secs: 3600,
+            // SWE-agent's agent.max_requeries.
+            max_requeries: 3,
+            max_no_action_turns: 3,
+            max_consecutive_timeouts: 3,
+            stall_repeats: 3,
+            warn_at_fraction: 0.8,
+        }
+    );
+    let error = serde_json::from_str::<Limits>(r#"{"max_cost": 9.0}"#).unwrap_err();
+    assert!(
+        error.to_string().contains("unknown field `max_cost`"),
+        "max_cost is not a config key: {error}"
+    );
+}
+
+#[test]
+fn an_empty_config_object_gives_the_documented_nudge_texts() {
+    let texts: NudgeTexts = serde_json::from_str("{}").unwrap();
+    let levels = [
+        ("no_action", &texts.no_action),
+        ("question", &texts.question),
+        ("stall", &texts.stall),
+        ("approaching_limit", &texts.approaching_limit),
+        ("timeout", &texts.timeout),
+    ]
+    .map(|(name, levels)| (name, levels.len()));
+    assert_eq!(
+        levels,
+        [
+            ("no_action", 3),
+            ("question", 3),
+            ("stall", 3),
+            ("approaching_limit", 3),
+            ("timeout", 1)
+        ]
+    );
+    // Each kind's first level, with the placeholders it documents.
+    let starts = |text: &str, prefix: &str, placeholders: &[&str]| {
+        assert!(text.starts_with(prefix), "{text}");
+        for placeholder in placeholders {
+            assert!(
+                text.contains(placeholder),
+                "{placeholder} missing in {text}"
+            );
+        }
+    };
+    starts(
+        &texts.no_action[0],
+        "Your last response contained no command, so nothing was run. ",
+        &["{action_format}"],
+    );
+    starts(
+        &texts.no_action[1],
+        "Your last {count} responses contained no command",
+        &["{action_format}", "{turns_left}"],
+    );
+    starts(
+        &texts.question[0],
+        "You asked a question, but no human is reading this conversation",
+        &["{action_format}"],
+    );
+    starts(
+        &texts.stall[0],
+        "Your last {repeats} responses were identical.",
+        &[],
+    );
+    starts(
+        &texts.approaching_limit[0],
+        "Budget check: {remaining} left before this run stops.",
+        &[],
+    );
+    assert!(
+        texts
+            .action_format_thought_action
+            .ends_with("```\nls -a\n```"),
+        "{}",
+        texts.action_format_thought_action
+    );
+    assert_eq!(
+        texts.action_format_function_calling,
+        "Every response must call exactly one of the provided tools; text without a tool call \
+         runs nothing."
+    );
 }
 
 #[test]
