@@ -280,12 +280,63 @@ mod tests {
         );
     }
 
+    /// The first 24 hex digits of SHA-256 over `bytes`, computed by coreutils' `sha256sum`.
+    fn sha256sum_prefix(bytes: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap()[..24].to_owned()
+    }
+
     #[test]
-    fn the_recipe_hash_follows_the_dockerfile_and_the_base() {
+    fn the_recipe_hash_is_the_dockerfile_and_the_base_id_and_nothing_else() {
         let python = LANGUAGE_IMAGES[0];
-        let a = recipe_hash(&python, "sha256:aaa");
-        assert_eq!(a, recipe_hash(&python, "sha256:aaa"));
-        assert_ne!(a, recipe_hash(&python, "sha256:bbb"));
-        assert_ne!(a, recipe_hash(&LANGUAGE_IMAGES[1], "sha256:aaa"));
+        let base = "sha256:aaa";
+        let hash = recipe_hash(&python, base);
+        // The Dockerfile's bytes, a NUL, the base image's id.
+        let mut input = python.dockerfile.as_bytes().to_vec();
+        input.push(0);
+        input.extend_from_slice(base.as_bytes());
+        assert_eq!(hash, sha256sum_prefix(&input));
+
+        // What must change it: any byte of the Dockerfile, and the base image it builds on.
+        let mut dockerfile = python.dockerfile.to_owned();
+        dockerfile.push('\n');
+        let edited = LanguageImage {
+            dockerfile: Box::leak(dockerfile.into_boxed_str()),
+            ..python
+        };
+        assert_ne!(recipe_hash(&edited, base), hash);
+        assert_ne!(recipe_hash(&python, "sha256:aab"), hash);
+        assert_ne!(
+            recipe_hash(&LANGUAGE_IMAGES[1], base),
+            hash,
+            "the rust Dockerfile"
+        );
+        // The NUL keeps a Dockerfile's tail from passing for the base id's head.
+        let split = |dockerfile: &'static str, base: &str| {
+            recipe_hash(
+                &LanguageImage {
+                    dockerfile,
+                    ..python
+                },
+                base,
+            )
+        };
+        assert_ne!(split("FROM a\nsha", "256:x"), split("FROM a\n", "sha256:x"));
+
+        // What must not: the tag, the language's name, whether the build gets a CA bundle.
+        let renamed = LanguageImage {
+            language: "python3",
+            tag: "registry.example/aci-python:v2",
+            needs_ca_bundle: !python.needs_ca_bundle,
+            ..python
+        };
+        assert_eq!(recipe_hash(&renamed, base), hash);
     }
 }
