@@ -173,15 +173,23 @@ mod tests {
     #[test]
     fn record_adds_tokens_with_cache_parts_broken_out() {
         let mut ledger = Ledger::new("anthropic/m", Some(price()), &ModelConfig::default());
-        ledger.record(&usage(10, 5, 100, 20)).unwrap();
-        ledger.record(&usage(1, 1, 0, 0)).unwrap();
+        // 10 × $3 + 5 × $15 + 100 × $0.30 + 20 × $3.75 per million: $210 per million.
+        let first = ledger.record(&usage(10, 5, 100, 20)).unwrap();
+        assert!((first - 210e-6).abs() < 1e-15, "{first}");
+        // 1 × $3 + 1 × $15 per million.
+        let second = ledger.record(&usage(1, 1, 0, 0)).unwrap();
+        assert!((second - 18e-6).abs() < 1e-15, "{second}");
         let stats = ledger.stats();
         assert_eq!(stats.api_calls, 2);
         assert_eq!(stats.tokens_sent, 131);
         assert_eq!(stats.tokens_received, 6);
         assert_eq!(stats.cache_read_tokens, 100);
         assert_eq!(stats.cache_write_tokens, 20);
-        assert!(stats.instance_cost > 0.0);
+        assert!(
+            (stats.instance_cost - 228e-6).abs() < 1e-15,
+            "{}",
+            stats.instance_cost
+        );
     }
 
     #[test]
