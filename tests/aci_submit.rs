@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use aci::sandbox::Sandbox;
 use support::Kind;
 use support::aci_run::{AciRun, config, host_tree, repo_tree, start_aci, tree_diff, write_tree};
 
@@ -198,36 +197,6 @@ async fn an_untouched_repository_submits_an_empty_patch(kind: Kind) {
     run.shutdown().await;
 }
 
-async fn an_applied_test_patch_is_reversed_before_the_diff(kind: Kind) {
-    let original = original();
-    let mut run = start(kind, original.path()).await;
-    let test_patch = "diff --git a/tests/test_change.py b/tests/test_change.py\n\
-                      --- a/tests/test_change.py\n\
-                      +++ b/tests/test_change.py\n\
-                      @@ -1,2 +1,2 @@\n \
-                      def test_f():\n\
-                      -    pass\n\
-                      +    assert True\n";
-    let apply = format!("git apply <<'EOF'\n{test_patch}EOF");
-    let out = run
-        .aci
-        .sandbox_mut()
-        .run(&apply, std::time::Duration::from_secs(30))
-        .await
-        .unwrap();
-    assert_eq!(out.exit_code, Some(0), "{}", out.text());
-    run.aci.set_test_patch(Some(test_patch.to_owned()));
-    execute(&mut run, "printf 'keep\\n' > keep.txt").await;
-    let patch = String::from_utf8(run.aci.submit().await.unwrap()).unwrap();
-    assert_eq!(touched(&patch), names(&["keep.txt"]), "{patch}");
-    let tree = repo_tree(&mut run.aci).await;
-    assert_eq!(
-        tree["tests/test_change.py"],
-        b"def test_f():\n    pass\n".to_vec()
-    );
-    run.shutdown().await;
-}
-
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {
         mod docker {
@@ -248,5 +217,4 @@ macro_rules! on_both {
 on_both!(
     the_patch_applies_to_a_fresh_checkout_and_gives_the_same_files,
     an_untouched_repository_submits_an_empty_patch,
-    an_applied_test_patch_is_reversed_before_the_diff,
 );

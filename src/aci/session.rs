@@ -140,7 +140,6 @@ pub struct Aci<S: Sandbox> {
     config: AciConfig,
     command_timeout: Duration,
     memory_mb: u64,
-    test_patch: Option<String>,
     /// Keeps the last parse, so gating the next edit of the same file is incremental.
     linter: lint::Linter,
 }
@@ -187,7 +186,6 @@ impl<S: Sandbox> Aci<S> {
             config,
             command_timeout,
             memory_mb,
-            test_patch: None,
             linter: lint::Linter::new(),
         }
     }
@@ -210,11 +208,6 @@ impl<S: Sandbox> Aci<S> {
     /// The refusal text when `action` is on the blocklist.
     pub fn blocked(&self, action: &str) -> Option<String> {
         action::blocked(action, &self.config.blocklist)
-    }
-
-    /// Records that the evaluation's test patch was applied, so `submit` reverses it first.
-    pub fn set_test_patch(&mut self, patch: Option<String>) {
-        self.test_patch = patch;
     }
 
     /// Runs one action: its sub-actions in order, outputs joined as one shell would have
@@ -577,19 +570,12 @@ impl<S: Sandbox> Aci<S> {
         Ok((!new.is_empty()).then(|| new.iter().map(lint::LintError::problem).collect()))
     }
 
-    /// `submit`: stages everything and diffs against the baseline, after reversing the test
-    /// patch if one was applied. Binary files are included (`--binary`), so that the patch
+    /// `submit`: stages everything and diffs against the baseline. Binary files are included (`--binary`), so that the patch
     /// applies; the prefixes are given, so that no user setting (`diff.noprefix`,
     /// `diff.mnemonicPrefix`) can change them.
     pub async fn submit(&mut self) -> Result<Vec<u8>, SandboxError> {
         let repo_dir = self.sandbox.repo_dir().to_owned();
         let repo = shell_quote(&repo_dir);
-        if let Some(patch) = self.test_patch.take() {
-            let delimiter = "ACI_TEST_PATCH_EOF";
-            let reverse =
-                format!("( cd {repo} && git apply -R ) <<'{delimiter}'\n{patch}\n{delimiter}");
-            self.sandbox.run(&reverse, self.command_timeout).await?;
-        }
         let baseline = self.sandbox.baseline().to_owned();
         // The patch goes to a file and is read back whole: the shell's output limit must not
         // cut it. The subshell leaves the session's working directory alone.
