@@ -81,21 +81,87 @@ fn render(errors: &[aci::lint::LintError]) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_corpus_has_at_least_eighty_cases_of_both_kinds_in_both_languages() {
-    let cases = cases();
-    assert!(cases.len() >= 80, "{} cases", cases.len());
-    for language in [Language::Python, Language::Rust] {
-        let of_language: Vec<&Case> = cases.iter().filter(|c| c.language == language).collect();
-        assert!(
-            of_language.iter().any(|c| c.expected.is_empty()),
-            "{language:?} has no passing case"
-        );
-        assert!(
-            of_language.iter().any(|c| !c.expected.is_empty()),
-            "{language:?} has no blocked case"
-        );
+/// What a case's name promises, independently of its `expected.txt`: `NNN_py_ok_…` and
+/// `NNN_rs_ok_…` pass; `NNN_py_f821_…` (or `f822`, `f831`, `e111`) is blocked by that code
+/// first; `…_filter_off_blocks_preexisting` turns the pre-existing filter off and is blocked by
+/// an error the file had before the edit; any other blocked case is a syntax error (E999).
+#[derive(Debug, PartialEq)]
+enum Promise {
+    Passes,
+    BlockedBy(String),
+    BlockedByPreexisting,
+}
+
+fn promise(case: &Case) -> Promise {
+    let name = case.dir.file_name().unwrap().to_string_lossy().into_owned();
+    let words: Vec<&str> = name.split('_').collect();
+    match words.get(2).copied() {
+        Some("ok") => Promise::Passes,
+        _ if name.contains("_filter_off_blocks_preexisting") => Promise::BlockedByPreexisting,
+        Some(code) if code.len() == 4 && code[1..].bytes().all(|b| b.is_ascii_digit()) => {
+            Promise::BlockedBy(code.to_uppercase())
+        }
+        _ => Promise::BlockedBy("E999".to_owned()),
     }
+}
+
+#[test]
+fn every_case_is_judged_as_its_name_says_with_messages_of_that_kind() {
+    let cases = cases();
+    assert!(!cases.is_empty(), "the corpus is empty");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.dir.file_name().unwrap().to_string_lossy().into_owned();
+        let verdict = gate(
+            case.language,
+            &case.before,
+            &case.after,
+            &case.edited,
+            &case.options,
+        );
+        let got = render(&verdict.new_errors);
+        let first_code = got.first().and_then(|line| line.split(' ').nth(1));
+        let kept = match promise(case) {
+            Promise::Passes => verdict.passed() && got.is_empty(),
+            Promise::BlockedByPreexisting => {
+                // The same code and message as one of the errors of the file before the edit.
+                let message = |line: &String| line.split_once(' ').map(|(_, m)| m.to_owned());
+                let before: Vec<Option<String>> = render(&check(case.language, &case.before))
+                    .iter()
+                    .map(message)
+                    .collect();
+                !verdict.passed()
+                    && got
+                        .first()
+                        .map(message)
+                        .is_some_and(|m| before.contains(&m))
+            }
+            Promise::BlockedBy(code) => {
+                // A syntax error names its kind the way the language's own tools do.
+                let worded = match (code.as_str(), case.language) {
+                    ("E999", Language::Python) => got.first().is_some_and(|line| {
+                        ["SyntaxError: ", "IndentationError: ", "TabError: "]
+                            .iter()
+                            .any(|kind| line.contains(&format!("E999 {kind}")))
+                    }),
+                    ("E999", Language::Rust) => got
+                        .first()
+                        .is_some_and(|line| line.contains("E999 syntax error: ")),
+                    _ => true,
+                };
+                !verdict.passed() && first_code == Some(code.as_str()) && worded
+            }
+        };
+        if !kept {
+            failures.push(format!("{name}: promised {:?}, got {got:?}", promise(case)));
+        }
+        if name.contains("_filter_off_") == case.options.filter_preexisting {
+            failures.push(format!(
+                "{name}: the pre-existing filter is not as the name says"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
@@ -158,21 +224,33 @@ fn incremental_and_full_parses_give_the_same_errors_on_every_case() {
 }
 
 #[test]
-fn python_cases_agree_with_flake8_except_where_notes_explain_why() {
+fn the_gate_reports_what_flake8_reported_except_where_notes_explain_why() {
     let mut unexplained = Vec::new();
     let mut agreeing = 0;
     let cases: Vec<Case> = cases().into_iter().filter(|c| c.flake8.is_some()).collect();
     for case in &cases {
         let flake8 = case.flake8.as_ref().expect("python case");
-        if *flake8 == case.expected {
+        let verdict = gate(
+            case.language,
+            &case.before,
+            &case.after,
+            &case.edited,
+            &case.options,
+        );
+        let got = render(&verdict.new_errors);
+        if got == *flake8 {
             agreeing += 1;
         } else if !case.dir.join("notes.txt").exists() {
-            unexplained.push(case.dir.display().to_string());
+            unexplained.push(format!(
+                "{}:\n  flake8 {flake8:?}\n  gate   {got:?}",
+                case.dir.display()
+            ));
         }
     }
     assert!(
         unexplained.is_empty(),
-        "disagreements without notes.txt: {unexplained:?}"
+        "disagreements with flake8 without notes.txt:\n{}",
+        unexplained.join("\n")
     );
     assert!(
         agreeing * 10 >= cases.len() * 9,
