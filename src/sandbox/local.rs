@@ -401,6 +401,28 @@ mod tests {
         shell.into_transport().teardown().await.unwrap();
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_left_starting_is_replaced_before_a_command_runs() {
+        let (transport, workdir, calls) = recording();
+        // Each set-up exchange takes a second; the first is abandoned half-way, as a watchdog
+        // that drops the future would leave it.
+        let mut shell = Shell::new(
+            transport,
+            &workdir,
+            "sleep 1".to_owned(),
+            OutputLimit::default(),
+        );
+        let abandoned = tokio::time::timeout(Duration::from_millis(200), shell.start()).await;
+        assert!(abandoned.is_err(), "the set-up exchange was still running");
+        let out = shell
+            .run("echo ok", Duration::from_secs(30), Streams::Separate)
+            .await
+            .unwrap();
+        assert_eq!((out.stdout, out.exit_code), (b"ok\n".to_vec(), Some(0)));
+        assert!(calls.lock().unwrap().is_empty(), "nothing was interrupted");
+        shell.into_transport().teardown().await.unwrap();
+    }
+
     #[test]
     fn the_kill_tree_script_selects_what_the_pure_selection_does_and_refuses_0_and_1() {
         // A shell with a child and a grandchild; it prints their pids.

@@ -468,7 +468,9 @@ impl<T: Transport> Shell<T> {
             // Dropping the channel closes bash's stdin: the old session ends by itself.
             self.session = None;
         }
-        if self.session.is_none() {
+        // Only a ready session runs commands: one left starting (its set-up exchange was
+        // dropped half-way) is replaced like a closed one.
+        if !matches!(self.session, Some(Session::Ready { .. })) {
             self.reopen().await?;
         }
         self.in_flight = true;
