@@ -109,6 +109,36 @@ fn spawn_reader(
     });
 }
 
+/// The names of the ACI's built-in commands. In a container no program has these names, so a
+/// command of the interface used inside a shell command line (`cd src && open app.py`) fails
+/// with bash's `command not found`, which the ACI explains to the model. A host may have such a
+/// program (`open` from xdg-utils, `submit` on a cluster); the local session masks them.
+pub const INTERFACE_COMMANDS: [&str; 10] = [
+    "create",
+    "edit",
+    "find_file",
+    "goto",
+    "open",
+    "scroll_down",
+    "scroll_up",
+    "search_dir",
+    "search_file",
+    "submit",
+];
+
+/// Bash lines that make each of [`INTERFACE_COMMANDS`] unknown to the local session, as it is in
+/// a container, whatever the host has installed: an alias looks the name up in a `PATH` that
+/// holds nothing, so bash reports it exactly as a missing program (`bash: line 9: open: command
+/// not found`) and never starts the host's program. Aliases apply where bash reads a command
+/// word, after `&&`, `;`, `|` and in subshells alike.
+fn mask_interface_commands() -> String {
+    let mut lines = String::from("shopt -s expand_aliases");
+    for name in INTERFACE_COMMANDS {
+        lines.push_str(&format!("; alias {name}='PATH=/dev/null {name}'"));
+    }
+    lines
+}
+
 /// A temporary copy of the repository and a bash session in it. Not isolated: see the module
 /// documentation.
 pub struct LocalSandbox {
@@ -159,7 +189,11 @@ impl LocalSandbox {
             workdir: repo_dir.clone(),
             child: Mutex::new(None),
         };
-        let init = repo::session_init(&spec.env);
+        let init = format!(
+            "{}; {}",
+            repo::session_init(&spec.env),
+            mask_interface_commands()
+        );
         let mut shell = Shell::open(transport, &repo_dir, init, spec.output_limit, false).await?;
         let baseline = match &spec.repo {
             Some(source) => repo::Baseline::for_source(Some(source)),
