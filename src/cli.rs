@@ -35,8 +35,9 @@ pub enum Command {
     /// 130; rerunning the same command resumes.
     Batch(BatchArgs),
     /// Run each configuration (the base, and every variant layered over it) on the same
-    /// instances, evaluate them, and print and write a comparison table: DIR/ablation.{md,csv,json},
-    /// with each configuration's batch and evaluation under DIR/<config>/r<k>/{run,eval}.
+    /// instances, evaluate them, and print and write a comparison table: DIR/ablation.{md,csv,json}
+    /// and a chart of the resolve rates, DIR/ablation.svg, with each configuration's batch and
+    /// evaluation under DIR/<config>/r<k>/{run,eval}.
     /// Resumes like `aci batch`.
     Ablate(AblateArgs),
     /// Drive one instance's ACI by hand, through the same agent loop a model uses: type ACI

@@ -566,7 +566,7 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::new(format!("the ablation stopped: {e}")))??;
     aci::ablate::write(&table, &output)?;
     print!("{}", table.to_markdown());
-    eprintln!("wrote {}/ablation.{{md,csv,json}}", output.display());
+    eprintln!("wrote {}/ablation.{{md,csv,json,svg}}", output.display());
     Ok(ExitCode::SUCCESS)
 }
 
