@@ -78,13 +78,13 @@ fn push_row(svg: &mut String, index: usize, row: &Row, is_base: bool) {
         low,
         high
     );
-    let _ = write!(
+    let _ = writeln!(
         svg,
         "<g class=\"config\"><title>{name}: {label}</title>\
          <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" dominant-baseline=\"middle\"{}>{}</text>\
          <rect x=\"{PLOT_LEFT:.1}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{BAR_HEIGHT:.1}\" fill=\"{fill}\"/>\
          <path d=\"M{:.2} {middle:.1}H{:.2}M{:.2} {:.1}V{:.1}M{:.2} {:.1}V{:.1}\" stroke=\"#1a1a1a\" stroke-width=\"1.5\" fill=\"none\"/>\
-         <text x=\"{:.1}\" y=\"{middle:.1}\" dominant-baseline=\"middle\">{}</text></g>\n",
+         <text x=\"{:.1}\" y=\"{middle:.1}\" dominant-baseline=\"middle\">{}</text></g>",
         PLOT_LEFT - 8.0,
         middle,
         if is_base { " font-weight=\"bold\"" } else { "" },
@@ -121,10 +121,10 @@ pub fn svg(table: &Table) -> String {
     );
     for tick in [0.0, 25.0, 50.0, 75.0, 100.0] {
         let x = x_of(tick);
-        let _ = write!(
+        let _ = writeln!(
             svg,
             "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{axis_y:.1}\" stroke=\"#d0d0d0\"/>\
-             <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{tick:.0}%</text>\n",
+             <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{tick:.0}%</text>",
             TOP - 4.0,
             axis_y + 16.0,
         );
