@@ -362,7 +362,14 @@ fn has_flat_trajectory(dir: &Path) -> bool {
     })
 }
 
-/// Whether `dir` is an evaluation's output: a summary with id lists, or per-instance reports.
+/// Whether `dir/<name>/report.json` is a per-instance report: `{"<name>": {…}}`.
+fn is_instance_report(dir: &Path, name: &str) -> bool {
+    read_json(&dir.join(name).join("report.json"))
+        .is_some_and(|report| report.get(name).is_some_and(Value::is_object))
+}
+
+/// Whether `dir` is an evaluation's output: a summary with id lists, or per-instance reports
+/// (`<id>/report.json` holding `{"<id>": …}`).
 pub fn is_eval_dir(dir: &Path) -> bool {
     if read_json(&dir.join("report.json"))
         .as_ref()
@@ -376,29 +383,65 @@ pub fn is_eval_dir(dir: &Path) -> bool {
     };
     entries
         .flatten()
-        .take(200)
-        .any(|entry| entry.path().join("report.json").is_file())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .take(20)
+        .any(|name| is_instance_report(dir, &name))
 }
 
-/// The evaluation next to a run: `RUN/eval`, `RUN/../eval`, or a sibling of `RUN` that is an
-/// evaluation's output (in name order).
+/// Whether the evaluation `eval` graded any of `ids`.
+fn grades_any(eval: &Path, ids: &[String]) -> bool {
+    let summary = read_json(&eval.join("report.json"))
+        .as_ref()
+        .and_then(EvalSummary::from_json);
+    ids.iter().any(|id| {
+        summary
+            .as_ref()
+            .is_some_and(|s| s.ids().any(|listed| listed == id))
+            || (is_plain_component(id) && is_instance_report(eval, id))
+    })
+}
+
+/// The evaluation next to a run: `RUN/eval`, `RUN/../eval`, or a sibling of `RUN` (in name
+/// order) that graded one of the run's instances. Before the run has any instance, only the
+/// first two are taken.
 pub fn find_eval_next_to(run: &Path) -> Option<PathBuf> {
     let run = std::fs::canonicalize(run).ok()?;
     let parent = run.parent()?;
-    let mut candidates = vec![run.join("eval"), parent.join("eval")];
-    if let Ok(entries) = std::fs::read_dir(parent) {
-        let mut siblings: Vec<PathBuf> = entries
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir())
-            .take(1000)
-            .collect();
-        siblings.sort();
-        candidates.extend(siblings);
+    let ids: Vec<String> = std::fs::read_dir(&run)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .map(|name| {
+                    name.strip_suffix(".traj")
+                        .map_or(name.clone(), str::to_owned)
+                })
+                .take(200)
+                .collect()
+        })
+        .unwrap_or_default();
+    let named = [run.join("eval"), parent.join("eval")];
+    if let Some(found) = named.iter().find(|candidate| {
+        candidate.is_dir()
+            && is_eval_dir(candidate)
+            && (ids.is_empty() || grades_any(candidate, &ids))
+    }) {
+        return Some(found.clone());
     }
-    candidates
-        .into_iter()
-        .find(|candidate| *candidate != run && candidate.is_dir() && is_eval_dir(candidate))
+    let mut siblings: Vec<PathBuf> = std::fs::read_dir(parent)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|p| p.is_dir())
+                .take(1000)
+                .collect()
+        })
+        .unwrap_or_default();
+    siblings.sort();
+    siblings.into_iter().find(|candidate| {
+        *candidate != run && is_eval_dir(candidate) && grades_any(candidate, &ids)
+    })
 }
 
 /// Finds out what `path` holds.

@@ -218,3 +218,34 @@ fn ids_that_are_not_one_path_component_never_reach_the_file_system() {
     assert!(is_plain_component("django__django-11099"));
     assert!(is_plain_component("..a"));
 }
+
+#[test]
+fn only_an_evaluation_of_the_run_s_own_instances_is_taken_from_beside_it() {
+    let root = tempfile::tempdir().unwrap();
+    // A batch and its evaluation under one directory, and another batch beside that directory.
+    let demo = root.path().join("demo");
+    write_traj(&demo.join("run"), "a", Some("submitted"), 1);
+    write_report(&demo.join("eval"), "a", json!({"resolved": true}));
+    let other = root.path().join("other");
+    write_traj(&other, "x", Some("submitted"), 1);
+    assert_eq!(
+        find_eval_next_to(&other),
+        None,
+        "demo/ holds an evaluation, not of x"
+    );
+    assert!(
+        !is_eval_dir(&demo),
+        "a directory holding run/ and eval/ is no evaluation"
+    );
+    // A sibling under any name that graded the run's instances is found.
+    let graded = root.path().join("graded-2024");
+    write_report(&graded, "x", json!({"resolved": false}));
+    assert_eq!(
+        find_eval_next_to(&other),
+        Some(std::fs::canonicalize(&graded).unwrap())
+    );
+    assert_eq!(
+        find_eval_next_to(&demo.join("run")),
+        Some(std::fs::canonicalize(demo.join("eval")).unwrap())
+    );
+}
