@@ -590,7 +590,7 @@ impl Site {
             super::html::escape(&format!("{id}: {} vs {variant}", table.base))
         );
         body.push_str(&instance_page::render_nav(&nav));
-        body.push_str("<div class=\"compare\"><div>");
+        body.push_str("<div class=\"side-by-side\"><div>");
         body.push_str(&columns[0]);
         body.push_str("</div><div>");
         body.push_str(&columns[1]);
