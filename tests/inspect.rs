@@ -93,7 +93,7 @@ fn status(answer: &str) -> &str {
 }
 
 #[test]
-fn the_server_answers_get_inside_dir_only_with_its_policy() {
+fn the_server_answers_pages_raw_files_and_versions_with_its_policy() {
     let root = tempfile::tempdir().unwrap();
     let server = Server::start(&layout(root.path()));
     let index = server.get("/");
@@ -121,7 +121,12 @@ fn the_server_answers_get_inside_dir_only_with_its_policy() {
     let version = server.get("/_version/i/demo__moneyfmt-1.html");
     assert_eq!(status(&version), "HTTP/1.1 200 OK");
     assert_eq!(version.rsplit("\r\n\r\n").next().unwrap().len(), 32);
+}
 
+#[test]
+fn the_server_refuses_other_methods_paths_out_of_dir_and_foreign_hosts() {
+    let root = tempfile::tempdir().unwrap();
+    let server = Server::start(&layout(root.path()));
     // Only GET.
     for method in ["POST", "PUT", "DELETE", "HEAD"] {
         let answer = server.raw(&format!(

@@ -301,9 +301,18 @@ async fn check_hostile(browser: &Browser, url: &str, label: &str) {
         .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_pages_work_in_a_real_browser_served_and_from_file() {
-    support::docker().await;
+/// The outputs the pages are opened over, in one temporary directory.
+struct Outputs {
+    dir: tempfile::TempDir,
+    /// `aci ablate` of the two instances, default against no-lint.
+    ablation: PathBuf,
+    /// The default configuration's batch and evaluation as the README lays them out.
+    demo: PathBuf,
+    /// A run of one trajectory full of script.
+    hostile: PathBuf,
+}
+
+fn outputs() -> Outputs {
     let dir = tempfile::tempdir().unwrap();
     let ablation = dir.path().join("ablation");
     let output = Command::new(env!("CARGO_BIN_EXE_aci"))
@@ -329,7 +338,6 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // The README's demo layout: a batch and its evaluation next to it.
     let demo = dir.path().join("demo");
     copy_dir(&ablation.join("default/r1/run"), &demo.join("run"));
     copy_dir(&ablation.join("default/r1/eval"), &demo.join("eval"));
@@ -339,14 +347,17 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
         &hostile.join(HOSTILE_ID).join(format!("{HOSTILE_ID}.traj")),
         &hostile_trajectory(),
     );
+    Outputs {
+        dir,
+        ablation,
+        demo,
+        hostile,
+    }
+}
 
-    let browser = Browser::start().await;
-    let ablation_server = Server::start(&ablation);
-    check_ablation_pages(&browser, &ablation_server.url, "served").await;
-
-    // The batch: rows and resolved marks, filtering and sorting.
-    let run_server = Server::start(&demo.join("run"));
-    browser.goto(&run_server.url).await;
+/// The batch's page: rows and resolved marks, filtering and sorting.
+async fn check_run_page(browser: &Browser, url: &str) {
+    browser.goto(url).await;
     assert_eq!(
         browser.eval(ROWS, json!([])).await,
         json!([
@@ -376,7 +387,7 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
             .await,
         "1"
     );
-    browser.goto(&format!("{}?q=", run_server.url)).await;
+    browser.goto(&format!("{url}?q=")).await;
     browser.click("th[data-col='steps']").await;
     let order = browser
         .eval("return Array.from(document.querySelectorAll('#runs tbody tr')).map(r => r.cells[3].textContent);", json!([]))
@@ -388,17 +399,21 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
         .map(|v| v.as_str().unwrap().parse().unwrap())
         .collect();
     assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
-    check_instance_keys(&browser, &run_server.url, "served").await;
+}
 
-    // Live: a trajectory that appears and is rewritten shows up without a reload by hand.
-    let traj_path = demo.join("run/demo__moneyfmt-1/demo__moneyfmt-1.traj");
-    let mut running: Value = serde_json::from_slice(&std::fs::read(&traj_path).unwrap()).unwrap();
+/// A trajectory that appears and is rewritten shows up on the open pages by itself.
+async fn check_live(browser: &Browser, url: &str, demo: &Path) {
+    let finished: Value = serde_json::from_slice(
+        &std::fs::read(demo.join("run/demo__moneyfmt-1/demo__moneyfmt-1.traj")).unwrap(),
+    )
+    .unwrap();
+    let mut running = finished.clone();
     running["info"]["exit_status"] = Value::Null;
     running["trajectory"].as_array_mut().unwrap().truncate(2);
-    let live_dir = demo.join("run/demo__live-1");
-    std::fs::create_dir_all(&live_dir).unwrap();
-    browser.goto(&run_server.url).await;
-    write_atomic(&live_dir.join("demo__live-1.traj"), &running);
+    let live = demo.join("run/demo__live-1/demo__live-1.traj");
+    std::fs::create_dir_all(live.parent().unwrap()).unwrap();
+    browser.goto(url).await;
+    write_atomic(&live, &running);
     let row = "const r = Array.from(document.querySelectorAll('#runs tbody tr')).find(r => r.cells[0].textContent === 'demo__live-1');\
                return !!r && r.cells[1].textContent === arguments[0] && r.cells[3].textContent === arguments[1];";
     browser
@@ -413,15 +428,11 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     browser
         .wait_for(turns, json!([2]), "the running instance's two turns")
         .await;
-    running["trajectory"] = serde_json::from_slice::<Value>(&std::fs::read(&traj_path).unwrap())
-        .unwrap()["trajectory"]
-        .clone();
-    running["info"]["exit_status"] = json!("submitted");
-    write_atomic(&live_dir.join("demo__live-1.traj"), &running);
+    write_atomic(&live, &finished);
     browser
         .wait_for(turns, json!([9]), "the rewritten trajectory's nine turns")
         .await;
-    browser.goto(&run_server.url).await;
+    browser.goto(url).await;
     browser
         .wait_for(
             row,
@@ -432,21 +443,23 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     browser
         .screenshot(&artifacts().join("served-run-live.png"))
         .await;
+}
 
-    // The static export, from file://: the same content, the script working.
-    let site = dir.path().join("site");
+/// The ablation exported and opened from file://: the same content, the script working.
+async fn check_static(browser: &Browser, outputs: &Outputs) {
+    let site = outputs.dir.path().join("site");
     let exported = Command::new(env!("CARGO_BIN_EXE_aci"))
         .arg("inspect")
-        .arg(&ablation)
+        .arg(&outputs.ablation)
         .arg("--static")
         .arg(&site)
         .output()
         .unwrap();
     assert!(exported.status.success(), "{exported:?}");
-    let file_base = format!("file://{}/", site.display());
-    check_ablation_pages(&browser, &file_base, "static").await;
+    let base = format!("file://{}/", site.display());
+    check_ablation_pages(browser, &base, "static").await;
     browser
-        .goto(&format!("{file_base}c/default/r1/index.html"))
+        .goto(&format!("{base}c/default/r1/index.html"))
         .await;
     assert_eq!(
         browser.eval(ROWS, json!([])).await,
@@ -458,26 +471,25 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     browser
         .screenshot(&artifacts().join("static-run.png"))
         .await;
-    check_instance_keys(
-        &browser,
-        &format!("{file_base}c/default/r1/index.html"),
-        "static",
-    )
-    .await;
+    check_instance_keys(browser, &format!("{base}c/default/r1/index.html"), "static").await;
+}
 
-    // An instance of 250 turns (the demo's turns repeated): every turn is on the page and the
-    // keys still work. The load timings are recorded beside the screenshots, not judged here
-    // (benches/inspect.rs measures the rendering).
-    let long = dir.path().join("long/demo__long-1");
+/// An instance of 250 turns (the demo's turns repeated): every turn is on the page and the
+/// keys still work. The load timings are recorded beside the screenshots, not judged here
+/// (benches/inspect.rs measures the rendering).
+async fn check_long_instance(browser: &Browser, outputs: &Outputs) {
+    let long = outputs.dir.path().join("long/demo__long-1");
     std::fs::create_dir_all(&long).unwrap();
-    let mut long_traj: Value = serde_json::from_slice(&std::fs::read(&traj_path).unwrap()).unwrap();
-    let turns_of_demo = long_traj["trajectory"].as_array().unwrap().clone();
-    long_traj["trajectory"] =
-        Value::Array(turns_of_demo.iter().cycle().take(250).cloned().collect());
-    write_atomic(&long.join("demo__long-1.traj"), &long_traj);
-    let long_server = Server::start(&dir.path().join("long"));
+    let source = outputs
+        .demo
+        .join("run/demo__moneyfmt-1/demo__moneyfmt-1.traj");
+    let mut traj: Value = serde_json::from_slice(&std::fs::read(source).unwrap()).unwrap();
+    let demo_turns = traj["trajectory"].as_array().unwrap().clone();
+    traj["trajectory"] = Value::Array(demo_turns.iter().cycle().take(250).cloned().collect());
+    write_atomic(&long.join("demo__long-1.traj"), &traj);
+    let server = Server::start(long.parent().unwrap());
     browser
-        .goto(&format!("{}i/demo__long-1.html", long_server.url))
+        .goto(&format!("{}i/demo__long-1.html", server.url))
         .await;
     assert_eq!(
         browser
@@ -502,7 +514,8 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     );
     let timing = browser
         .eval(
-            "const n = performance.getEntriesByType('navigation')[0];             return {bytes: n.transferSize, dom_content_loaded_ms: n.domContentLoadedEventEnd, load_ms: n.loadEventEnd};",
+            "const n = performance.getEntriesByType('navigation')[0];\
+             return {bytes: n.transferSize, dom_content_loaded_ms: n.domContentLoadedEventEnd, load_ms: n.loadEventEnd};",
             json!([]),
         )
         .await;
@@ -514,10 +527,12 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     browser
         .screenshot(&artifacts().join("served-long-instance.png"))
         .await;
+}
 
-    // The hostile trajectory: no script runs, served or from a file, and its text is shown.
-    let hostile_server = Server::start(&hostile);
-    browser.goto(&hostile_server.url).await;
+/// The hostile trajectory, served and exported: no script runs and its text is shown.
+async fn check_hostile_both(browser: &Browser, outputs: &Outputs) {
+    let server = Server::start(&outputs.hostile);
+    browser.goto(&server.url).await;
     let cell = browser
         .eval(
             "return document.querySelector('#runs tbody td a').textContent;",
@@ -527,24 +542,40 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     assert_eq!(cell, HOSTILE_ID);
     browser.click("#runs tbody td a").await;
     let url = browser.url().await;
-    check_hostile(&browser, &url, "served").await;
-    let hostile_site = dir.path().join("hostile-site");
+    check_hostile(browser, &url, "served").await;
+    let site = outputs.dir.path().join("hostile-site");
     assert!(
         Command::new(env!("CARGO_BIN_EXE_aci"))
             .arg("inspect")
-            .arg(&hostile)
+            .arg(&outputs.hostile)
             .arg("--static")
-            .arg(&hostile_site)
+            .arg(&site)
             .stdout(Stdio::null())
             .status()
             .unwrap()
             .success()
     );
-    let page = std::fs::read_dir(hostile_site.join("i"))
+    let page = std::fs::read_dir(site.join("i"))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    check_hostile(&browser, &format!("file://{}", page.display()), "static").await;
+    check_hostile(browser, &format!("file://{}", page.display()), "static").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_work_in_a_real_browser_served_and_from_file() {
+    support::docker().await;
+    let outputs = outputs();
+    let browser = Browser::start().await;
+    let ablation_server = Server::start(&outputs.ablation);
+    check_ablation_pages(&browser, &ablation_server.url, "served").await;
+    let run_server = Server::start(&outputs.demo.join("run"));
+    check_run_page(&browser, &run_server.url).await;
+    check_instance_keys(&browser, &run_server.url, "served").await;
+    check_live(&browser, &run_server.url, &outputs.demo).await;
+    check_static(&browser, &outputs).await;
+    check_long_instance(&browser, &outputs).await;
+    check_hostile_both(&browser, &outputs).await;
 }

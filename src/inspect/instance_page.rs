@@ -132,36 +132,43 @@ fn text_block(text: &str, class: &str) -> String {
 }
 
 fn push_counters(out: &mut String, data: &InstanceData) {
-    out.push_str("<div class=\"totals\">");
-    let mut total = |label: &str, value: String| {
-        let _ = write!(out, "<div><b>{value}</b>{label}</div>");
-    };
-    let summary = data.summary.clone().unwrap_or_default();
-    total("exit status", exit_badge(summary.exit_status.as_deref()));
     let eval = eval_badge(&data.eval);
-    total(
-        "evaluation",
-        if eval.is_empty() {
-            "—".to_owned()
-        } else {
-            eval
-        },
-    );
-    total("steps", summary.steps.to_string());
-    total("cost", format!("${:.2}", summary.cost));
-    total(
-        "tokens sent / received",
-        format!(
-            "{} / {}",
-            thousands(summary.tokens_sent),
-            thousands(summary.tokens_received)
-        ),
-    );
-    total("wall time", wall_cell(&summary).1);
-    total("commands' time", duration(summary.execution_time));
-    total("lint rejections", summary.lint_rejections.to_string());
-    total("format errors", summary.format_errors.to_string());
-    total("nudges", summary.nudges.to_string());
+    let eval = if eval.is_empty() {
+        "—".to_owned()
+    } else {
+        eval
+    };
+    let mut totals = vec![("exit status", String::new()), ("evaluation", eval)];
+    match &data.summary {
+        Some(summary) => {
+            totals[0].1 = exit_badge(summary.exit_status.as_deref());
+            totals.extend([
+                ("steps", summary.steps.to_string()),
+                ("cost", format!("${:.2}", summary.cost)),
+                (
+                    "tokens sent / received",
+                    format!(
+                        "{} / {}",
+                        thousands(summary.tokens_sent),
+                        thousands(summary.tokens_received)
+                    ),
+                ),
+                ("wall time", wall_cell(summary).1),
+                ("commands' time", duration(summary.execution_time)),
+                ("lint rejections", summary.lint_rejections.to_string()),
+                ("format errors", summary.format_errors.to_string()),
+                ("nudges", summary.nudges.to_string()),
+            ]);
+        }
+        // No trajectory (an evaluation on its own, or one that could not be read).
+        None => {
+            totals.remove(0);
+        }
+    }
+    out.push_str("<div class=\"totals\">");
+    for (label, value) in totals {
+        let _ = write!(out, "<div><b>{value}</b>{label}</div>");
+    }
     out.push_str("</div>");
 }
 

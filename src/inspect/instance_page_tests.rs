@@ -1,3 +1,5 @@
+//! Tests for the instance view: counters, prompts, patch, tests, errors, SWE-agent files.
+
 use serde_json::json;
 
 use super::*;
@@ -133,4 +135,19 @@ fn a_file_that_is_not_a_trajectory_says_so() {
             .unwrap()
             .starts_with("not a trajectory: EOF")
     );
+}
+
+#[test]
+fn an_evaluation_without_a_trajectory_shows_its_outcome_and_patch_only() {
+    let data = InstanceData {
+        id: "demo__pathnorm-1".to_owned(),
+        eval: EvalState::Unresolved,
+        patch: Some("diff --git a/a b/a\n".to_owned()),
+        ..InstanceData::default()
+    };
+    let html = render(&data, &Nav::default());
+    assert!(html.contains("<div class=\"totals\"><div><b><span class=\"badge unresolved\">unresolved</span></b>evaluation</div></div>"), "{html}");
+    assert!(!html.contains("running"), "{html}");
+    assert!(!html.contains("<h2>Turns"));
+    assert!(html.contains("<span class=\"l file\">diff --git a/a b/a</span>"));
 }

@@ -1,3 +1,5 @@
+//! Tests for reading windows, `cat -n` output, rejections and actions back out of text.
+
 use super::*;
 
 const REJECTION: &str = "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then retry editing the file.

@@ -1,3 +1,5 @@
+//! Tests for the site: routes, the static export's links, an ablation's pages, live pages.
+
 use std::collections::BTreeMap;
 
 use serde_json::json;

@@ -1,3 +1,6 @@
+//! Tests for reading runs: layouts, evaluations beside a run, outcomes from reports and
+//! summaries, the cache and versions.
+
 use serde_json::json;
 
 use super::*;

@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::diff::{render_line_diff, render_patch, render_window};
 use super::html::{push_escaped, push_linkified};
 use super::observation::{
-    RangeEdit, Window, find_cat_n, find_window, range_edit, rejection, str_replace,
+    RangeEdit, Rejection, Window, WithWindow, find_cat_n, find_window, range_edit, rejection,
+    str_replace,
 };
 
 /// Outputs longer than this many lines show their start and fold the rest.
@@ -215,64 +216,79 @@ fn push_folded_raw(out: &mut String, observation: &str, label: &str) {
     out.push_str("</pre></details>");
 }
 
-/// The observation as the model saw it, with its structure shown.
+/// A rejected edit: the verdict with the gate's errors, and the two windows as a diff.
+fn push_rejection(out: &mut String, step: &Step<'_>, rejected: &Rejection<'_>, files: &mut Files) {
+    push_verdict(
+        out,
+        "rejected",
+        "Edit rejected by the lint gate: not applied",
+        &rejected.errors,
+    );
+    if let (Some(original), Some(would_be)) = (&rejected.original, &rejected.would_be) {
+        let (old, new) = aligned(original, would_be, range_edit(step.action).as_ref());
+        out.push_str("<div class=\"code-head\">");
+        push_escaped(out, original.path);
+        out.push_str(" · the edit as it would have been applied</div>");
+        out.push_str(&render_line_diff(&old, &new));
+        files.see(original);
+    }
+    push_folded_raw(out, step.observation, "the whole observation");
+}
+
+/// An applied line-range edit: the verdict, the replaced lines against the new ones (when an
+/// earlier window showed them), and the window after the edit, folded.
+fn push_applied_edit(
+    out: &mut String,
+    edit: &RangeEdit<'_>,
+    found: &WithWindow<'_>,
+    files: &mut Files,
+) {
+    let path = found.window.path;
+    push_verdict(out, "accepted", "Edit applied", &[]);
+    let new: Vec<(usize, &str)> = edit
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, text)| (edit.start + i, *text))
+        .collect();
+    out.push_str("<div class=\"code-head\">");
+    push_escaped(out, path);
+    match files.range(path, edit.start, edit.end.max(edit.start)) {
+        Some(old) if edit.end >= edit.start => {
+            out.push_str(&format!(
+                " · lines {}–{} replaced</div>",
+                edit.start, edit.end
+            ));
+            let old: Vec<(usize, &str)> = old.iter().map(|(n, t)| (*n, t.as_str())).collect();
+            out.push_str(&render_line_diff(&old, &new));
+        }
+        _ => {
+            out.push_str(&format!(
+                " · lines {}–{} replaced (their old text was not shown earlier in this trajectory)</div>",
+                edit.start, edit.end
+            ));
+            out.push_str(&render_line_diff(&[], &new));
+        }
+    }
+    files.apply(path, edit);
+    files.see(&found.window);
+    out.push_str("<details class=\"fold\"><summary>the window after the edit</summary>");
+    push_window_block(out, found);
+    out.push_str("</details>");
+}
+
+/// The observation as the model saw it, with its structure shown; returns the turn's tag.
 fn push_observation(out: &mut String, step: &Step<'_>, files: &mut Files) -> &'static str {
     let observation = step.observation;
-    let edit = range_edit(step.action);
     if let Some(rejected) = rejection(observation) {
-        push_verdict(
-            out,
-            "rejected",
-            "Edit rejected by the lint gate: not applied",
-            &rejected.errors,
-        );
-        if let (Some(original), Some(would_be)) = (&rejected.original, &rejected.would_be) {
-            let (old, new) = aligned(original, would_be, edit.as_ref());
-            out.push_str("<div class=\"code-head\">");
-            push_escaped(out, original.path);
-            out.push_str(" · the edit as it would have been applied</div>");
-            out.push_str(&render_line_diff(&old, &new));
-            files.see(original);
-        }
-        push_folded_raw(out, observation, "the whole observation");
+        push_rejection(out, step, &rejected, files);
         return "lint rejected";
     }
     let found = find_window(observation);
-    if let (Some(edit), Some(found)) = (&edit, &found)
+    if let (Some(edit), Some(found)) = (range_edit(step.action), &found)
         && observation.contains("File updated.")
     {
-        let path = found.window.path;
-        push_verdict(out, "accepted", "Edit applied", &[]);
-        let new: Vec<(usize, &str)> = edit
-            .lines
-            .iter()
-            .enumerate()
-            .map(|(i, text)| (edit.start + i, *text))
-            .collect();
-        out.push_str("<div class=\"code-head\">");
-        push_escaped(out, path);
-        match files.range(path, edit.start, edit.end.max(edit.start)) {
-            Some(old) if edit.end >= edit.start => {
-                out.push_str(&format!(
-                    " · lines {}–{} replaced</div>",
-                    edit.start, edit.end
-                ));
-                let old: Vec<(usize, &str)> = old.iter().map(|(n, t)| (*n, t.as_str())).collect();
-                out.push_str(&render_line_diff(&old, &new));
-            }
-            _ => {
-                out.push_str(&format!(
-                    " · lines {}–{} replaced (their old text was not shown earlier in this trajectory)</div>",
-                    edit.start, edit.end
-                ));
-                out.push_str(&render_line_diff(&[], &new));
-            }
-        }
-        files.apply(path, edit);
-        files.see(&found.window);
-        out.push_str("<details class=\"fold\"><summary>the window after the edit</summary>");
-        push_window_block(out, found);
-        out.push_str("</details>");
+        push_applied_edit(out, &edit, found, files);
         return "edit";
     }
     if let Some((path, old, new)) = str_replace(step.action) {
@@ -308,7 +324,7 @@ fn numbered(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
-fn push_window_block(out: &mut String, found: &super::observation::WithWindow<'_>) {
+fn push_window_block(out: &mut String, found: &WithWindow<'_>) {
     if !found.before.trim().is_empty() {
         push_text_block(out, found.before.trim_end(), "obs");
     }

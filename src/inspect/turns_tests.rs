@@ -1,3 +1,6 @@
+//! Tests for the turn view: the demo run's windows, rejection, edit and patch; re-asks and
+//! nudges; escaping; folding; SWE-agent 1.x edits.
+
 use serde_json::json;
 
 use super::*;
