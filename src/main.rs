@@ -700,6 +700,9 @@ async fn inspect(args: cli::InspectArgs) -> Result<ExitCode, Failure> {
             "warning: listening on {address}: whoever can reach it can read these trajectories"
         );
     }
+    // Read the summaries now, so the first page of a big run comes from the cache.
+    let warm = Arc::clone(&site);
+    tokio::task::spawn_blocking(move || warm.warm());
     let url = format!("http://{address}/");
     println!("serving {} at {url}", site.root().display());
     eprintln!("press Ctrl-C to stop");

@@ -604,6 +604,34 @@ impl Site {
         })
     }
 
+    /// Reads every run's summaries into the cache, so the first request for a run page does not
+    /// pay for reading thousands of trajectories.
+    pub fn warm(&self) {
+        let runs: Vec<RunSource> = match &self.kind {
+            Kind::Run(run) => vec![run.clone()],
+            Kind::Ablation(_) => self
+                .table()
+                .map(|table| {
+                    table
+                        .rows
+                        .iter()
+                        .flat_map(|row| {
+                            (1..=self.repeats(&row.config)).filter_map(|repeat| {
+                                self.run(&RunRef::Config {
+                                    name: row.config.clone(),
+                                    repeat,
+                                })
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        for run in runs {
+            source::rows(&run, &self.cache);
+        }
+    }
+
     /// Every page of the site.
     pub fn routes(&self) -> Vec<Route> {
         let mut routes = vec![Route::Root];

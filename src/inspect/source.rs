@@ -226,7 +226,7 @@ type Cached<T> = Mutex<HashMap<PathBuf, (Stamp, Arc<T>)>>;
 /// Summaries and reports already read, by path and stamp.
 #[derive(Default)]
 pub struct Cache {
-    summaries: Cached<Result<Summary, String>>,
+    summaries: Cached<Result<Arc<Summary>, String>>,
     reports: Cached<EvalState>,
     eval_summaries: Cached<Option<EvalSummary>>,
 }
@@ -242,7 +242,7 @@ fn read_json(path: &Path) -> Option<Value> {
 
 impl Cache {
     /// The summary of `path` as of `stamp`, read when the cache holds an older one.
-    fn summary(&self, path: &Path, stamp: Stamp) -> Arc<Result<Summary, String>> {
+    fn summary(&self, path: &Path, stamp: Stamp) -> Arc<Result<Arc<Summary>, String>> {
         if let Some((cached, value)) = lock(&self.summaries).get(path)
             && *cached == stamp
         {
@@ -270,22 +270,23 @@ impl Cache {
         }
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let chunk = missing.len().div_ceil(threads);
-        let results: Vec<(PathBuf, Stamp, Result<Summary, String>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = missing
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|(path, stamp)| (path.clone(), *stamp, read_summary(path)))
-                            .collect::<Vec<_>>()
+        let results: Vec<(PathBuf, Stamp, Result<Arc<Summary>, String>)> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = missing
+                    .chunks(chunk)
+                    .map(|part| {
+                        scope.spawn(move || {
+                            part.iter()
+                                .map(|(path, stamp)| (path.clone(), *stamp, read_summary(path)))
+                                .collect::<Vec<_>>()
+                        })
                     })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|handle| handle.join().unwrap_or_default())
-                .collect()
-        });
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|handle| handle.join().unwrap_or_default())
+                    .collect()
+            });
         let mut cache = lock(&self.summaries);
         for (path, stamp, summary) in results {
             cache.insert(path, (stamp, Arc::new(summary)));
@@ -326,9 +327,11 @@ impl Cache {
     }
 }
 
-fn read_summary(path: &Path) -> Result<Summary, String> {
+fn read_summary(path: &Path) -> Result<Arc<Summary>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    summarize(&bytes).map_err(|e| format!("not a trajectory: {e}"))
+    summarize(&bytes)
+        .map(Arc::new)
+        .map_err(|e| format!("not a trajectory: {e}"))
 }
 
 /// What a directory holds.
@@ -499,13 +502,22 @@ pub fn detect(path: &Path, eval: Option<&Path>) -> Result<Kind, String> {
 
 /// The instances of a run, sorted by id.
 pub fn list(run: &RunSource, cache: &Cache) -> Vec<Listed> {
-    let mut listed: BTreeMap<String, Option<PathBuf>> = BTreeMap::new();
+    list_stamped(run, cache)
+        .into_iter()
+        .map(|(listed, _)| listed)
+        .collect()
+}
+
+/// The instances of a run, sorted by id, each with its trajectory's stamp (one `stat` per
+/// instance: the directory entries' types come with the listing).
+fn list_stamped(run: &RunSource, cache: &Cache) -> Vec<(Listed, Option<Stamp>)> {
+    let mut listed: BTreeMap<String, (Option<PathBuf>, Option<Stamp>)> = BTreeMap::new();
     match &run.layout {
         Layout::Single(path) => {
             let id = path
                 .file_stem()
                 .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-            listed.insert(id, Some(path.clone()));
+            listed.insert(id, (Some(path.clone()), Stamp::of(path)));
         }
         Layout::Nested | Layout::Flat => {
             if let Ok(entries) = std::fs::read_dir(&run.dir) {
@@ -516,13 +528,22 @@ pub fn list(run: &RunSource, cache: &Cache) -> Vec<Listed> {
                     if name.starts_with('.') {
                         continue;
                     }
-                    if run.layout == Layout::Nested {
-                        let traj = entry.path().join(format!("{name}.traj"));
-                        if traj.is_file() {
-                            listed.insert(name, Some(traj));
+                    let path = if run.layout == Layout::Nested {
+                        if entry.file_type().is_ok_and(|t| t.is_file()) {
+                            continue;
                         }
-                    } else if let Some(id) = name.strip_suffix(".traj") {
-                        listed.insert(id.to_owned(), Some(entry.path()));
+                        entry.path().join(format!("{name}.traj"))
+                    } else if name.ends_with(".traj") {
+                        entry.path()
+                    } else {
+                        continue;
+                    };
+                    if let Some(stamp) = Stamp::of(&path) {
+                        let id = match run.layout {
+                            Layout::Flat => name.strip_suffix(".traj").unwrap_or(&name).to_owned(),
+                            _ => name,
+                        };
+                        listed.insert(id, (Some(path), Some(stamp)));
                     }
                 }
             }
@@ -534,13 +555,13 @@ pub fn list(run: &RunSource, cache: &Cache) -> Vec<Listed> {
                         if let Ok(name) = entry.file_name().into_string()
                             && entry.path().join("report.json").is_file()
                         {
-                            listed.insert(name, None);
+                            listed.insert(name, (None, None));
                         }
                     }
                 }
                 if let Some(summary) = cache.eval_summary(eval).1.as_ref() {
                     for id in summary.ids() {
-                        listed.entry(id.clone()).or_insert(None);
+                        listed.entry(id.clone()).or_insert((None, None));
                     }
                 }
             }
@@ -548,18 +569,15 @@ pub fn list(run: &RunSource, cache: &Cache) -> Vec<Listed> {
     }
     listed
         .into_iter()
-        .map(|(id, traj)| Listed { id, traj })
+        .map(|(id, (traj, stamp))| (Listed { id, traj }, stamp))
         .collect()
 }
 
 /// The rows of the run view and a version that changes when any file behind them does.
 pub fn rows(run: &RunSource, cache: &Cache) -> (Vec<Row>, String) {
-    let listed = list(run, cache);
+    let (listed, stamps): (Vec<Listed>, Vec<Option<Stamp>>) =
+        list_stamped(run, cache).into_iter().unzip();
     let mut hasher = Sha256::new();
-    let stamps: Vec<Option<Stamp>> = listed
-        .iter()
-        .map(|entry| entry.traj.as_deref().and_then(Stamp::of))
-        .collect();
     let wanted: Vec<(PathBuf, Stamp)> = listed
         .iter()
         .zip(&stamps)
@@ -577,7 +595,7 @@ pub fn rows(run: &RunSource, cache: &Cache) -> (Vec<Row>, String) {
         Stamp::hash_into(stamp, &mut hasher);
         let (summary, unreadable) = match (&entry.traj, stamp) {
             (Some(path), Some(stamp)) => match &*cache.summary(path, stamp) {
-                Ok(summary) => (Some(Arc::new(summary.clone())), None),
+                Ok(summary) => (Some(Arc::clone(summary)), None),
                 Err(reason) => (None, Some(reason.clone())),
             },
             _ => (None, None),
