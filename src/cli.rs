@@ -35,10 +35,18 @@ pub enum Command {
     /// 130; rerunning the same command resumes.
     Batch(BatchArgs),
     /// Run each configuration (the base, and every variant layered over it) on the same
-    /// instances, evaluate them, and print and write a comparison table: DIR/ablation.{md,csv,json},
-    /// with each configuration's batch and evaluation under DIR/<config>/r<k>/{run,eval}.
+    /// instances, evaluate them, and print and write a comparison table: DIR/ablation.{md,csv,json}
+    /// and a chart of the resolve rates, DIR/ablation.svg, with each configuration's batch and
+    /// evaluation under DIR/<config>/r<k>/{run,eval}.
     /// Resumes like `aci batch`.
     Ablate(AblateArgs),
+    /// Browse a batch, an evaluation or an ablation in the browser: the run (one row per
+    /// instance, sortable and filterable), each instance turn by turn (windows, edits as diffs
+    /// with the lint verdict, the final patch, the tests), and an ablation's chart with its
+    /// gained and lost instances side by side. Pages update while a batch runs. Also opens
+    /// SWE-agent v0.7 and 1.x trajectories. `--static OUT` writes the same pages as a
+    /// self-contained site (for CI artifacts) instead of serving them.
+    Inspect(InspectArgs),
     /// Drive one instance's ACI by hand, through the same agent loop a model uses: type ACI
     /// commands (`edit` reads on until `end_of_edit`) or shell commands at the
     /// `(Open file: …) (Current directory: …) bash-$` prompt. Ctrl-D ends the session and
@@ -276,4 +284,41 @@ pub struct ShellArgs {
     /// The run id labelled on the container (default: a timestamp).
     #[arg(long)]
     pub run_id: Option<String>,
+}
+
+/// `aci inspect`
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// What to show: the output of `aci batch` or `aci run`, of `aci eval`, or of `aci ablate`;
+    /// a directory of SWE-agent trajectories (v0.7 or 1.x); or one .traj file.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The evaluation of the run (default: `eval` next to DIR, or a sibling directory that holds
+    /// an evaluation's report.json).
+    #[arg(long, value_name = "DIR")]
+    pub eval: Option<PathBuf>,
+    /// The port to listen on (0: any free port).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 8000,
+        conflicts_with = "static_out"
+    )]
+    pub port: u16,
+    /// The address to listen on. Anything but a loopback address lets whoever reaches it read
+    /// the trajectories.
+    #[arg(
+        long,
+        value_name = "H",
+        default_value = "127.0.0.1",
+        conflicts_with = "static_out"
+    )]
+    pub host: String,
+    /// Open the page in the default browser.
+    #[arg(long, conflicts_with = "static_out")]
+    pub open: bool,
+    /// Write the pages as a static site into OUT (no server, no network; open OUT/index.html)
+    /// instead of serving them.
+    #[arg(long = "static", value_name = "OUT")]
+    pub static_out: Option<PathBuf>,
 }

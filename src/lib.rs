@@ -18,6 +18,7 @@ pub mod batch;
 pub mod config;
 pub mod eval;
 pub mod image;
+pub mod inspect;
 pub mod instance;
 pub mod lint;
 pub mod model;

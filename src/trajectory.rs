@@ -75,6 +75,10 @@ pub struct Info {
     /// Tokens, calls and cost.
     #[serde(default)]
     pub model_stats: ModelStats,
+    /// Ours: seconds from the start of the episode to this save; in a finished trajectory, the
+    /// instance's wall time (the model's calls, the commands and the harness).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_time: Option<f64>,
     /// The edited files with 30 lines of context, SWE-agent style.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_files30: Option<String>,

@@ -103,6 +103,13 @@ async fn no_lint_loses_the_rejected_edit_instance_and_window_30_shrinks_observat
             .count(),
         4
     );
+    // The chart: a bar and a label per configuration, no-lint at 1 of 2.
+    let chart = std::fs::read_to_string(output.join("ablation.svg")).unwrap();
+    assert_eq!(chart.matches("<g class=\"config\">").count(), 3, "{chart}");
+    assert!(
+        chart.contains(">50.0% (1/2) · 95% CI 9.5–90.5%</text>"),
+        "{chart}"
+    );
     // A rerun resumes: every batch skips its finished instances, every evaluation is reused,
     // and the table is the same but for the wall times.
     let second = run();

@@ -67,6 +67,12 @@ fn the_yaml_files_and_the_rust_handlers_match_one_to_one() {
         "aci-commands/*.yaml vs the handlers in session.rs"
     );
     assert_eq!(BUILTIN_COMMANDS, HANDLED_COMMANDS);
+    // The local session masks host programs with these names (sandbox::local).
+    let mut masked = aci::sandbox::local::INTERFACE_COMMANDS.to_vec();
+    masked.sort_unstable();
+    let mut builtin = BUILTIN_COMMANDS.to_vec();
+    builtin.sort_unstable();
+    assert_eq!(masked, builtin, "sandbox::local::INTERFACE_COMMANDS");
     let registry = Registry::builtin().unwrap();
     assert_eq!(registry.names(), BUILTIN_COMMANDS);
     for spec in registry.commands() {

@@ -60,6 +60,13 @@ async fn a_thought_action_model_fixes_the_bug_and_submits_over_both_wire_formats
             (stats.api_calls, stats.tokens_sent, stats.tokens_received),
             (3, 300, 60)
         );
+        // The wall time covers the model's calls and the commands, so at least the commands.
+        let commands: f64 = run.traj.trajectory.iter().map(|s| s.execution_time).sum();
+        let wall_time = run.traj.info.wall_time.unwrap();
+        assert!(
+            wall_time >= commands && commands > 0.0,
+            "{wall_time} {commands}"
+        );
         let cache_write = if wire == Wire::Anthropic { 30 } else { 0 };
         assert_eq!(
             (stats.cache_read_tokens, stats.cache_write_tokens),

@@ -327,3 +327,36 @@ mod write_failures {
         a_failed_write_runs_none_of_its_content(sandbox).await;
     }
 }
+
+/// A host program named like a command of the interface (xdg-utils installs `open`) never runs
+/// from the local session: bash reports the name as missing, as it does in a container.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_session_masks_host_programs_named_like_interface_commands() {
+    let (mut s, _repo) = start(Kind::Local, "masked-open").await;
+    // The host may or may not have `open`: put one first on PATH, so the test does not depend on it.
+    s.run(
+        "mkdir -p /tmp/aci-mask-$$ && printf '#!/bin/sh\\necho host program ran\\n' > /tmp/aci-mask-$$/open \
+         && chmod +x /tmp/aci-mask-$$/open && export PATH=/tmp/aci-mask-$$:$PATH",
+        SHORT,
+    )
+    .await
+    .unwrap();
+    let out = s
+        .run("true && open app.py; echo status $?", SHORT)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "status 127\n");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.ends_with("open: command not found\n"), "{stderr:?}");
+    // Other programs on the same PATH still run, and so does the masked one by its path.
+    let out = s
+        .run("(open x) 2>&1; echo x | submit 2>&1; \"$(dirname \"$(command -v ls)\")\"/ls -d /; /tmp/aci-mask-$$/open", SHORT)
+        .await
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("open: command not found\n"), "{stdout:?}");
+    assert!(stdout.contains("submit: command not found\n"), "{stdout:?}");
+    assert!(stdout.ends_with("/\nhost program ran\n"), "{stdout:?}");
+    s.run("rm -rf /tmp/aci-mask-$$", SHORT).await.unwrap();
+    s.shutdown().await.unwrap();
+}

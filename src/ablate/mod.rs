@@ -7,6 +7,7 @@
 //! instances are skipped, evaluations reused by key), and the environment images are shared:
 //! they are keyed by content, not by configuration.
 
+pub mod chart;
 pub mod records;
 pub mod stats;
 pub mod table;
@@ -183,7 +184,8 @@ pub fn run(plan: &AblationPlan) -> Result<Table, AblateError> {
     Ok(table::compare(&base, &variants))
 }
 
-/// Writes `ablation.md`, `ablation.csv` and `ablation.json` into the output directory.
+/// Writes `ablation.md`, `ablation.csv`, `ablation.json` and the chart `ablation.svg` into the
+/// output directory.
 pub fn write(table: &Table, output: &Path) -> Result<(), AblateError> {
     let write = |name: &str, bytes: Vec<u8>| {
         let path = output.join(name);
@@ -192,6 +194,7 @@ pub fn write(table: &Table, output: &Path) -> Result<(), AblateError> {
     };
     write("ablation.md", table.to_markdown().into_bytes())?;
     write("ablation.csv", table.to_csv().into_bytes())?;
+    write("ablation.svg", chart::svg(table).into_bytes())?;
     let json = serde_json::to_vec_pretty(table).map_err(|e| AblateError::Write {
         path: output.join("ablation.json"),
         source: std::io::Error::other(e),

@@ -515,6 +515,7 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
 
     fn sync_stats(&mut self) {
         record_stats(&mut self.trajectory.info, self.model.stats());
+        self.trajectory.info.wall_time = Some(self.started.elapsed().as_secs_f64());
     }
 }
 

@@ -45,6 +45,10 @@ impl Transport for LocalTransport {
     /// The host's cgroup counter is not this session's.
     const READS_OOM_COUNTER: bool = false;
 
+    fn session_prelude(&self) -> Option<String> {
+        Some(mask_interface_commands())
+    }
+
     async fn open(&self) -> Result<Channel, SandboxError> {
         let mut child = Command::new("bash")
             .args(["--noprofile", "--norc"])
@@ -135,6 +139,36 @@ fn spawn_reader(
             }
         }
     });
+}
+
+/// The names of the ACI's built-in commands. In a container no program has these names, so a
+/// command of the interface used inside a shell command line (`cd src && open app.py`) fails
+/// with bash's `command not found`, which the ACI explains to the model. A host may have such a
+/// program (`open` from xdg-utils, `submit` on a cluster); the local session masks them.
+pub const INTERFACE_COMMANDS: [&str; 10] = [
+    "create",
+    "edit",
+    "find_file",
+    "goto",
+    "open",
+    "scroll_down",
+    "scroll_up",
+    "search_dir",
+    "search_file",
+    "submit",
+];
+
+/// Bash lines that make each of [`INTERFACE_COMMANDS`] unknown to the local session, as it is in
+/// a container, whatever the host has installed: an alias looks the name up in a `PATH` that
+/// holds nothing, so bash reports it exactly as a missing program (`bash: line 9: open: command
+/// not found`) and never starts the host's program. Aliases apply where bash reads a command
+/// word, after `&&`, `;`, `|` and in subshells alike.
+fn mask_interface_commands() -> String {
+    let mut lines = String::from("shopt -s expand_aliases");
+    for name in INTERFACE_COMMANDS {
+        lines.push_str(&format!("; alias {name}='PATH=/dev/null {name}'"));
+    }
+    lines
 }
 
 impl LocalSandbox {

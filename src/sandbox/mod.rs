@@ -260,7 +260,10 @@ impl<T: Transport> ShellSandbox<T> {
         repo_dir: String,
         baseline: repo::Baseline,
     ) -> Result<Self, SandboxError> {
-        let init = repo::session_init(&spec.env);
+        let mut init = repo::session_init(&spec.env);
+        if let Some(prelude) = transport.session_prelude() {
+            init = format!("{init}; {prelude}");
+        }
         let mut shell = Shell::new(transport, &repo_dir, init, spec.output_limit);
         let made = match shell.start().await {
             Ok(()) => repo::make_baseline(&mut shell, baseline).await,

@@ -84,6 +84,12 @@ pub trait Transport: Send + Sync {
     /// that reading it after every command reports memory kills. `false` for the host.
     const READS_OOM_COUNTER: bool;
 
+    /// Bash lines the session runs after its environment is set, every time it is opened
+    /// (the local session masks host programs named like interface commands).
+    fn session_prelude(&self) -> Option<String> {
+        None
+    }
+
     /// Starts a new `bash --noprofile --norc` session in the repository, stdout and stderr
     /// apart, and returns its streams.
     fn open(&self) -> impl Future<Output = Result<Channel, SandboxError>> + Send;

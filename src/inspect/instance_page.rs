@@ -1,0 +1,398 @@
+//! The instance view: the outcome and counters, the prompts (the demonstration folded), every
+//! turn, the final patch in colour, and the evaluation (FAIL_TO_PASS and PASS_TO_PASS test by
+//! test, and the test output). `j`/`k` step between turns, `n`/`p` between instances. Also the
+//! side-by-side view of one instance under two configurations.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::diff::render_patch;
+use super::html::{escape, push_escaped, push_linkified};
+use super::run_page::{duration, eval_badge, exit_badge, thousands, wall_cell};
+use super::source::EvalState;
+use super::summary::{Summary, summarize};
+use super::turns::{push_text_block, render_turns};
+
+/// Everything the instance view shows, as read from disk.
+#[derive(Debug, Clone, Default)]
+pub struct InstanceData {
+    /// The instance id.
+    pub id: String,
+    /// The trajectory, when there is one and it parsed.
+    pub traj: Option<Value>,
+    /// Its summary (from the same bytes).
+    pub summary: Option<Summary>,
+    /// Why the trajectory could not be read.
+    pub traj_error: Option<String>,
+    /// The evaluation's outcome.
+    pub eval: EvalState,
+    /// The per-instance evaluation report (the entry for this instance).
+    pub report: Option<Value>,
+    /// The tests' output (cut in the middle when huge).
+    pub test_output: Option<String>,
+    /// The final patch: the trajectory's submission, or the patch files beside it.
+    pub patch: Option<String>,
+}
+
+impl InstanceData {
+    /// Reads the trajectory out of `bytes`.
+    pub fn with_trajectory(mut self, bytes: &[u8]) -> Self {
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(value) if value.get("trajectory").is_some_and(Value::is_array) => {
+                self.summary = summarize(bytes).ok();
+                if self.patch.is_none() {
+                    self.patch = value
+                        .pointer("/info/submission")
+                        .and_then(Value::as_str)
+                        .filter(|p| !p.trim().is_empty())
+                        .map(str::to_owned);
+                }
+                self.traj = Some(value);
+            }
+            Ok(_) => self.traj_error = Some("not a trajectory: no `trajectory` list".to_owned()),
+            Err(error) => self.traj_error = Some(format!("not a trajectory: {error}")),
+        }
+        self
+    }
+}
+
+/// Links around the instance view.
+#[derive(Debug, Clone, Default)]
+pub struct Nav {
+    /// The previous instance's page.
+    pub prev: Option<String>,
+    /// The next instance's page.
+    pub next: Option<String>,
+    /// Raw files (label, link): only when served.
+    pub raw: Vec<(String, String)>,
+}
+
+fn content_text(item: &Value) -> String {
+    match item.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The system prompt, the demonstration (its messages joined) and the task, from the history.
+fn prompts(traj: &Value) -> (Option<String>, Vec<String>, Option<String>) {
+    let empty = Vec::new();
+    let history = traj
+        .get("history")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let role = |item: &Value| {
+        item.get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let is_demo = |item: &Value| item.get("is_demo").and_then(Value::as_bool) == Some(true);
+    let system = history
+        .iter()
+        .find(|item| role(item) == "system")
+        .map(content_text);
+    let demo = history
+        .iter()
+        .filter(|item| is_demo(item))
+        .map(|item| format!("[{}]\n{}", role(item), content_text(item)))
+        .collect();
+    let task = history
+        .iter()
+        .find(|item| item.get("message_type").and_then(Value::as_str) == Some("instance"))
+        .or_else(|| {
+            history
+                .iter()
+                .find(|item| role(item) == "user" && !is_demo(item))
+        })
+        .map(content_text);
+    (system, demo, task)
+}
+
+fn push_fold(out: &mut String, title: &str, open: bool, body: &str) {
+    let _ = write!(
+        out,
+        "<details class=\"section\"{}><summary>{title}</summary><div class=\"body\">",
+        if open { " open" } else { "" }
+    );
+    out.push_str(body);
+    out.push_str("</div></details>");
+}
+
+fn text_block(text: &str, class: &str) -> String {
+    let mut out = String::new();
+    push_text_block(&mut out, text, class);
+    out
+}
+
+fn push_counters(out: &mut String, data: &InstanceData) {
+    let eval = eval_badge(&data.eval);
+    let eval = if eval.is_empty() {
+        "—".to_owned()
+    } else {
+        eval
+    };
+    let mut totals = vec![("exit status", String::new()), ("evaluation", eval)];
+    match &data.summary {
+        Some(summary) => {
+            totals[0].1 = exit_badge(summary.exit_status.as_deref());
+            totals.extend([
+                ("steps", summary.steps.to_string()),
+                ("cost", format!("${:.2}", summary.cost)),
+                (
+                    "tokens sent / received",
+                    format!(
+                        "{} / {}",
+                        thousands(summary.tokens_sent),
+                        thousands(summary.tokens_received)
+                    ),
+                ),
+                ("wall time", wall_cell(summary).1),
+                ("commands' time", duration(summary.execution_time)),
+                ("lint rejections", summary.lint_rejections.to_string()),
+                ("format errors", summary.format_errors.to_string()),
+                ("nudges", summary.nudges.to_string()),
+            ]);
+        }
+        // No trajectory (an evaluation on its own, or one that could not be read).
+        None => {
+            totals.remove(0);
+        }
+    }
+    out.push_str("<div class=\"totals\">");
+    for (label, value) in totals {
+        let _ = write!(out, "<div><b>{value}</b>{label}</div>");
+    }
+    out.push_str("</div>");
+}
+
+/// The links to the previous and next instance, the keys, and the raw files.
+pub fn render_nav(nav: &Nav) -> String {
+    let mut out = String::new();
+    push_nav(&mut out, nav);
+    out
+}
+
+fn push_nav(out: &mut String, nav: &Nav) {
+    out.push_str("<div class=\"keys\">");
+    match &nav.prev {
+        Some(href) => {
+            let _ = write!(
+                out,
+                "<a id=\"prev-instance\" href=\"{}\">← previous</a>",
+                escape(href)
+            );
+        }
+        None => out.push_str("<span class=\"muted\">← previous</span>"),
+    }
+    out.push_str(" · ");
+    match &nav.next {
+        Some(href) => {
+            let _ = write!(
+                out,
+                "<a id=\"next-instance\" href=\"{}\">next →</a>",
+                escape(href)
+            );
+        }
+        None => out.push_str("<span class=\"muted\">next →</span>"),
+    }
+    out.push_str(
+        " · keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous turn, <kbd>n</kbd>/<kbd>p</kbd> next/previous instance",
+    );
+    for (label, href) in &nav.raw {
+        let _ = write!(out, " · <a href=\"{}\">{}</a>", escape(href), escape(label));
+    }
+    out.push_str("</div>");
+}
+
+fn tests_table(report: &Value) -> String {
+    let mut out = String::from(
+        "<table class=\"grid tests\"><thead><tr><th>group</th><th>test</th><th>result</th></tr></thead><tbody>",
+    );
+    let mut rows = 0;
+    for group in [
+        "FAIL_TO_PASS",
+        "PASS_TO_PASS",
+        "FAIL_TO_FAIL",
+        "PASS_TO_FAIL",
+    ] {
+        let Some(status) = report.pointer(&format!("/tests_status/{group}")) else {
+            continue;
+        };
+        for (key, class, label) in [("failure", "fail", "failed"), ("success", "pass", "passed")] {
+            for test in status
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                let _ = write!(
+                    out,
+                    "<tr><td>{group}</td><td class=\"id\">{}</td><td class=\"{class}\">{label}</td></tr>",
+                    escape(test)
+                );
+                rows += 1;
+            }
+        }
+    }
+    out.push_str("</tbody></table>");
+    if rows == 0 {
+        return "<p class=\"muted\">no test results in the report</p>".to_owned();
+    }
+    out
+}
+
+fn push_evaluation(out: &mut String, data: &InstanceData) {
+    out.push_str("<h2>Evaluation</h2>");
+    if data.eval == EvalState::NotEvaluated && data.report.is_none() {
+        out.push_str("<p class=\"muted\">not evaluated (no report for this instance)</p>");
+        return;
+    }
+    let _ = write!(out, "<p>{}", eval_badge(&data.eval));
+    let Some(report) = &data.report else {
+        out.push_str(" <span class=\"muted\">no per-instance report.json; the outcome comes from the evaluation's summary</span></p>");
+        if let EvalState::Error(Some(reason)) = &data.eval {
+            let _ = write!(out, "<div class=\"error-box\">{}</div>", escape(reason));
+        }
+        return;
+    };
+    let flag = |key: &str| report.get(key).and_then(Value::as_bool);
+    if flag("patch_successfully_applied") == Some(false) {
+        out.push_str(" <span class=\"badge error\">patch not applied</span>");
+    }
+    if flag("timed_out") == Some(true) {
+        out.push_str(" <span class=\"badge error\">timed out</span>");
+    }
+    out.push_str("</p>");
+    for (key, label) in [
+        ("error", "error"),
+        ("untrusted_reason", "results not believed"),
+    ] {
+        if let Some(text) = report.get(key).and_then(Value::as_str) {
+            let _ = write!(
+                out,
+                "<div class=\"error-box\"><b>{label}</b>: {}</div>",
+                escape(text)
+            );
+        }
+    }
+    if let Some(files) = report.get("touches_tests").and_then(Value::as_array)
+        && !files.is_empty()
+    {
+        let names: Vec<&str> = files.iter().filter_map(Value::as_str).collect();
+        let _ = write!(
+            out,
+            "<div class=\"error-box\"><b>the patch changes test files</b>: {}</div>",
+            escape(&names.join(", "))
+        );
+    }
+    out.push_str(&tests_table(report));
+    if let Some(output) = &data.test_output {
+        let lines = output.lines().count();
+        push_fold(
+            out,
+            &format!("test output ({lines} lines)"),
+            false,
+            &text_block(output, "obs"),
+        );
+    }
+}
+
+fn push_patch(out: &mut String, patch: Option<&str>) {
+    out.push_str("<h2>Final patch</h2>");
+    match patch {
+        Some(patch) => out.push_str(&render_patch(patch)),
+        None => out.push_str("<p class=\"muted\">no patch</p>"),
+    }
+}
+
+fn push_prompts(out: &mut String, traj: &Value) {
+    let (system, demo, task) = prompts(traj);
+    if let Some(system) = system {
+        push_fold(out, "system prompt", false, &text_block(&system, "obs"));
+    }
+    if !demo.is_empty() {
+        push_fold(
+            out,
+            &format!("demonstration ({} messages)", demo.len()),
+            false,
+            &text_block(&demo.join("\n\n"), "obs"),
+        );
+    }
+    if let Some(task) = task {
+        let mut body = String::from("<pre class=\"obs\">");
+        push_linkified(&mut body, &task);
+        body.push_str("</pre>");
+        push_fold(out, "task", true, &body);
+    }
+}
+
+fn steps(traj: &Value) -> &[Value] {
+    traj.get("trajectory")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The body of the instance view.
+pub fn render(data: &InstanceData, nav: &Nav) -> String {
+    let mut out = String::new();
+    out.push_str("<h1>");
+    push_escaped(&mut out, &data.id);
+    out.push_str("</h1>");
+    push_nav(&mut out, nav);
+    push_counters(&mut out, data);
+    if let Some(error) = &data.traj_error {
+        let _ = write!(out, "<div class=\"error-box\">{}</div>", escape(error));
+    }
+    if let Some(error) = data.summary.as_ref().and_then(|s| s.error.as_deref()) {
+        let _ = write!(
+            out,
+            "<div class=\"error-box\"><b>instance error</b>: {}</div>",
+            escape(error)
+        );
+    }
+    if let Some(traj) = &data.traj {
+        push_prompts(&mut out, traj);
+        let steps = steps(traj);
+        let _ = write!(out, "<h2>Turns ({})</h2>", steps.len());
+        out.push_str(&render_turns(steps, ""));
+    }
+    push_patch(&mut out, data.patch.as_deref());
+    push_evaluation(&mut out, data);
+    out
+}
+
+/// One side of the comparison view: a configuration's run of the instance.
+pub fn render_column(data: &InstanceData, config: &str, link: &str, prefix: &str) -> String {
+    let mut out = String::new();
+    let summary = data.summary.clone().unwrap_or_default();
+    let _ = write!(
+        out,
+        "<h2><a href=\"{}\">{}</a></h2><p>{} {} · {} steps · {} lint rejections</p>",
+        escape(link),
+        escape(config),
+        exit_badge(summary.exit_status.as_deref()),
+        eval_badge(&data.eval),
+        summary.steps,
+        summary.lint_rejections
+    );
+    if let Some(error) = &data.traj_error {
+        let _ = write!(out, "<div class=\"error-box\">{}</div>", escape(error));
+    }
+    if let Some(traj) = &data.traj {
+        out.push_str(&render_turns(steps(traj), prefix));
+    }
+    push_patch(&mut out, data.patch.as_deref());
+    out
+}
+
+#[cfg(test)]
+#[path = "instance_page_tests.rs"]
+mod tests;

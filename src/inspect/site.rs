@@ -1,0 +1,716 @@
+//! The site over one directory: which pages it has (their paths are the same served and
+//! exported, so relative links work from `file://` too), reading what each page shows, and the
+//! version a live page polls.
+//!
+//! Page paths: `index.html` (the run, evaluation or ablation), `i/<id>.html` (an instance),
+//! `c/<config>/r<k>/index.html` and `c/<config>/r<k>/i/<id>.html` (an ablation's runs), and
+//! `compare/<variant>/<id>.html` (an instance under the base and a variant). Ids and names are
+//! encoded with [`encode_segment`]; a page is served only for an id the directory lists, so no
+//! path from a request is ever used to open a file.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::ablate::table::Table;
+
+use super::ablation_page;
+use super::html::{Shell, decode_segment, encode_segment, page};
+use super::instance_page::{self, InstanceData, Nav};
+use super::run_page::{self, RunHeader};
+use super::source::{self, Cache, Kind, Layout, Listed, RunSource, files_version};
+
+/// Tests' output past this size is cut in the middle.
+const MAX_TEST_OUTPUT: usize = 2 * 1024 * 1024;
+
+/// Which run of the site a page is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunRef {
+    /// The directory itself.
+    Root,
+    /// One repeat of one configuration of an ablation.
+    Config {
+        /// The configuration's name.
+        name: String,
+        /// The repeat, from 1.
+        repeat: usize,
+    },
+}
+
+/// A page of the site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `index.html`.
+    Root,
+    /// A run's table (of an ablation's configuration).
+    Run(RunRef),
+    /// An instance of a run.
+    Instance(RunRef, String),
+    /// An instance under the base and a variant.
+    Compare {
+        /// The variant.
+        variant: String,
+        /// The instance.
+        id: String,
+    },
+}
+
+/// Whether a page is served (live, with raw files) or exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Served: polls for changes, links raw files.
+    Live,
+    /// A static file.
+    Static,
+}
+
+/// A rendered page.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The HTML.
+    pub html: String,
+    /// The version of the files it was rendered from.
+    pub version: String,
+}
+
+/// Why a site cannot be opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// Nothing to show at the path.
+    #[error("{0}")]
+    Open(String),
+    /// The static site could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// One directory's pages.
+pub struct Site {
+    root: PathBuf,
+    kind: Kind,
+    eval_arg: Option<PathBuf>,
+    cache: Cache,
+}
+
+fn depth_prefix(page: &str) -> String {
+    "../".repeat(page.matches('/').count())
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// The file's text, the middle cut out when it is larger than `max` bytes.
+fn read_capped(path: &Path, max: usize) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.len() <= max {
+        return Some(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    let half = max / 2;
+    Some(format!(
+        "{}\n\n[… {} bytes cut …]\n\n{}",
+        String::from_utf8_lossy(&bytes[..half]),
+        bytes.len() - 2 * half,
+        String::from_utf8_lossy(&bytes[bytes.len() - half..])
+    ))
+}
+
+impl Site {
+    /// Opens `path` (a batch, an evaluation, an ablation output or one `.traj` file), with the
+    /// evaluation `eval` when given (else the one found next to the run).
+    ///
+    /// # Errors
+    ///
+    /// [`InspectError::Open`] when `path` holds nothing to show or `eval` is not a directory.
+    pub fn open(path: &Path, eval: Option<&Path>) -> Result<Self, InspectError> {
+        let root = std::fs::canonicalize(path)
+            .map_err(|e| InspectError::Open(format!("cannot open {}: {e}", path.display())))?;
+        let eval = match eval {
+            Some(eval) => Some(std::fs::canonicalize(eval).map_err(|e| {
+                InspectError::Open(format!(
+                    "cannot open the evaluation {}: {e}",
+                    eval.display()
+                ))
+            })?),
+            None => None,
+        };
+        if let Some(eval) = &eval
+            && !eval.is_dir()
+        {
+            return Err(InspectError::Open(format!(
+                "the evaluation {} is not a directory",
+                eval.display()
+            )));
+        }
+        let kind = source::detect(&root, eval.as_deref()).map_err(InspectError::Open)?;
+        let root = match &kind {
+            Kind::Run(run) => run.dir.clone(),
+            Kind::Ablation(dir) => dir.clone(),
+        };
+        Ok(Site {
+            root,
+            kind,
+            eval_arg: eval,
+            cache: Cache::default(),
+        })
+    }
+
+    /// The directory the site shows.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The evaluation the root run is graded by, if any.
+    pub fn eval_dir(&self) -> Option<&Path> {
+        match &self.kind {
+            Kind::Run(run) => run.eval.as_deref(),
+            Kind::Ablation(_) => None,
+        }
+    }
+
+    /// The directories raw files may be served from: the root, and `--eval`.
+    pub fn raw_bases(&self) -> Vec<PathBuf> {
+        let mut bases = vec![self.root.clone()];
+        if let Some(eval) = self
+            .eval_arg
+            .clone()
+            .or_else(|| self.eval_dir().map(Path::to_owned))
+        {
+            bases.push(eval);
+        }
+        bases
+    }
+
+    fn table(&self) -> Option<Table> {
+        let Kind::Ablation(dir) = &self.kind else {
+            return None;
+        };
+        serde_json::from_value(read_json(&dir.join("ablation.json"))?).ok()
+    }
+
+    fn repeats(&self, config: &str) -> usize {
+        let dir = self.root.join(config);
+        (1..)
+            .take_while(|k| dir.join(format!("r{k}")).join("run").is_dir())
+            .count()
+    }
+
+    /// The run a page is about.
+    pub fn run(&self, run: &RunRef) -> Option<RunSource> {
+        match (run, &self.kind) {
+            (RunRef::Root, Kind::Run(source)) => Some(source.clone()),
+            (RunRef::Config { name, repeat }, Kind::Ablation(dir)) => {
+                let table = self.table()?;
+                table.rows.iter().find(|row| &row.config == name)?;
+                if !source::is_plain_component(name) {
+                    return None;
+                }
+                let base = dir.join(name).join(format!("r{repeat}"));
+                let eval = base.join("eval");
+                Some(RunSource {
+                    dir: base.join("run"),
+                    layout: Layout::Nested,
+                    eval: eval.is_dir().then_some(eval),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The route of a page path (without the leading `/`).
+    pub fn route(&self, page: &str) -> Option<Route> {
+        let parts: Vec<&str> = page.split('/').collect();
+        let id_of = |file: &str| decode_segment(file.strip_suffix(".html")?);
+        let repeat_of = |part: &str| {
+            part.strip_prefix('r')?
+                .parse::<usize>()
+                .ok()
+                .filter(|k| *k > 0)
+        };
+        match parts.as_slice() {
+            [""] | ["index.html"] => Some(Route::Root),
+            ["i", file] => Some(Route::Instance(RunRef::Root, id_of(file)?)),
+            ["c", name, repeat, rest @ ..] => {
+                let run = RunRef::Config {
+                    name: decode_segment(name)?,
+                    repeat: repeat_of(repeat)?,
+                };
+                match rest {
+                    [] | [""] | ["index.html"] => Some(Route::Run(run)),
+                    ["i", file] => Some(Route::Instance(run, id_of(file)?)),
+                    _ => None,
+                }
+            }
+            ["compare", variant, file] => Some(Route::Compare {
+                variant: decode_segment(variant)?,
+                id: id_of(file)?,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The page path of a route.
+    pub fn path_of(route: &Route) -> String {
+        let run_dir = |run: &RunRef| match run {
+            RunRef::Root => String::new(),
+            RunRef::Config { name, repeat } => format!("c/{}/r{repeat}/", encode_segment(name)),
+        };
+        match route {
+            Route::Root => "index.html".to_owned(),
+            Route::Run(run) => format!("{}index.html", run_dir(run)),
+            Route::Instance(run, id) => format!("{}i/{}.html", run_dir(run), encode_segment(id)),
+            Route::Compare { variant, id } => ablation_page::compare_link(variant, id),
+        }
+    }
+
+    fn shell<'a>(
+        &self,
+        route: &Route,
+        mode: Mode,
+        title: &'a str,
+        kind: &'a str,
+        version: String,
+    ) -> Shell<'a> {
+        let path = Self::path_of(route);
+        let up = depth_prefix(&path);
+        let root_name = self.root.file_name().map_or_else(
+            || self.root.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let mut crumbs = vec![(root_name, Some(format!("{up}index.html")))];
+        match route {
+            Route::Root => {}
+            Route::Run(RunRef::Config { name, repeat }) => {
+                crumbs.push((format!("{name} r{repeat}"), None))
+            }
+            Route::Instance(RunRef::Root, id) => crumbs.push((id.clone(), None)),
+            Route::Instance(RunRef::Config { name, repeat }, id) => {
+                crumbs.push((
+                    format!("{name} r{repeat}"),
+                    Some("../index.html".to_owned()),
+                ));
+                crumbs.push((id.clone(), None));
+            }
+            Route::Compare { variant, id } => crumbs.push((format!("{id}: {variant}"), None)),
+            Route::Run(RunRef::Root) => {}
+        }
+        if route == &Route::Root {
+            crumbs[0].1 = None;
+        }
+        Shell {
+            title,
+            kind,
+            crumbs,
+            live: (mode == Mode::Live).then(|| format!("/_version/{path}")),
+            version,
+        }
+    }
+
+    /// The current version of a page's files, without rendering it.
+    pub fn version(&self, route: &Route) -> Option<String> {
+        match route {
+            Route::Root => match &self.kind {
+                Kind::Run(run) => Some(source::rows(run, &self.cache).1),
+                Kind::Ablation(dir) => Some(files_version(&[&dir.join("ablation.json")])),
+            },
+            Route::Run(run) => Some(source::rows(&self.run(run)?, &self.cache).1),
+            Route::Instance(run, id) => {
+                let run = self.run(run)?;
+                Some(files_version(
+                    &self
+                        .instance_files(&run, id)
+                        .iter()
+                        .map(PathBuf::as_path)
+                        .collect::<Vec<_>>(),
+                ))
+            }
+            Route::Compare { variant, id } => {
+                let mut files = Vec::new();
+                for run in self.compare_runs(variant)? {
+                    files.extend(self.instance_files(&run, id));
+                }
+                Some(files_version(
+                    &files.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+                ))
+            }
+        }
+    }
+
+    fn instance_files(&self, run: &RunSource, id: &str) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        if let Some(listed) = source::list(run, &self.cache)
+            .into_iter()
+            .find(|l| l.id == id)
+            && let Some(traj) = listed.traj
+        {
+            files.push(traj);
+        }
+        if let Some(eval) = &run.eval
+            && source::is_plain_component(id)
+        {
+            files.push(eval.join(id).join("report.json"));
+            files.push(eval.join("report.json"));
+        }
+        files
+    }
+
+    fn compare_runs(&self, variant: &str) -> Option<[RunSource; 2]> {
+        let table = self.table()?;
+        if variant == table.base {
+            return None;
+        }
+        let base = self.run(&RunRef::Config {
+            name: table.base,
+            repeat: 1,
+        })?;
+        let other = self.run(&RunRef::Config {
+            name: variant.to_owned(),
+            repeat: 1,
+        })?;
+        Some([base, other])
+    }
+
+    /// Renders a page; `None` when the site has no such page.
+    pub fn render(&self, route: &Route, mode: Mode) -> Option<Rendered> {
+        match route {
+            Route::Root => match &self.kind {
+                Kind::Run(run) => Some(self.render_run(route, run, mode)),
+                Kind::Ablation(_) => self.render_ablation(mode),
+            },
+            Route::Run(run_ref) => Some(self.render_run(route, &self.run(run_ref)?, mode)),
+            Route::Instance(run_ref, id) => self.render_instance(route, run_ref, id, mode),
+            Route::Compare { variant, id } => self.render_compare(route, variant, id, mode),
+        }
+    }
+
+    fn render_run(&self, route: &Route, run: &RunSource, mode: Mode) -> Rendered {
+        let (rows, version) = source::rows(run, &self.cache);
+        let mut notes = Vec::new();
+        if run.layout != Layout::EvalOnly {
+            notes.push(format!("trajectories: {}", run.dir.display()));
+        }
+        match &run.eval {
+            Some(eval) => notes.push(format!("evaluation: {}", eval.display())),
+            None => notes.push("no evaluation found next to this run (pass --eval DIR)".to_owned()),
+        }
+        if let Some(manifest) = read_json(&run.dir.join("manifest.json")) {
+            let field = |key: &str| {
+                manifest
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned()
+            };
+            notes.push(format!(
+                "model {} · run id {} · aci {} · config hash {}",
+                field("model"),
+                field("run_id"),
+                field("aci_version"),
+                field("config_hash").chars().take(12).collect::<String>()
+            ));
+        }
+        let title = run.dir.display().to_string();
+        let header = RunHeader {
+            title: title.clone(),
+            notes,
+        };
+        let body = run_page::render(&header, &rows, "i/");
+        let shell = self.shell(route, mode, &title, "run", version.clone());
+        Rendered {
+            html: page(&shell, &body),
+            version,
+        }
+    }
+
+    fn render_ablation(&self, mode: Mode) -> Option<Rendered> {
+        let table = self.table()?;
+        let version = self.version(&Route::Root)?;
+        let title = format!("ablation: {}", self.root.display());
+        let body = ablation_page::render(&title, &table, &|config| self.repeats(config));
+        let shell = self.shell(&Route::Root, mode, &title, "ablation", version.clone());
+        Some(Rendered {
+            html: page(&shell, &body),
+            version,
+        })
+    }
+
+    /// The served link of a raw file under one of [`Site::raw_bases`] (`/raw/…`, `/raw-eval/…`).
+    fn raw_link(&self, path: &Path) -> Option<String> {
+        if !path.is_file() {
+            return None;
+        }
+        for (index, base) in self.raw_bases().iter().enumerate() {
+            if let Ok(rel) = path.strip_prefix(base) {
+                let segments: Vec<String> = rel
+                    .components()
+                    .map(|c| percent_encode(&c.as_os_str().to_string_lossy()))
+                    .collect();
+                let prefix = if index == 0 { "raw" } else { "raw-eval" };
+                return Some(format!("/{prefix}/{}", segments.join("/")));
+            }
+        }
+        None
+    }
+
+    fn load(&self, run: &RunSource, listed: &Listed) -> InstanceData {
+        let id = &listed.id;
+        let (eval, report) = source::eval_of(run.eval.as_deref(), id, &self.cache);
+        let mut data = InstanceData {
+            id: id.clone(),
+            eval,
+            report,
+            ..InstanceData::default()
+        };
+        if let Some(eval) = &run.eval
+            && source::is_plain_component(id)
+        {
+            data.test_output = read_capped(&eval.join(id).join("test_output.txt"), MAX_TEST_OUTPUT);
+        }
+        if let Some(traj) = &listed.traj {
+            data = match std::fs::read(traj) {
+                Ok(bytes) => data.with_trajectory(&bytes),
+                Err(error) => InstanceData {
+                    traj_error: Some(format!("cannot read {}: {error}", traj.display())),
+                    ..data
+                },
+            };
+        }
+        if data.patch.is_none() && source::is_plain_component(id) {
+            let candidates = [
+                run.dir.join(id).join(format!("{id}.patch")),
+                run.eval
+                    .clone()
+                    .unwrap_or_default()
+                    .join(id)
+                    .join("patch.diff"),
+            ];
+            data.patch = candidates
+                .iter()
+                .filter(|path| path.is_file())
+                .find_map(|path| std::fs::read_to_string(path).ok())
+                .filter(|patch| !patch.trim().is_empty());
+        }
+        data
+    }
+
+    fn render_instance(
+        &self,
+        route: &Route,
+        run_ref: &RunRef,
+        id: &str,
+        mode: Mode,
+    ) -> Option<Rendered> {
+        let run = self.run(run_ref)?;
+        let listed = source::list(&run, &self.cache);
+        let index = listed.iter().position(|l| l.id == id)?;
+        let data = self.load(&run, &listed[index]);
+        let link = |i: usize| {
+            listed
+                .get(i)
+                .map(|l| format!("{}.html", encode_segment(&l.id)))
+        };
+        let mut nav = Nav {
+            prev: index.checked_sub(1).and_then(link),
+            next: link(index + 1),
+            raw: Vec::new(),
+        };
+        if mode == Mode::Live {
+            let mut files: Vec<(&str, PathBuf)> = Vec::new();
+            if let Some(traj) = &listed[index].traj {
+                files.push(("trajectory", traj.clone()));
+            }
+            if let Some(eval) = &run.eval {
+                files.push(("report.json", eval.join(id).join("report.json")));
+                files.push(("test_output.txt", eval.join(id).join("test_output.txt")));
+                files.push(("eval.sh", eval.join(id).join("eval.sh")));
+            }
+            nav.raw = files
+                .into_iter()
+                .filter_map(|(label, path)| Some((label.to_owned(), self.raw_link(&path)?)))
+                .collect();
+        }
+        let version = self.version(route)?;
+        let body = instance_page::render(&data, &nav);
+        let shell = self.shell(route, mode, id, "instance", version.clone());
+        Some(Rendered {
+            html: page(&shell, &body),
+            version,
+        })
+    }
+
+    fn render_compare(
+        &self,
+        route: &Route,
+        variant: &str,
+        id: &str,
+        mode: Mode,
+    ) -> Option<Rendered> {
+        let table = self.table()?;
+        let row = table.rows.iter().find(|row| row.config == variant)?;
+        let runs = self.compare_runs(variant)?;
+        let names = [table.base.as_str(), variant];
+        let mut columns = Vec::new();
+        for (side, (run, name)) in runs.iter().zip(names).enumerate() {
+            let listed = source::list(run, &self.cache)
+                .into_iter()
+                .find(|l| l.id == id)?;
+            let data = self.load(run, &listed);
+            let link = format!(
+                "../../{}",
+                Self::path_of(&Route::Instance(
+                    RunRef::Config {
+                        name: name.to_owned(),
+                        repeat: 1
+                    },
+                    id.to_owned()
+                ))
+            );
+            columns.push(instance_page::render_column(
+                &data,
+                name,
+                &link,
+                if side == 0 { "a-" } else { "b-" },
+            ));
+        }
+        let pairs: Vec<&String> = row.gained.iter().chain(&row.lost).collect();
+        let here = pairs.iter().position(|p| *p == id);
+        let link = |i: usize| pairs.get(i).map(|p| format!("{}.html", encode_segment(p)));
+        let nav = Nav {
+            prev: here.and_then(|i| i.checked_sub(1)).and_then(link),
+            next: here.and_then(|i| link(i + 1)),
+            raw: Vec::new(),
+        };
+        let mut body = format!(
+            "<h1>{}</h1>",
+            super::html::escape(&format!("{id}: {} vs {variant}", table.base))
+        );
+        body.push_str(&instance_page::render_nav(&nav));
+        body.push_str("<div class=\"side-by-side\"><div>");
+        body.push_str(&columns[0]);
+        body.push_str("</div><div>");
+        body.push_str(&columns[1]);
+        body.push_str("</div></div>");
+        let version = self.version(route)?;
+        let title = format!("{id}: {} vs {variant}", table.base);
+        let shell = self.shell(route, mode, &title, "compare", version.clone());
+        Some(Rendered {
+            html: page(&shell, &body),
+            version,
+        })
+    }
+
+    /// Reads every run's summaries into the cache, so the first request for a run page does not
+    /// pay for reading thousands of trajectories.
+    pub fn warm(&self) {
+        let runs: Vec<RunSource> = match &self.kind {
+            Kind::Run(run) => vec![run.clone()],
+            Kind::Ablation(_) => self
+                .table()
+                .map(|table| {
+                    table
+                        .rows
+                        .iter()
+                        .flat_map(|row| {
+                            (1..=self.repeats(&row.config)).filter_map(|repeat| {
+                                self.run(&RunRef::Config {
+                                    name: row.config.clone(),
+                                    repeat,
+                                })
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        for run in runs {
+            source::rows(&run, &self.cache);
+        }
+    }
+
+    /// Every page of the site.
+    pub fn routes(&self) -> Vec<Route> {
+        let mut routes = vec![Route::Root];
+        let instances = |run_ref: RunRef, routes: &mut Vec<Route>| {
+            if let Some(run) = self.run(&run_ref) {
+                for listed in source::list(&run, &self.cache) {
+                    routes.push(Route::Instance(run_ref.clone(), listed.id));
+                }
+            }
+        };
+        match &self.kind {
+            Kind::Run(_) => instances(RunRef::Root, &mut routes),
+            Kind::Ablation(_) => {
+                let Some(table) = self.table() else {
+                    return routes;
+                };
+                for row in &table.rows {
+                    for repeat in 1..=self.repeats(&row.config) {
+                        let run_ref = RunRef::Config {
+                            name: row.config.clone(),
+                            repeat,
+                        };
+                        routes.push(Route::Run(run_ref.clone()));
+                        instances(run_ref, &mut routes);
+                    }
+                    if row.config != table.base {
+                        for id in row.gained.iter().chain(&row.lost) {
+                            routes.push(Route::Compare {
+                                variant: row.config.clone(),
+                                id: id.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        routes
+    }
+
+    /// Writes every page under `out` as a static site (no server, no network) and returns how
+    /// many pages it wrote.
+    ///
+    /// # Errors
+    ///
+    /// [`InspectError::Write`] when a directory or file cannot be written.
+    pub fn export(&self, out: &Path) -> Result<usize, InspectError> {
+        let mut written = 0;
+        for route in self.routes() {
+            let Some(rendered) = self.render(&route, Mode::Static) else {
+                continue;
+            };
+            let path = out.join(Self::path_of(&route));
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| InspectError::Write {
+                    path: parent.to_owned(),
+                    source,
+                })?;
+            }
+            std::fs::write(&path, rendered.html)
+                .map_err(|source| InspectError::Write { path, source })?;
+            written += 1;
+        }
+        Ok(written)
+    }
+}
+
+/// A path segment percent-encoded for a URL.
+fn percent_encode(segment: &str) -> String {
+    let mut out = String::new();
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "site_tests.rs"]
+mod tests;

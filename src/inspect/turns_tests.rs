@@ -1,0 +1,189 @@
+//! Tests for the turn view: the demo run's windows, rejection, edit and patch; re-asks and
+//! nudges; escaping; folding; SWE-agent 1.x edits.
+
+use serde_json::json;
+
+use super::*;
+
+/// The demo's moneyfmt run: a window, a rejected edit, the fixed edit, tests, submit.
+const MONEYFMT: &str = include_str!("../../tests/fixtures/inspect/demo__moneyfmt-1.traj");
+
+fn steps_of(text: &str) -> Vec<Value> {
+    let value: Value = serde_json::from_str(text).unwrap();
+    value["trajectory"].as_array().unwrap().clone()
+}
+
+/// The HTML of turn `n` (1-based) in `html`.
+fn turn(html: &str, n: usize) -> &str {
+    let start = html.find(&format!("id=\"t{n}\"")).unwrap();
+    let end = html[start..]
+        .find("</section>")
+        .map_or(html.len(), |e| start + e);
+    &html[start..end]
+}
+
+#[test]
+fn the_demo_run_shows_windows_the_rejection_the_edit_and_the_patch() {
+    let html = render_turns(&steps_of(MONEYFMT), "");
+    assert_eq!(html.matches("<section class=\"turn\"").count(), 9);
+    // Turn 2 opens the file: a code viewer with its numbers beside the lines.
+    let open = turn(&html, 2);
+    assert!(
+        open.contains(
+            "<div class=\"code-head\">/testbed/moneyfmt/format.py · 50 lines · showing 1–50</div>"
+        ),
+        "{open}"
+    );
+    assert!(open.contains("<pre class=\"gutter\">1\n2\n3\n"), "{open}");
+    // Turn 5: the lint gate rejects the edit, in red, with its message, and the diff shows the
+    // unclosed call replacing the closed one, numbered on both sides.
+    let rejected = turn(&html, 5);
+    assert!(rejected.contains("<span class=\"badge unresolved\">lint rejected</span>"));
+    assert!(rejected.contains(
+        "<div class=\"verdict rejected\">Edit rejected by the lint gate: not applied<ul><li>E999 SyntaxError: &#39;(&#39; was never closed</li></ul></div>"
+    ), "{rejected}");
+    assert!(rejected.contains(
+        "<span class=\"l del\"><span class=\"o\">35</span><span class=\"n\"></span>-        int_part = group_digits(int_part, loc.group_sep, loc.group_size)</span>"
+    ), "{rejected}");
+    assert!(rejected.contains(
+        "<span class=\"l add\"><span class=\"o\"></span><span class=\"n\">39</span>+        int_part = group_digits(int_part, loc.group_sep, loc.group_size</span>"
+    ), "{rejected}");
+    // The windows are aligned: the unchanged lines after the edit pair up, shifted by one.
+    assert!(rejected.contains(
+        "<span class=\"l\"><span class=\"o\">40</span><span class=\"n\">41</span>     number = int_part</span>"
+    ), "{rejected}");
+    // Turn 6: the fixed edit lands, shown against the lines the earlier window showed.
+    let applied = turn(&html, 6);
+    assert!(applied.contains("<div class=\"verdict accepted\">Edit applied</div>"));
+    assert!(
+        applied.contains("/testbed/moneyfmt/format.py · lines 33–38 replaced</div>"),
+        "{applied}"
+    );
+    assert!(applied.contains(
+        "<span class=\"l del\"><span class=\"o\">34</span><span class=\"n\"></span>-    if grouping:</span>"
+    ), "{applied}");
+    assert!(applied.contains(
+        "<span class=\"l add\"><span class=\"o\"></span><span class=\"n\">34</span>+    # strip the sign before grouping, or it is counted as a digit</span>"
+    ), "{applied}");
+    // Turn 9 submits: the observation is the patch, coloured.
+    let submit = turn(&html, 9);
+    assert!(submit.contains("<span class=\"badge\">patch</span>"));
+    assert!(submit.contains(
+        "<span class=\"l file\">diff --git a/moneyfmt/format.py b/moneyfmt/format.py</span>"
+    ));
+}
+
+#[test]
+fn re_asks_and_nudges_are_shown_apart_from_the_turns() {
+    let steps = vec![
+        json!({"action": "", "observation": "Your output was not formatted correctly.", "response": "I think…",
+               "thought": "I think…", "format_error": "Your output was not formatted correctly.", "state": {}}),
+        json!({"action": "ls", "observation": "a.py", "response": "ls", "thought": "",
+               "nudge": "You have 2 steps left.", "state": {"open_file": "n/a", "working_dir": "/testbed"},
+               "execution_time": 0.5}),
+    ];
+    let html = render_turns(&steps, "x-");
+    let reask = turn(&html.replace("x-t", "t"), 1).to_owned();
+    assert!(
+        reask.starts_with("id=\"t1\"><div class=\"head\"><span class=\"n\">Re-ask 1</span>"),
+        "{reask}"
+    );
+    assert!(reask.contains("the answer the parser rejected (not kept in the history)"));
+    assert!(reask.contains(
+        "asked again with</div><pre class=\"obs\">Your output was not formatted correctly.</pre>"
+    ));
+    assert!(html.contains("<section class=\"turn reask\" id=\"x-t1\">"));
+    let nudged = turn(&html.replace("x-t", "t"), 2).to_owned();
+    assert!(nudged.contains(
+        "<div class=\"nudge\"><b>Nudge</b> sent with this request (not kept in the history)<pre>You have 2 steps left.</pre></div>"
+    ));
+    assert!(
+        nudged.contains("<span class=\"meta\">in /testbed · 0.50 s</span>"),
+        "{nudged}"
+    );
+}
+
+#[test]
+fn model_output_is_escaped_everywhere_in_a_turn() {
+    let hostile = "<script>document.title='pwned'</script></textarea><img src=x onerror=alert(1)> javascript:alert(1)";
+    let steps = vec![json!({
+        "action": hostile, "observation": hostile, "response": hostile, "thought": hostile,
+        "nudge": hostile, "state": {"working_dir": hostile, "open_file": "\"><script>x</script>"}
+    })];
+    let html = render_turns(&steps, "");
+    assert!(!html.contains("<script"), "{html}");
+    assert!(!html.contains("<img"), "{html}");
+    assert!(!html.contains("</textarea>"), "{html}");
+    assert!(!html.contains("href=\"javascript"), "{html}");
+    assert!(
+        html.contains(
+            "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;&lt;/textarea&gt;"
+        )
+    );
+}
+
+#[test]
+fn long_outputs_are_folded_after_their_first_lines() {
+    let long: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+    let steps =
+        vec![json!({"action": "cat big.txt", "observation": long, "thought": "", "response": ""})];
+    let html = render_turns(&steps, "");
+    let (visible, folded) = html.split_once("<details class=\"fold\">").unwrap();
+    assert!(
+        visible.contains("line 12") && !visible.contains("line 13\n"),
+        "{visible}"
+    );
+    assert!(
+        folded.starts_with("<summary>show all 201 lines"),
+        "{folded}"
+    );
+    assert!(folded.contains("line 200"));
+}
+
+#[test]
+fn a_sweagent_1_x_edit_shows_as_a_diff_and_its_views_as_code() {
+    let steps = steps_of(include_str!("../../tests/fixtures/sweagent_v1.traj"));
+    let html = render_turns(&steps, "");
+    let view = turn(&html, 1);
+    assert!(
+        view.contains("<pre class=\"gutter\">1459\n1460\n1461\n1462\n1463\n</pre>"),
+        "{view}"
+    );
+    let edit = turn(&html, 2);
+    assert!(
+        edit.contains("<div class=\"verdict accepted\">str_replace</div>"),
+        "{edit}"
+    );
+    assert!(edit.contains(
+        "<span class=\"l add\"><span class=\"o\"></span><span class=\"n\">1</span>+        return int(round(value.total_seconds() / base_unit.total_seconds()))</span>"
+    ), "{edit}");
+    assert!(
+        edit.contains("<span class=\"meta\">in /testbed · 0.18 s</span>"),
+        "{edit}"
+    );
+}
+
+#[test]
+fn the_file_record_follows_an_edit_that_changes_the_line_count() {
+    let mut files = Files::default();
+    let window = Window {
+        path: "/a.py",
+        total: Some(5),
+        above: 0,
+        below: 0,
+        lines: vec![(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")],
+    };
+    files.see(&window);
+    files.apply(
+        "/a.py",
+        &RangeEdit {
+            start: 2,
+            end: 3,
+            lines: vec!["x", "y", "z"],
+        },
+    );
+    let known: Vec<(usize, String)> = files.range("/a.py", 1, 6).unwrap();
+    let texts: Vec<&str> = known.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts, ["a", "x", "y", "z", "d", "e"]);
+    assert_eq!(files.range("/a.py", 6, 7), None);
+}
