@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 
 use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
 use super::grade::{grade_log, test_files_touched};
-use super::parse::{PARSER_NAMES, parser_by_name};
+use super::parse::{ParserName, parser_by_name};
 use super::predictions::Prediction;
 use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, eval_key, instance_report_json,
@@ -358,7 +358,7 @@ impl Job<'_> {
         let parser = parser_by_name(name).ok_or_else(|| {
             format!(
                 "unknown log_parser `{name}` (known: {})",
-                PARSER_NAMES.join(", ")
+                ParserName::names()
             )
         })?;
         let test_cmd = self
