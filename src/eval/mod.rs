@@ -10,3 +10,4 @@ pub mod predictions;
 pub mod report;
 pub mod run;
 pub mod script;
+pub mod spec;
