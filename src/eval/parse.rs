@@ -11,8 +11,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::script::{
-    APPLY_PATCH_FAIL, END_MARKER, EXIT_CODE_PREFIX, RESET_FAILED, START_MARKER, TESTS_ERROR,
-    TESTS_TIMEOUT,
+    APPLY_PATCH_FAIL, END_MARKER, EXIT_CODE_PREFIX, INERT_PREFIX, RESET_FAILED, START_MARKER,
+    TESTS_ERROR, TESTS_TIMEOUT,
 };
 
 /// The outcome of one test, as SWE-bench names them.
@@ -536,9 +536,15 @@ static SUITE_RAN: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
 /// Whether `log` shows a test runner ran at least one test (v5's `SUITE_RAN`, plus the pytest,
 /// unittest and cargo summaries). Every count must be non-zero: `no tests ran`, `Ran 0 tests`
 /// and `running 0 tests` are not evidence.
+/// Lines written through `eval.sh`'s inert filter (the header, the reinstall) are not evidence.
 pub fn suite_ran(log: &str) -> bool {
-    let log = strip_ansi(log);
-    SUITE_RAN.as_ref().is_ok_and(|regex| regex.is_match(&log))
+    let Ok(regex) = SUITE_RAN.as_ref() else {
+        return false;
+    };
+    strip_ansi(log)
+        .lines()
+        .filter(|line| !line.starts_with(INERT_PREFIX))
+        .any(|line| regex.is_match(line))
 }
 
 mod python;

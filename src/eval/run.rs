@@ -15,13 +15,14 @@ use tokio::task::JoinSet;
 
 use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
 use super::grade::{grade_log, test_files_touched};
-use super::parse::{ParserName, parser_by_name};
+use super::plan::{GradingPlan, grading_plan};
 use super::predictions::Prediction;
 use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, eval_key, instance_report_json,
     parse_instance_report, run_summary, run_summary_json,
 };
 use super::script::{EvalScriptSpec, eval_script};
+use super::spec;
 use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
 use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
@@ -273,8 +274,8 @@ impl Job<'_> {
     async fn run(&self) -> Result<(InstanceReport, bool), EnvImageError> {
         let settings = &self.shared.settings;
         let id = &self.instance.instance_id;
-        let (parser, test_cmd) = match self.parser_and_command() {
-            Ok(found) => found,
+        let plan = match self.plan() {
+            Ok(plan) => plan,
             Err(reason) => return Ok((self.error_report(&reason, None), false)),
         };
         let on_step = Arc::clone(&settings.on_step);
@@ -293,9 +294,11 @@ impl Job<'_> {
             repo_dir: &repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
-            pre_test_commands: &[],
-            test_cmd,
-            test_directives: &[],
+            activate: None,
+            eval_commands: &plan.eval_commands,
+            reinstall: plan.reinstall.as_deref(),
+            test_cmd: &plan.test_cmd,
+            test_directives: &plan.test_directives,
         });
         let key = eval_key(id, self.patch, &script, &image.id);
         if let Some(report) = self.reusable_report(&key) {
@@ -326,7 +329,7 @@ impl Job<'_> {
         let log = run.test_log(settings.timeout);
         let grade = grade_log(
             &log,
-            parser,
+            plan.parser.parser(),
             &self.instance.fail_to_pass,
             &self.instance.pass_to_pass,
         );
@@ -343,31 +346,10 @@ impl Job<'_> {
         }
     }
 
-    /// The log parser (named, or by language) and the test command, or why there are none.
-    fn parser_and_command(&self) -> Result<(super::parse::LogParser, &str), String> {
-        let name = self
-            .instance
-            .log_parser
-            .as_deref()
-            .or(match self.instance.language.as_deref() {
-                Some("python") | None => Some("pytest"),
-                Some("rust") => Some("cargo"),
-                Some(_) => None,
-            })
-            .ok_or("the instance names no log_parser and its language has no default one")?;
-        let parser = parser_by_name(name).ok_or_else(|| {
-            format!(
-                "unknown log_parser `{name}` (known: {})",
-                ParserName::names()
-            )
-        })?;
-        let test_cmd = self
-            .instance
-            .test_cmd
-            .as_deref()
-            .filter(|cmd| !cmd.trim().is_empty())
-            .ok_or("the instance has no test_cmd")?;
-        Ok((parser, test_cmd))
+    /// The grading plan (test command, parser, commands before the tests), or why there is none.
+    fn plan(&self) -> Result<GradingPlan, String> {
+        let table = spec::builtin().map_err(ToString::to_string)?;
+        grading_plan(self.instance, table).map_err(|error| error.to_string())
     }
 
     fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {
