@@ -335,11 +335,20 @@ impl Job<'_> {
         );
         let mut report = InstanceReport::from_grade(&grade, Some(key));
         report.touches_tests = test_files_touched(self.patch, self.instance.test_patch.as_deref());
-        let run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
+        let mut run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
+        if let Some(error) = &report.error {
+            run_log.push_str(&format!("error: {error}\n"));
+        }
         let written = self
             .write("run_instance.log", &run_log)
-            .and_then(|()| self.write("test_output.txt", &log))
-            .and_then(|()| self.write("report.json", &instance_report_json(id, &report)));
+            .and_then(|()| self.write("test_output.txt", &log));
+        // As in the SWE-bench harness, only a completed evaluation has a report.json.
+        let written = match &report.error {
+            None => {
+                written.and_then(|()| self.write("report.json", &instance_report_json(id, &report)))
+            }
+            Some(_) => written.map(|()| self.remove_report()),
+        };
         match written {
             Ok(()) => Ok((report, false)),
             Err(reason) => Ok((self.error_report(&reason, None), false)),
@@ -385,14 +394,21 @@ impl Job<'_> {
         report.can_reuse(key).then_some(report)
     }
 
-    /// Writes an error report (best effort) and returns it.
+    /// Records an evaluation error (best effort) and returns its in-memory report: the patch and
+    /// the reason in `run_instance.log`, and no `report.json` (an earlier one is removed), since
+    /// the harness counts every `report.json` as a completed evaluation.
     fn error_report(&self, reason: &str, key: Option<String>) -> InstanceReport {
         let report = InstanceReport::from_error(reason, key);
-        let text = instance_report_json(&self.instance.instance_id, &report);
+        self.remove_report();
         let _ = self
             .write("patch.diff", self.patch)
-            .and_then(|()| self.write("report.json", &text));
+            .and_then(|()| self.write("run_instance.log", &format!("error: {reason}\n")));
         report
+    }
+
+    /// Removes a `report.json` left by an earlier run (best effort).
+    fn remove_report(&self) {
+        let _ = std::fs::remove_file(self.dir.join("report.json"));
     }
 
     fn write(&self, name: &str, text: &str) -> Result<(), String> {
