@@ -107,8 +107,16 @@ fn load_predictions(
     }
     let text = std::fs::read_to_string(source)
         .map_err(|e| Failure::new(format!("cannot read the predictions {source}: {e}")))?;
-    let predictions =
-        parse_predictions(&text).map_err(|e| Failure::new(format!("{source}: {e}")))?;
+    let loaded = parse_predictions(&text).map_err(|e| Failure::new(format!("{source}: {e}")))?;
+    if !loaded.duplicates.is_empty() {
+        eprintln!(
+            "warning: {} instance(s) have more than one prediction in {source}; the last of each \
+             is kept, as the SWE-bench harness does: {}",
+            loaded.duplicates.len(),
+            loaded.duplicates.join(", ")
+        );
+    }
+    let predictions = loaded.predictions;
     let known: BTreeSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
     let unknown: Vec<&str> = predictions
         .iter()
