@@ -1,10 +1,13 @@
 //! Grading patches the way the SWE-bench harness does (v4 semantics, with its known holes
-//! closed). Pure parts: predictions in, the eval and apply scripts, log parsing, grading and the
-//! reports out. Effectful parts: [`container`] (one evaluation in a fresh container) and
-//! [`run`] (bounded concurrency, resume, files).
+//! closed). Pure parts: predictions in, the built-in SWE-bench specs and each instance's grading
+//! plan, the eval and apply scripts, log parsing (any harness's log format), grading and the
+//! reports out. Effectful parts: [`container`] (one evaluation in a fresh container), [`run`]
+//! (bounded concurrency, resume, files) and [`from_logs`] (grading logs that already exist).
 
 pub mod container;
+pub mod from_logs;
 pub mod grade;
+pub mod logs;
 pub mod parse;
 pub mod plan;
 pub mod predictions;

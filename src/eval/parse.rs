@@ -431,6 +431,10 @@ pub enum NotRunReason {
     MissingStartMarker,
     /// No `>>>>> End Test Output` after the start marker: the run was cut off.
     MissingEndMarker,
+    /// A SWE-bench 1.x log: the environment's install step failed (`>>>>> Init Failed`).
+    InstallFailed,
+    /// A SWE-bench 1.x log without `>>>>> Applied Patch (pred)`: the prediction was not applied.
+    PredictionNotApplied,
 }
 
 impl fmt::Display for NotRunReason {
@@ -442,6 +446,8 @@ impl fmt::Display for NotRunReason {
             Self::TestsErrored => "the test patch did not apply, so the tests did not run",
             Self::MissingStartMarker => "the log has no start-of-tests marker",
             Self::MissingEndMarker => "the log has no end-of-tests marker",
+            Self::InstallFailed => "the environment's install step failed",
+            Self::PredictionNotApplied => "the log does not show the prediction applied",
         })
     }
 }

@@ -199,37 +199,50 @@ pub fn run_summary(
     predictions: &[Prediction],
     outcomes: &BTreeMap<String, InstanceOutcome>,
 ) -> RunSummary {
-    let selected: BTreeSet<&str> = instance_ids.iter().map(String::as_str).collect();
-    let patches: BTreeMap<&str, &str> = predictions
+    let submitted: BTreeMap<String, bool> = predictions
         .iter()
-        .filter(|prediction| selected.contains(prediction.instance_id.as_str()))
         .map(|prediction| {
             (
-                prediction.instance_id.as_str(),
-                prediction.model_patch.as_str(),
+                prediction.instance_id.clone(),
+                prediction.model_patch.is_empty(),
             )
         })
         .collect();
+    run_summary_from(instance_ids, &submitted, outcomes)
+}
+
+/// [`run_summary`] from what is known of each submission: instance id → whether its patch is
+/// empty (ids that are not selected are ignored).
+pub fn run_summary_from(
+    instance_ids: &[String],
+    submitted: &BTreeMap<String, bool>,
+    outcomes: &BTreeMap<String, InstanceOutcome>,
+) -> RunSummary {
+    let selected: BTreeSet<&str> = instance_ids.iter().map(String::as_str).collect();
     let mut summary = RunSummary {
         total_instances: selected.len(),
-        submitted_ids: patches.keys().map(|id| (*id).to_owned()).collect(),
+        submitted_ids: submitted
+            .keys()
+            .filter(|id| selected.contains(id.as_str()))
+            .cloned()
+            .collect(),
         schema_version: 2,
         ..RunSummary::default()
     };
     for id in &selected {
         let owned = (*id).to_owned();
-        match (patches.get(id), outcomes.get(*id)) {
+        match (submitted.get(*id), outcomes.get(*id)) {
             (None, _) => summary.incomplete_ids.push(owned),
-            (Some(&""), _) => summary.empty_patch_ids.push(owned),
-            (Some(_), Some(InstanceOutcome::Resolved)) => {
+            (Some(true), _) => summary.empty_patch_ids.push(owned),
+            (Some(false), Some(InstanceOutcome::Resolved)) => {
                 summary.completed_ids.push(owned.clone());
                 summary.resolved_ids.push(owned);
             }
-            (Some(_), Some(InstanceOutcome::Unresolved)) => {
+            (Some(false), Some(InstanceOutcome::Unresolved)) => {
                 summary.completed_ids.push(owned.clone());
                 summary.unresolved_ids.push(owned);
             }
-            (Some(_), Some(InstanceOutcome::Error) | None) => summary.error_ids.push(owned),
+            (Some(false), Some(InstanceOutcome::Error) | None) => summary.error_ids.push(owned),
         }
     }
     summary.submitted_instances = summary.submitted_ids.len();

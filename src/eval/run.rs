@@ -124,6 +124,14 @@ pub enum EvalError {
     /// Environment images cannot be built (low disk).
     #[error(transparent)]
     Image(#[from] EnvImageError),
+    /// A directory of `--from-logs` could not be read.
+    #[error("cannot read the logs in {path}: {source}")]
+    Logs {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The summary could not be written.
     #[error("cannot write {path}: {source}")]
     Output {
