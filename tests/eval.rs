@@ -212,7 +212,10 @@ fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
         // The header shows the applied patch, each line behind the inert prefix.
         let start = log.find("+ : '>>>>> Start Test Output'").unwrap();
         let first = record["patch"].as_str().unwrap().lines().next().unwrap();
-        assert!(log[..start].contains(&format!("\n| {first}\n")), "{id}: {log}");
+        assert!(
+            log[..start].contains(&format!("\n| {first}\n")),
+            "{id}: {log}"
+        );
         assert!(!log[..start].lines().any(|line| line == first), "{id}");
         assert!(log.contains("+ : '>>>>> End Test Output'"), "{id}");
         assert!(log.contains("\n>>>>> Test Exit Code: 0\n"), "{id}");
