@@ -45,8 +45,9 @@ pub struct InstanceReport {
     /// Per-test success and failure lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests_status: Option<TestsStatus>,
-    /// aci: why the instance could not be graded. Such an instance counts in `error_ids`
-    /// (SWE-bench writes no report.json for it; its own summariser would count it unresolved).
+    /// aci: why the instance could not be graded. Such an instance counts in `error_ids`, and its
+    /// report is kept in memory only: as in SWE-bench, no report.json is written for it (reports
+    /// written by older versions of aci may still carry this field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// aci: the tests passed their deadline.
