@@ -142,9 +142,17 @@ pub struct EvalArgs {
     #[arg(long, value_name = "FILE")]
     pub instances: PathBuf,
     /// The predictions: a JSON list, a JSON dict keyed by instance_id (the preds.json of
-    /// `aci batch`), or JSONL; `gold` grades the instances' own patches.
-    #[arg(long, value_name = "FILE|gold")]
-    pub predictions: String,
+    /// `aci batch`), or JSONL; `gold` grades the instances' own patches. An instance named twice
+    /// keeps its last prediction, with a warning. Optional with --from-logs.
+    #[arg(long, value_name = "FILE|gold", required_unless_present = "from_logs")]
+    pub predictions: Option<String>,
+    /// Grade test logs that already exist, with no container: aci's layout
+    /// (DIR/<id>/test_output.txt), the SWE-bench harness's 2.x and later
+    /// (logs/run_evaluation/<run_id>/<model>/<id>/test_output.txt) or its 1.x
+    /// (<id>.<model>.eval.log). Without --predictions, each instance with a log counts as
+    /// submitted.
+    #[arg(long, value_name = "DIR")]
+    pub from_logs: Option<PathBuf>,
     /// How many instances are evaluated at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub workers: u16,

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aci::config;
+use aci::eval::from_logs::{FromLogsSettings, grade_logs};
 use aci::eval::predictions::{Prediction, gold_predictions, parse_predictions};
 use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
-use aci::eval::run::{EvalSettings, InstanceDone, evaluate};
+use aci::eval::run::{EvalSettings, InstanceDone, InstanceStatus, evaluate};
 use aci::image::prune::{PruneScope, prune};
 use aci::instance::{self, Instance, Selection, SliceSpec};
 
@@ -19,9 +20,12 @@ use crate::{Failure, connect_docker, default_run_id, load_instances};
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
-    let config = config::resolve(&args.configs, &args.sets)?;
     let all = load_instances(&args.instances)?;
-    let predictions = load_predictions(&args.predictions, &all, &args.instances)?;
+    let predictions = args
+        .predictions
+        .as_deref()
+        .map(|source| load_predictions(source, &all, &args.instances))
+        .transpose()?;
     let expected = args.expect.as_deref().map(read_expected).transpose()?;
     let selected = select(all, &args)?;
     if selected.is_empty() {
@@ -42,6 +46,20 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
             output.display()
         ))
     })?;
+    if let Some(logs) = &args.from_logs {
+        let settings = FromLogsSettings {
+            logs: logs.clone(),
+            output,
+        };
+        return eval_from_logs(&selected, predictions.as_deref(), &settings, expected);
+    }
+    let Some(predictions) = predictions else {
+        return Err(
+            Failure::new("--predictions is required unless --from-logs is given")
+                .hint("pass --predictions FILE or --predictions gold"),
+        );
+    };
+    let config = config::resolve(&args.configs, &args.sets)?;
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         return Err(Failure::new(format!(
             "invalid --timeout {}: expected a positive number of seconds",
@@ -86,6 +104,36 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     Ok(check_expected(expected.as_deref(), &summary))
 }
 
+/// `aci eval --from-logs DIR`: no container, no Docker daemon.
+fn eval_from_logs(
+    selected: &[Instance],
+    predictions: Option<&[Prediction]>,
+    settings: &FromLogsSettings,
+    expected: Option<Vec<String>>,
+) -> Result<ExitCode, Failure> {
+    let total = selected.len();
+    eprintln!(
+        "grading the logs of {total} instance(s) under {} into {}",
+        settings.logs.display(),
+        settings.output.display()
+    );
+    if !settings.logs.is_dir() {
+        return Err(Failure::new(format!(
+            "--from-logs {} is not a directory",
+            settings.logs.display()
+        )));
+    }
+    let mut progress = |done: &InstanceDone| {
+        if done.status != InstanceStatus::NoPrediction {
+            eprintln!("{}", done.describe());
+        }
+    };
+    let summary = grade_logs(selected, predictions, settings, &mut progress)
+        .map_err(|e| Failure::new(e.to_string()))?;
+    print_summary(&summary, &settings.output);
+    Ok(check_expected(expected.as_deref(), &summary))
+}
+
 /// Removes every container of this run: the tracked ones, then any a task aborted mid-start
 /// created without recording it.
 async fn remove_containers(docker: &aci::sandbox::docker::DockerRuntime, run_id: &str) {
@@ -107,8 +155,16 @@ fn load_predictions(
     }
     let text = std::fs::read_to_string(source)
         .map_err(|e| Failure::new(format!("cannot read the predictions {source}: {e}")))?;
-    let predictions =
-        parse_predictions(&text).map_err(|e| Failure::new(format!("{source}: {e}")))?;
+    let loaded = parse_predictions(&text).map_err(|e| Failure::new(format!("{source}: {e}")))?;
+    if !loaded.duplicates.is_empty() {
+        eprintln!(
+            "warning: {} instance(s) have more than one prediction in {source}; the last of each \
+             is kept, as the SWE-bench harness does: {}",
+            loaded.duplicates.len(),
+            loaded.duplicates.join(", ")
+        );
+    }
+    let predictions = loaded.predictions;
     let known: BTreeSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
     let unknown: Vec<&str> = predictions
         .iter()

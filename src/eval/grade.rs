@@ -97,6 +97,10 @@ pub fn grade_log(
 ///   SWE-bench #601/#620/#631; v5 checks this only for a non-empty map, this checks it always).
 ///
 /// A log without an exit-code line (an older eval script) skips the second guard.
+///
+/// `patch_successfully_applied` is true for a graded log, except when the first guard fires: the
+/// harness (5.x, which added that guard) then reports the patch as not applied, and so does aci.
+/// The instance still counts as completed and unresolved, as there.
 pub fn grade(reading: &LogReading, fail_to_pass: &[String], pass_to_pass: &[String]) -> Grade {
     let run = match reading {
         LogReading::NotRun(reason) => {
@@ -115,8 +119,9 @@ pub fn grade(reading: &LogReading, fail_to_pass: &[String], pass_to_pass: &[Stri
     let tests_status = tests_report(&run.status, fail_to_pass, pass_to_pass);
     let resolution = resolution(&tests_status);
     let any_failure = run.status.values().any(|status| status.is_failure());
+    let nothing_ran = run.status.is_empty() && !run.suite_ran;
     let untrusted_reason = match run.exit_code {
-        _ if run.status.is_empty() && !run.suite_ran => {
+        _ if nothing_ran => {
             Some("the log has no test results and no sign that the test suite ran".to_owned())
         }
         Some(code) if code != 0 && !any_failure => Some(format!(
@@ -126,7 +131,7 @@ pub fn grade(reading: &LogReading, fail_to_pass: &[String], pass_to_pass: &[Stri
         _ => None,
     };
     Grade {
-        patch_successfully_applied: true,
+        patch_successfully_applied: !nothing_ran,
         resolution,
         resolved: resolution == Resolution::Full && untrusted_reason.is_none(),
         tests_status: Some(tests_status),

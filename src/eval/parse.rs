@@ -11,8 +11,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::script::{
-    APPLY_PATCH_FAIL, END_MARKER, EXIT_CODE_PREFIX, RESET_FAILED, START_MARKER, TESTS_ERROR,
-    TESTS_TIMEOUT,
+    APPLY_PATCH_FAIL, END_MARKER, EXIT_CODE_PREFIX, INERT_PREFIX, RESET_FAILED, START_MARKER,
+    TESTS_ERROR, TESTS_TIMEOUT,
 };
 
 /// The outcome of one test, as SWE-bench names them.
@@ -67,17 +67,124 @@ pub type StatusMap = BTreeMap<String, TestStatus>;
 /// A log parser: log text in, status map out.
 pub type LogParser = fn(&str) -> StatusMap;
 
-/// The names [`parser_by_name`] knows (`django` is an alias of `unittest`).
-pub const PARSER_NAMES: [&str; 4] = ["pytest", "cargo", "unittest", "django"];
+/// A log parser aci knows, by the name an instance's `log_parser` (or the spec table) gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ParserName {
+    /// pytest `-rA` short summary (SWE-bench's `parse_log_pytest`).
+    Pytest,
+    /// pytest, with parameters that are absolute paths cut to their last component
+    /// (`parse_log_pytest_options`: requests, pylint).
+    PytestOptions,
+    /// pytest with colour codes stripped and the older `<id> STATUS` lines read too
+    /// (`parse_log_pytest_v2`: astropy, scikit-learn, sphinx).
+    PytestV2,
+    /// pytest with matplotlib's `MouseButton` ids rewritten (`parse_log_matplotlib`).
+    Matplotlib,
+    /// pytest, passes and failures only (`parse_log_seaborn`).
+    Seaborn,
+    /// Django's `runtests.py --verbosity 2` (`parse_log_django`).
+    Django,
+    /// sympy's `bin/test --verbose` (`parse_log_sympy`).
+    Sympy,
+    /// Python `unittest -v`.
+    Unittest,
+    /// `cargo test` (libtest's pretty format).
+    Cargo,
+}
 
-/// The parser registered under `name`.
-pub fn parser_by_name(name: &str) -> Option<LogParser> {
-    match name {
-        "pytest" => Some(parse_pytest),
-        "cargo" => Some(parse_cargo),
-        "unittest" | "django" => Some(parse_unittest),
-        _ => None,
+/// SWE-bench's per-repository parser names (`parse_log_<repo>`) and the parser each is.
+const SWE_BENCH_REPO_PARSERS: [(&str, ParserName); 13] = [
+    ("astroid", ParserName::Pytest),
+    ("flask", ParserName::Pytest),
+    ("marshmallow", ParserName::Pytest),
+    ("pvlib", ParserName::Pytest),
+    ("pyvista", ParserName::Pytest),
+    ("sqlfluff", ParserName::Pytest),
+    ("xarray", ParserName::Pytest),
+    ("pydicom", ParserName::PytestOptions),
+    ("requests", ParserName::PytestOptions),
+    ("pylint", ParserName::PytestOptions),
+    ("astropy", ParserName::PytestV2),
+    ("scikit", ParserName::PytestV2),
+    ("sphinx", ParserName::PytestV2),
+];
+
+impl ParserName {
+    /// Every parser, in the order `--help` and error messages list them.
+    pub const ALL: [Self; 9] = [
+        Self::Pytest,
+        Self::PytestOptions,
+        Self::PytestV2,
+        Self::Matplotlib,
+        Self::Seaborn,
+        Self::Django,
+        Self::Sympy,
+        Self::Unittest,
+        Self::Cargo,
+    ];
+
+    /// aci's name: `pytest`, `pytest_options`, `pytest_v2`, `matplotlib`, `seaborn`, `django`,
+    /// `sympy`, `unittest`, `cargo`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pytest => "pytest",
+            Self::PytestOptions => "pytest_options",
+            Self::PytestV2 => "pytest_v2",
+            Self::Matplotlib => "matplotlib",
+            Self::Seaborn => "seaborn",
+            Self::Django => "django",
+            Self::Sympy => "sympy",
+            Self::Unittest => "unittest",
+            Self::Cargo => "cargo",
+        }
     }
+
+    /// The parser called `name`: aci's names, SWE-bench's function names (`parse_log_pytest`,
+    /// `parse_log_django`, …) and SWE-bench's per-repository aliases (`parse_log_astropy`,
+    /// `parse_log_requests`, …, also without the `parse_log_` prefix).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let bare = name.strip_prefix("parse_log_").unwrap_or(name);
+        Self::ALL
+            .into_iter()
+            .find(|parser| parser.as_str() == bare)
+            .or_else(|| {
+                SWE_BENCH_REPO_PARSERS
+                    .iter()
+                    .find(|(alias, _)| *alias == bare)
+                    .map(|(_, parser)| *parser)
+            })
+    }
+
+    /// aci's names, comma-separated, for error messages.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+
+    /// The parsing function.
+    pub fn parser(self) -> LogParser {
+        match self {
+            Self::Pytest => parse_pytest,
+            Self::PytestOptions => python::parse_pytest_options,
+            Self::PytestV2 => python::parse_pytest_v2,
+            Self::Matplotlib => python::parse_matplotlib,
+            Self::Seaborn => python::parse_seaborn,
+            Self::Django => python::parse_django,
+            Self::Sympy => python::parse_sympy,
+            Self::Unittest => parse_unittest,
+            Self::Cargo => parse_cargo,
+        }
+    }
+}
+
+impl fmt::Display for ParserName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The parser registered under `name` (see [`ParserName::from_name`]).
+pub fn parser_by_name(name: &str) -> Option<LogParser> {
+    ParserName::from_name(name).map(ParserName::parser)
 }
 
 /// Records `status` for `id`. When a test is reported twice (a teardown error after a pass, the
@@ -324,6 +431,10 @@ pub enum NotRunReason {
     MissingStartMarker,
     /// No `>>>>> End Test Output` after the start marker: the run was cut off.
     MissingEndMarker,
+    /// A SWE-bench 1.x log: the environment's install step failed (`>>>>> Init Failed`).
+    InstallFailed,
+    /// A SWE-bench 1.x log without `>>>>> Applied Patch (pred)`: the prediction was not applied.
+    PredictionNotApplied,
 }
 
 impl fmt::Display for NotRunReason {
@@ -335,6 +446,8 @@ impl fmt::Display for NotRunReason {
             Self::TestsErrored => "the test patch did not apply, so the tests did not run",
             Self::MissingStartMarker => "the log has no start-of-tests marker",
             Self::MissingEndMarker => "the log has no end-of-tests marker",
+            Self::InstallFailed => "the environment's install step failed",
+            Self::PredictionNotApplied => "the log does not show the prediction applied",
         })
     }
 }
@@ -429,10 +542,23 @@ static SUITE_RAN: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
 /// Whether `log` shows a test runner ran at least one test (v5's `SUITE_RAN`, plus the pytest,
 /// unittest and cargo summaries). Every count must be non-zero: `no tests ran`, `Ran 0 tests`
 /// and `running 0 tests` are not evidence.
+/// Lines written through `eval.sh`'s inert filter (the header, the reinstall) are not evidence.
 pub fn suite_ran(log: &str) -> bool {
-    let log = strip_ansi(log);
-    SUITE_RAN.as_ref().is_ok_and(|regex| regex.is_match(&log))
+    let Ok(regex) = SUITE_RAN.as_ref() else {
+        return false;
+    };
+    strip_ansi(log)
+        .lines()
+        .filter(|line| !line.starts_with(INERT_PREFIX))
+        .any(|line| regex.is_match(line))
 }
+
+mod python;
+
+pub use python::{
+    parse_django, parse_matplotlib, parse_pytest_options, parse_pytest_v2, parse_seaborn,
+    parse_sympy,
+};
 
 #[cfg(test)]
 mod tests;

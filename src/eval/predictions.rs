@@ -1,7 +1,7 @@
 //! Predictions in: the three shapes the SWE-bench harness accepts (a JSON list, a JSON dict keyed
 //! by instance_id, JSONL), and `gold` predictions built from the instances' own patches.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
@@ -38,19 +38,28 @@ pub enum PredictionsError {
         /// What is wrong.
         message: String,
     },
-    /// Two predictions share an instance_id.
-    #[error("duplicate prediction for instance {0:?}")]
-    Duplicate(String),
+}
+
+/// The predictions of a file, one per instance, and the instances it named more than once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadedPredictions {
+    /// One prediction per instance, in the order each instance first appears, holding the last
+    /// prediction the file gives for it.
+    pub predictions: Vec<Prediction>,
+    /// Instances with more than one prediction (only the last is kept), in file order.
+    pub duplicates: Vec<String>,
 }
 
 /// Parses predictions text in any of the three shapes, keeping file order (dict order for a
 /// dict). A dict entry whose inner `instance_id` differs from its key is an error; a missing
-/// inner id takes the key.
+/// inner id takes the key. An instance named twice keeps its last prediction, as the SWE-bench
+/// harness does (SWE-agent appends to `all_preds.jsonl` when an instance is run again); the
+/// caller warns about [`LoadedPredictions::duplicates`].
 ///
 /// # Errors
-/// The text is not JSON or JSONL, a prediction lacks `instance_id` or `model_name_or_path` or
-/// has a non-string field, or two predictions share an id.
-pub fn parse_predictions(text: &str) -> Result<Vec<Prediction>, PredictionsError> {
+/// The text is not JSON or JSONL, or a prediction lacks `instance_id` or `model_name_or_path` or
+/// has a non-string field.
+pub fn parse_predictions(text: &str) -> Result<LoadedPredictions, PredictionsError> {
     let trimmed = text.trim_start();
     let predictions = if trimmed.starts_with('[') {
         let values: Vec<Value> = serde_json::from_str(text)
@@ -72,13 +81,28 @@ pub fn parse_predictions(text: &str) -> Result<Vec<Prediction>, PredictionsError
     } else {
         parse_jsonl(text)?
     };
-    let mut seen = BTreeSet::new();
-    for prediction in &predictions {
-        if !seen.insert(prediction.instance_id.as_str()) {
-            return Err(PredictionsError::Duplicate(prediction.instance_id.clone()));
+    Ok(keep_last(predictions))
+}
+
+/// One prediction per instance: the last one, at the place of the first.
+fn keep_last(all: Vec<Prediction>) -> LoadedPredictions {
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut loaded = LoadedPredictions::default();
+    for prediction in all {
+        match index.get(&prediction.instance_id) {
+            Some(&at) => {
+                if !loaded.duplicates.contains(&prediction.instance_id) {
+                    loaded.duplicates.push(prediction.instance_id.clone());
+                }
+                loaded.predictions[at] = prediction;
+            }
+            None => {
+                index.insert(prediction.instance_id.clone(), loaded.predictions.len());
+                loaded.predictions.push(prediction);
+            }
         }
     }
-    Ok(predictions)
+    loaded
 }
 
 /// `--predictions gold`: one prediction per instance from its `patch` (none → empty), with model
@@ -156,7 +180,7 @@ fn prediction_from_value(
 }
 
 /// A JSON object's entries in order, duplicates kept (serde_json's map would keep only the last,
-/// hiding a duplicate instance id).
+/// hiding a duplicate instance id from the warning).
 struct OrderedEntries(Vec<(String, Value)>);
 
 impl<'de> Deserialize<'de> for OrderedEntries {
@@ -200,7 +224,7 @@ mod tests {
         ])
         .to_string();
         assert_eq!(
-            parse_predictions(&text).unwrap(),
+            parse_predictions(&text).unwrap().predictions,
             vec![prediction("b", "diff b"), prediction("a", "")]
         );
     }
@@ -212,7 +236,7 @@ mod tests {
             "y": {"model_name_or_path": "openai/gpt", "model_patch": ""}
         }"#;
         assert_eq!(
-            parse_predictions(text).unwrap(),
+            parse_predictions(text).unwrap().predictions,
             vec![prediction("x", "p"), prediction("y", "")]
         );
     }
@@ -223,26 +247,42 @@ mod tests {
             json!({"instance_id": "a", "model_name_or_path": "openai/gpt", "model_patch": "p"});
         let two = json!({"instance_id": "b", "model_name_or_path": "openai/gpt"});
         assert_eq!(
-            parse_predictions(&format!("{one}\n\n{two}\n")).unwrap(),
+            parse_predictions(&format!("{one}\n\n{two}\n"))
+                .unwrap()
+                .predictions,
             vec![prediction("a", "p"), prediction("b", "")]
         );
         assert_eq!(
-            parse_predictions(&one.to_string()).unwrap(),
+            parse_predictions(&one.to_string()).unwrap().predictions,
             vec![prediction("a", "p")]
         );
     }
 
     #[test]
-    fn duplicate_ids_are_errors_in_every_shape() {
-        let entry = r#"{"instance_id": "a", "model_name_or_path": "m", "model_patch": ""}"#;
-        let list = format!("[{entry}, {entry}]");
-        let jsonl = format!("{entry}\n{entry}\n");
-        let dict = format!(r#"{{"a": {entry}, "a": {entry}}}"#);
+    fn an_instance_named_twice_keeps_its_last_prediction_in_every_shape() {
+        let first = r#"{"instance_id": "a", "model_name_or_path": "m", "model_patch": "first"}"#;
+        let other = r#"{"instance_id": "b", "model_name_or_path": "m", "model_patch": "b"}"#;
+        let last = r#"{"instance_id": "a", "model_name_or_path": "m", "model_patch": "last"}"#;
+        let list = format!("[{first}, {other}, {last}, {first}, {last}]");
+        let jsonl = format!("{first}\n{other}\n{first}\n{last}\n");
+        let dict = format!(r#"{{"a": {first}, "b": {other}, "a": {last}}}"#);
+        let expected = LoadedPredictions {
+            predictions: vec![
+                Prediction {
+                    instance_id: "a".to_owned(),
+                    model_name_or_path: "m".to_owned(),
+                    model_patch: "last".to_owned(),
+                },
+                Prediction {
+                    instance_id: "b".to_owned(),
+                    model_name_or_path: "m".to_owned(),
+                    model_patch: "b".to_owned(),
+                },
+            ],
+            duplicates: vec!["a".to_owned()],
+        };
         for text in [list, jsonl, dict] {
-            assert_eq!(
-                parse_predictions(&text),
-                Err(PredictionsError::Duplicate("a".to_owned()))
-            );
+            assert_eq!(parse_predictions(&text).unwrap(), expected, "{text}");
         }
     }
 

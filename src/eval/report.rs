@@ -45,8 +45,9 @@ pub struct InstanceReport {
     /// Per-test success and failure lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests_status: Option<TestsStatus>,
-    /// aci: why the instance could not be graded. Such an instance counts in `error_ids`
-    /// (SWE-bench writes no report.json for it; its own summariser would count it unresolved).
+    /// aci: why the instance could not be graded. Such an instance counts in `error_ids`, and its
+    /// report is kept in memory only: as in SWE-bench, no report.json is written for it (reports
+    /// written by older versions of aci may still carry this field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// aci: the tests passed their deadline.
@@ -199,37 +200,50 @@ pub fn run_summary(
     predictions: &[Prediction],
     outcomes: &BTreeMap<String, InstanceOutcome>,
 ) -> RunSummary {
-    let selected: BTreeSet<&str> = instance_ids.iter().map(String::as_str).collect();
-    let patches: BTreeMap<&str, &str> = predictions
+    let submitted: BTreeMap<String, bool> = predictions
         .iter()
-        .filter(|prediction| selected.contains(prediction.instance_id.as_str()))
         .map(|prediction| {
             (
-                prediction.instance_id.as_str(),
-                prediction.model_patch.as_str(),
+                prediction.instance_id.clone(),
+                prediction.model_patch.is_empty(),
             )
         })
         .collect();
+    run_summary_from(instance_ids, &submitted, outcomes)
+}
+
+/// [`run_summary`] from what is known of each submission: instance id → whether its patch is
+/// empty (ids that are not selected are ignored).
+pub fn run_summary_from(
+    instance_ids: &[String],
+    submitted: &BTreeMap<String, bool>,
+    outcomes: &BTreeMap<String, InstanceOutcome>,
+) -> RunSummary {
+    let selected: BTreeSet<&str> = instance_ids.iter().map(String::as_str).collect();
     let mut summary = RunSummary {
         total_instances: selected.len(),
-        submitted_ids: patches.keys().map(|id| (*id).to_owned()).collect(),
+        submitted_ids: submitted
+            .keys()
+            .filter(|id| selected.contains(id.as_str()))
+            .cloned()
+            .collect(),
         schema_version: 2,
         ..RunSummary::default()
     };
     for id in &selected {
         let owned = (*id).to_owned();
-        match (patches.get(id), outcomes.get(*id)) {
+        match (submitted.get(*id), outcomes.get(*id)) {
             (None, _) => summary.incomplete_ids.push(owned),
-            (Some(&""), _) => summary.empty_patch_ids.push(owned),
-            (Some(_), Some(InstanceOutcome::Resolved)) => {
+            (Some(true), _) => summary.empty_patch_ids.push(owned),
+            (Some(false), Some(InstanceOutcome::Resolved)) => {
                 summary.completed_ids.push(owned.clone());
                 summary.resolved_ids.push(owned);
             }
-            (Some(_), Some(InstanceOutcome::Unresolved)) => {
+            (Some(false), Some(InstanceOutcome::Unresolved)) => {
                 summary.completed_ids.push(owned.clone());
                 summary.unresolved_ids.push(owned);
             }
-            (Some(_), Some(InstanceOutcome::Error) | None) => summary.error_ids.push(owned),
+            (Some(false), Some(InstanceOutcome::Error) | None) => summary.error_ids.push(owned),
         }
     }
     summary.submitted_instances = summary.submitted_ids.len();

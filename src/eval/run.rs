@@ -15,13 +15,14 @@ use tokio::task::JoinSet;
 
 use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
 use super::grade::{grade_log, test_files_touched};
-use super::parse::{PARSER_NAMES, parser_by_name};
+use super::plan::{GradingPlan, grading_plan};
 use super::predictions::Prediction;
 use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, eval_key, instance_report_json,
     parse_instance_report, run_summary, run_summary_json,
 };
 use super::script::{EvalScriptSpec, eval_script};
+use super::spec;
 use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
 use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
@@ -123,6 +124,14 @@ pub enum EvalError {
     /// Environment images cannot be built (low disk).
     #[error(transparent)]
     Image(#[from] EnvImageError),
+    /// A directory of `--from-logs` could not be read.
+    #[error("cannot read the logs in {path}: {source}")]
+    Logs {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The summary could not be written.
     #[error("cannot write {path}: {source}")]
     Output {
@@ -273,8 +282,8 @@ impl Job<'_> {
     async fn run(&self) -> Result<(InstanceReport, bool), EnvImageError> {
         let settings = &self.shared.settings;
         let id = &self.instance.instance_id;
-        let (parser, test_cmd) = match self.parser_and_command() {
-            Ok(found) => found,
+        let plan = match self.plan() {
+            Ok(plan) => plan,
             Err(reason) => return Ok((self.error_report(&reason, None), false)),
         };
         let on_step = Arc::clone(&settings.on_step);
@@ -293,9 +302,11 @@ impl Job<'_> {
             repo_dir: &repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
-            pre_test_commands: &[],
-            test_cmd,
-            test_directives: &[],
+            activate: None,
+            eval_commands: &plan.eval_commands,
+            reinstall: plan.reinstall.as_deref(),
+            test_cmd: &plan.test_cmd,
+            test_directives: &plan.test_directives,
         });
         let key = eval_key(id, self.patch, &script, &image.id);
         if let Some(report) = self.reusable_report(&key) {
@@ -326,48 +337,36 @@ impl Job<'_> {
         let log = run.test_log(settings.timeout);
         let grade = grade_log(
             &log,
-            parser,
+            plan.parser.parser(),
             &self.instance.fail_to_pass,
             &self.instance.pass_to_pass,
         );
         let mut report = InstanceReport::from_grade(&grade, Some(key));
         report.touches_tests = test_files_touched(self.patch, self.instance.test_patch.as_deref());
-        let run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
+        let mut run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
+        if let Some(error) = &report.error {
+            run_log.push_str(&format!("error: {error}\n"));
+        }
         let written = self
             .write("run_instance.log", &run_log)
-            .and_then(|()| self.write("test_output.txt", &log))
-            .and_then(|()| self.write("report.json", &instance_report_json(id, &report)));
+            .and_then(|()| self.write("test_output.txt", &log));
+        // As in the SWE-bench harness, only a completed evaluation has a report.json.
+        let written = match &report.error {
+            None => {
+                written.and_then(|()| self.write("report.json", &instance_report_json(id, &report)))
+            }
+            Some(_) => written.map(|()| self.remove_report()),
+        };
         match written {
             Ok(()) => Ok((report, false)),
             Err(reason) => Ok((self.error_report(&reason, None), false)),
         }
     }
 
-    /// The log parser (named, or by language) and the test command, or why there are none.
-    fn parser_and_command(&self) -> Result<(super::parse::LogParser, &str), String> {
-        let name = self
-            .instance
-            .log_parser
-            .as_deref()
-            .or(match self.instance.language.as_deref() {
-                Some("python") | None => Some("pytest"),
-                Some("rust") => Some("cargo"),
-                Some(_) => None,
-            })
-            .ok_or("the instance names no log_parser and its language has no default one")?;
-        let parser = parser_by_name(name).ok_or_else(|| {
-            format!(
-                "unknown log_parser `{name}` (known: {})",
-                PARSER_NAMES.join(", ")
-            )
-        })?;
-        let test_cmd = self
-            .instance
-            .test_cmd
-            .as_deref()
-            .filter(|cmd| !cmd.trim().is_empty())
-            .ok_or("the instance has no test_cmd")?;
-        Ok((parser, test_cmd))
+    /// The grading plan (test command, parser, commands before the tests), or why there is none.
+    fn plan(&self) -> Result<GradingPlan, String> {
+        let table = spec::builtin().map_err(ToString::to_string)?;
+        grading_plan(self.instance, table).map_err(|error| error.to_string())
     }
 
     fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {
@@ -403,14 +402,21 @@ impl Job<'_> {
         report.can_reuse(key).then_some(report)
     }
 
-    /// Writes an error report (best effort) and returns it.
+    /// Records an evaluation error (best effort) and returns its in-memory report: the patch and
+    /// the reason in `run_instance.log`, and no `report.json` (an earlier one is removed), since
+    /// the harness counts every `report.json` as a completed evaluation.
     fn error_report(&self, reason: &str, key: Option<String>) -> InstanceReport {
         let report = InstanceReport::from_error(reason, key);
-        let text = instance_report_json(&self.instance.instance_id, &report);
+        self.remove_report();
         let _ = self
             .write("patch.diff", self.patch)
-            .and_then(|()| self.write("report.json", &text));
+            .and_then(|()| self.write("run_instance.log", &format!("error: {reason}\n")));
         report
+    }
+
+    /// Removes a `report.json` left by an earlier run (best effort).
+    fn remove_report(&self) {
+        let _ = std::fs::remove_file(self.dir.join("report.json"));
     }
 
     fn write(&self, name: &str, text: &str) -> Result<(), String> {

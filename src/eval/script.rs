@@ -1,6 +1,6 @@
 //! Shell scripts run inside the eval container: `eval.sh` in the SWE-bench v4 shape (plus the v5
-//! exit-code line) and the patch apply chain; and the diff-header reading they need to know which
-//! test files `test_patch` touches.
+//! exit-code line), built from a list of typed steps, and the patch apply chain; and the
+//! diff-header reading they need to know which test files `test_patch` touches.
 
 use std::sync::LazyLock;
 
@@ -25,10 +25,16 @@ pub const TESTS_TIMEOUT: &str = ">>>>> Tests Timed Out";
 /// The SWE-bench heredoc delimiter; a suffix is added if the patch contains it as a line.
 pub const HEREDOC_DELIMITER: &str = "EOF_114329324912";
 
-/// Extensions v4 never passes to the test command (`NON_TEST_EXTS`).
-const NON_TEST_EXTENSIONS: [&str; 11] = [
-    ".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml",
-];
+/// Every line of output that the model's patch can influence before the start marker (the
+/// header's `git status` and `git diff`, the reinstall's output) starts with this, so that no
+/// parser reads it as a result line.
+pub const INERT_PREFIX: &str = "| ";
+/// Output of `git status` and `git diff` kept in the header, in bytes.
+pub const HEADER_OUTPUT_LIMIT: usize = 1024 * 1024;
+/// The shell function `eval.sh` pipes such output through: each line gets [`INERT_PREFIX`] and
+/// every run of five `>` loses its last one, so neither a marker nor a sentinel can be planted.
+/// The pattern is written so that the function's own `set -x` trace holds no such run either.
+const INERT_FILTER: &str = r"aci_inert() { sed -e 's/>\{5\}/>>>>_/g' -e 's/^/| /'; }";
 
 /// One file of a git diff: its path before and after, `None` for `/dev/null`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,63 +65,181 @@ pub struct EvalScriptSpec<'a> {
     pub base_ref: &'a str,
     /// The instance's test patch; `None` or empty skips the reset and apply steps.
     pub test_patch: Option<&'a str>,
-    /// Commands run before the reset, e.g. activating an environment.
-    pub pre_test_commands: &'a [String],
+    /// A shell snippet that activates the environment (`env.activate`), run first and again
+    /// before the reinstall, as SWE-bench activates its conda env.
+    pub activate: Option<&'a str>,
+    /// Commands run before everything else (the spec's `eval_commands`).
+    pub eval_commands: &'a [String],
+    /// The spec's install command, run again now that the patch is applied.
+    pub reinstall: Option<&'a str>,
     /// The test command, used verbatim (it may span several lines).
     pub test_cmd: &'a str,
-    /// Arguments appended to the test command's last line, shell-quoted (see [`test_directives`]).
+    /// Arguments appended to the test command's last line, shell-quoted
+    /// (see [`super::plan::test_directives`]).
     pub test_directives: &'a [String],
 }
 
-/// Builds `eval.sh`.
-///
-/// Shape: `#!/bin/bash`, `exec 2>&1` (so that the `set -x` trace lines such as
-/// `+ : '>>>>> Start Test Output'` land in the same stream as the test output, in order, whatever
-/// the runner does with stderr), `set -uxo pipefail` (no `-e`), `cd`, `safe.directory`, the pre-test commands, reset of the test files, removal of files the
-/// test patch creates, `git apply -v -` of the test patch from a quoted heredoc, the start marker,
-/// the test command in a subshell (a stray `exit` or `cd` cannot skip the end marker), the end
-/// marker, then `>>>>> Test Exit Code: N`, and the same reset again so the script can be rerun.
-/// Nothing derived from the model's patch is printed before the start marker, so a patch cannot
-/// plant markers or result lines ahead of the real ones.
-pub fn eval_script(spec: &EvalScriptSpec<'_>) -> String {
-    let repo_dir = shell_quote(spec.repo_dir);
-    let mut lines = vec![
-        "#!/bin/bash".to_owned(),
-        "exec 2>&1".to_owned(),
-        "set -uxo pipefail".to_owned(),
-        format!("cd {repo_dir} || {{ echo '{RESET_FAILED}'; exit 1; }}"),
-        format!("git config --global --add safe.directory {repo_dir}"),
-    ];
-    lines.extend(spec.pre_test_commands.iter().cloned());
+/// One step of `eval.sh`. Each carries what it needs, so a caller can insert its own steps (for
+/// example around the tests) before [`render_eval_script`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvalStep {
+    /// `#!/bin/bash`, `exec 2>&1` (so that the `set -x` trace lines such as
+    /// `+ : '>>>>> Start Test Output'` land in the same stream as the test output, in order,
+    /// whatever the runner does with stderr), `set -uxo pipefail` (no `-e`), `cd`,
+    /// `safe.directory`, and the inert filter.
+    Preamble {
+        /// The repository directory.
+        repo_dir: String,
+    },
+    /// The activation snippet.
+    Activate(String),
+    /// A command from the spec.
+    Command(String),
+    /// SWE-bench's informational header: `git status`, `git show` (the commit only, since aci's
+    /// baseline commit holds the whole tree) and `git diff` against the base, through the inert
+    /// filter, status and diff cut at [`HEADER_OUTPUT_LIMIT`] bytes.
+    GitHeader {
+        /// The base commit.
+        base_ref: String,
+    },
+    /// The install command again, its output through the inert filter.
+    Reinstall(String),
+    /// `git checkout <base> -- <files>` and `rm -f -- <created>`; with `check`, a failed
+    /// checkout prints [`RESET_FAILED`] and stops.
+    ResetTestFiles {
+        /// The base commit.
+        base_ref: String,
+        /// The files.
+        files: TestFiles,
+        /// Stop when the checkout fails.
+        check: bool,
+    },
+    /// `git apply -v -` of the test patch from a quoted heredoc; failure prints [`TESTS_ERROR`].
+    ApplyTestPatch(String),
+    /// The start marker.
+    StartMarker,
+    /// The test command in a subshell (a stray `exit` or `cd` cannot skip the end marker), its
+    /// status kept in `ACI_TEST_EXIT_CODE`.
+    RunTests {
+        /// The whole command, directives included.
+        command_line: String,
+    },
+    /// The end marker, then `>>>>> Test Exit Code: N`.
+    EndMarker,
+}
+
+/// The steps of `eval.sh` in SWE-bench's order: activation, `eval_commands`, the git header,
+/// (activation again and) the reinstall, reset of the test files, removal of files the test
+/// patch creates, the test patch, the start marker, the tests, the end marker and exit code, and
+/// the same reset again so the script can be rerun.
+pub fn eval_steps(spec: &EvalScriptSpec<'_>) -> Vec<EvalStep> {
+    let mut steps = vec![EvalStep::Preamble {
+        repo_dir: spec.repo_dir.to_owned(),
+    }];
+    let activate = spec.activate.filter(|snippet| !snippet.trim().is_empty());
+    steps.extend(activate.map(|snippet| EvalStep::Activate(snippet.to_owned())));
+    steps.extend(spec.eval_commands.iter().cloned().map(EvalStep::Command));
+    steps.push(EvalStep::GitHeader {
+        base_ref: spec.base_ref.to_owned(),
+    });
+    if let Some(install) = spec.reinstall.filter(|cmd| !cmd.trim().is_empty()) {
+        steps.extend(activate.map(|snippet| EvalStep::Activate(snippet.to_owned())));
+        steps.push(EvalStep::Reinstall(install.to_owned()));
+    }
     let test_patch = spec.test_patch.filter(|patch| !patch.trim().is_empty());
     let files = test_patch.map(test_files).unwrap_or_default();
-    lines.extend(reset_lines(spec.base_ref, &files, true));
-    if let Some(patch) = test_patch {
-        let delimiter = heredoc_delimiter(patch);
-        lines.push(format!(
-            "git apply -v - <<'{delimiter}' || {{ echo '{TESTS_ERROR}: test_patch did not apply'; exit 1; }}"
-        ));
-        lines.push(patch.strip_suffix('\n').unwrap_or(patch).to_owned());
-        lines.push(delimiter);
-    }
-    let mut command = spec.test_cmd.trim_end().to_owned();
+    let reset = |check| EvalStep::ResetTestFiles {
+        base_ref: spec.base_ref.to_owned(),
+        files: files.clone(),
+        check,
+    };
+    steps.push(reset(true));
+    steps.extend(test_patch.map(|patch| EvalStep::ApplyTestPatch(patch.to_owned())));
+    let mut command_line = spec.test_cmd.trim_end().to_owned();
     for directive in spec.test_directives {
-        command.push(' ');
-        command.push_str(&shell_quote(directive));
+        command_line.push(' ');
+        command_line.push_str(&shell_quote(directive));
     }
-    lines.extend([
-        format!(": '{START_MARKER}'"),
-        "(".to_owned(),
-        command,
-        ")".to_owned(),
-        "ACI_TEST_EXIT_CODE=$?".to_owned(),
-        format!(": '{END_MARKER}'"),
-        format!("echo \"{EXIT_CODE_PREFIX}${{ACI_TEST_EXIT_CODE}}\""),
+    steps.extend([
+        EvalStep::StartMarker,
+        EvalStep::RunTests { command_line },
+        EvalStep::EndMarker,
+        reset(false),
     ]);
-    lines.extend(reset_lines(spec.base_ref, &files, false));
+    steps
+}
+
+/// Builds `eval.sh` from [`eval_steps`].
+///
+/// Everything before the start marker that the model's patch decides (the header, the
+/// reinstall's output) goes through the inert filter, so a patch can plant neither markers nor
+/// result lines ahead of the real ones.
+pub fn eval_script(spec: &EvalScriptSpec<'_>) -> String {
+    render_eval_script(&eval_steps(spec))
+}
+
+/// The text of `eval.sh` for `steps`.
+pub fn render_eval_script(steps: &[EvalStep]) -> String {
+    let mut lines = Vec::new();
+    for step in steps {
+        render_step(step, &mut lines);
+    }
     let mut script = lines.join("\n");
     script.push('\n');
     script
+}
+
+fn render_step(step: &EvalStep, lines: &mut Vec<String>) {
+    match step {
+        EvalStep::Preamble { repo_dir } => {
+            let dir = shell_quote(repo_dir);
+            lines.extend([
+                "#!/bin/bash".to_owned(),
+                "exec 2>&1".to_owned(),
+                "set -uxo pipefail".to_owned(),
+                format!("cd {dir} || {{ echo '{RESET_FAILED}'; exit 1; }}"),
+                format!("git config --global --add safe.directory {dir}"),
+                INERT_FILTER.to_owned(),
+            ]);
+        }
+        EvalStep::Activate(snippet) | EvalStep::Command(snippet) => lines.push(snippet.clone()),
+        EvalStep::GitHeader { base_ref } => lines.extend([
+            format!("git status 2>&1 | head -c {HEADER_OUTPUT_LIMIT} | aci_inert"),
+            "git show -s 2>&1 | aci_inert".to_owned(),
+            format!(
+                "git -c core.fileMode=false diff {} 2>&1 | head -c {HEADER_OUTPUT_LIMIT} | aci_inert",
+                shell_quote(base_ref)
+            ),
+        ]),
+        EvalStep::Reinstall(install) => {
+            lines.extend(["{".to_owned(), install.trim_end().to_owned()]);
+            lines.push("} 2>&1 | aci_inert".to_owned());
+        }
+        EvalStep::ResetTestFiles {
+            base_ref,
+            files,
+            check,
+        } => lines.extend(reset_lines(base_ref, files, *check)),
+        EvalStep::ApplyTestPatch(patch) => {
+            let delimiter = heredoc_delimiter(patch);
+            lines.push(format!(
+                "git apply -v - <<'{delimiter}' || {{ echo '{TESTS_ERROR}: test_patch did not apply'; exit 1; }}"
+            ));
+            lines.push(patch.strip_suffix('\n').unwrap_or(patch).to_owned());
+            lines.push(delimiter);
+        }
+        EvalStep::StartMarker => lines.push(format!(": '{START_MARKER}'")),
+        EvalStep::RunTests { command_line } => lines.extend([
+            "(".to_owned(),
+            command_line.clone(),
+            ")".to_owned(),
+            "ACI_TEST_EXIT_CODE=$?".to_owned(),
+        ]),
+        EvalStep::EndMarker => lines.extend([
+            format!(": '{END_MARKER}'"),
+            format!("echo \"{EXIT_CODE_PREFIX}${{ACI_TEST_EXIT_CODE}}\""),
+        ]),
+    }
 }
 
 /// `git checkout <base> -- <files>` and `rm -f -- <created>`; before the tests a failed checkout
@@ -198,20 +322,6 @@ pub fn test_files(test_patch: &str) -> TestFiles {
         }
     }
     files
-}
-
-/// The test files to pass to the test command, as v4 does: every path the test patch leaves in
-/// place (deleted files are skipped), minus data files (`.json`, `.md`, `.toml`, …).
-pub fn test_directives(test_patch: &str) -> Vec<String> {
-    let mut directives = Vec::new();
-    for change in patch_files(test_patch) {
-        if let Some(path) = change.new_path
-            && !NON_TEST_EXTENSIONS.iter().any(|ext| path.ends_with(ext))
-        {
-            push_unique(&mut directives, &path);
-        }
-    }
-    directives
 }
 
 fn push_unique(list: &mut Vec<String>, item: &str) {

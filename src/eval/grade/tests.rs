@@ -241,9 +241,11 @@ fn a_missing_test_counts_as_a_failure() {
 
 #[test]
 fn an_empty_log_with_no_sign_the_suite_ran_is_not_resolved_even_with_empty_lists() {
+    // As the harness (5.x) reports it: not applied, completed, unresolved.
     assert_eq!(
         grade_log(SHOP_COMMAND_MISSING, parse_unittest, &[], &[]),
         Grade {
+            patch_successfully_applied: false,
             resolved: false,
             untrusted_reason: Some(
                 "the log has no test results and no sign that the test suite ran".to_owned()

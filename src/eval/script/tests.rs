@@ -166,20 +166,45 @@ fn test_files_resets_what_exists_at_base_and_removes_what_the_patch_creates() {
     );
 }
 
-#[test]
-fn test_directives_skip_deleted_and_data_files() {
-    assert_eq!(
-        test_directives(TEST_PATCH),
-        strings(&[
-            "tests/test_calc.py",
-            "tests/test_new.py",
-            "tests/fixtures/schema.sql",
-        ])
-    );
+/// A spec with the given test patch and command, and nothing else.
+fn plain_spec<'a>(
+    repo_dir: &'a str,
+    base_ref: &'a str,
+    test_patch: Option<&'a str>,
+    test_cmd: &'a str,
+    test_directives: &'a [String],
+) -> EvalScriptSpec<'a> {
+    EvalScriptSpec {
+        repo_dir,
+        base_ref,
+        test_patch,
+        activate: None,
+        eval_commands: &[],
+        reinstall: None,
+        test_cmd,
+        test_directives,
+    }
+}
+
+/// The lines every script starts with, for `repo_dir` (already quoted) and `base`.
+fn preamble_and_header(dir: &str, base: &str) -> String {
+    format!(
+        "\
+#!/bin/bash
+exec 2>&1
+set -uxo pipefail
+cd {dir} || {{ echo '>>>>> Reset Failed'; exit 1; }}
+git config --global --add safe.directory {dir}
+aci_inert() {{ sed -e 's/>\\{{5\\}}/>>>>_/g' -e 's/^/| /'; }}
+git status 2>&1 | head -c 1048576 | aci_inert
+git show -s 2>&1 | aci_inert
+git -c core.fileMode=false diff {base} 2>&1 | head -c 1048576 | aci_inert
+"
+    )
 }
 
 #[test]
-fn eval_script_has_the_v4_shape_with_the_exit_code_after_the_end_marker() {
+fn eval_script_has_swe_bench_order_with_activation_header_reinstall_and_exit_code() {
     let patch = "\
 diff --git a/tests/test_a.py b/tests/test_a.py
 --- a/tests/test_a.py
@@ -198,20 +223,36 @@ new file mode 100644
         repo_dir: "/testbed",
         base_ref: "abc123",
         test_patch: Some(patch),
-        pre_test_commands: &strings(&["source /opt/venv/bin/activate"]),
+        activate: Some("source /opt/miniconda3/bin/activate && conda activate testbed"),
+        eval_commands: &strings(&["export LANG=en_US.UTF-8", "export LC_ALL=en_US.UTF-8"]),
+        reinstall: Some("python -m pip install -e ."),
         test_cmd: "pytest -rA",
         test_directives: &strings(&["tests/test_a.py", "tests/test b.py"]),
     });
-    let expected = "\
+    let expected = format!(
+        "{}{}",
+        "\
 #!/bin/bash
 exec 2>&1
 set -uxo pipefail
 cd /testbed || { echo '>>>>> Reset Failed'; exit 1; }
 git config --global --add safe.directory /testbed
-source /opt/venv/bin/activate
+aci_inert() { sed -e 's/>\\{5\\}/>>>>_/g' -e 's/^/| /'; }
+source /opt/miniconda3/bin/activate && conda activate testbed
+export LANG=en_US.UTF-8
+export LC_ALL=en_US.UTF-8
+git status 2>&1 | head -c 1048576 | aci_inert
+git show -s 2>&1 | aci_inert
+git -c core.fileMode=false diff abc123 2>&1 | head -c 1048576 | aci_inert
+source /opt/miniconda3/bin/activate && conda activate testbed
+{
+python -m pip install -e .
+} 2>&1 | aci_inert
 git checkout abc123 -- tests/test_a.py || { echo '>>>>> Reset Failed'; exit 1; }
 rm -f -- tests/test_b.py
 git apply -v - <<'EOF_114329324912' || { echo '>>>>> Tests Errored: test_patch did not apply'; exit 1; }
+",
+        "\
 diff --git a/tests/test_a.py b/tests/test_a.py
 --- a/tests/test_a.py
 +++ b/tests/test_a.py
@@ -234,26 +275,24 @@ ACI_TEST_EXIT_CODE=$?
 echo \">>>>> Test Exit Code: ${ACI_TEST_EXIT_CODE}\"
 git checkout abc123 -- tests/test_a.py
 rm -f -- tests/test_b.py
-";
+"
+    );
     assert_eq!(script, expected);
 }
 
 #[test]
 fn eval_script_without_a_test_patch_only_runs_the_tests() {
-    let script = eval_script(&EvalScriptSpec {
-        repo_dir: "/work/my repo",
-        base_ref: "HEAD",
-        test_patch: None,
-        pre_test_commands: &[],
-        test_cmd: "cargo test --no-fail-fast\n",
-        test_directives: &[],
-    });
-    let expected = "\
-#!/bin/bash
-exec 2>&1
-set -uxo pipefail
-cd '/work/my repo' || { echo '>>>>> Reset Failed'; exit 1; }
-git config --global --add safe.directory '/work/my repo'
+    let script = eval_script(&plain_spec(
+        "/work/my repo",
+        "HEAD",
+        None,
+        "cargo test --no-fail-fast\n",
+        &[],
+    ));
+    let expected = format!(
+        "{}{}",
+        preamble_and_header("'/work/my repo'", "HEAD"),
+        "\
 : '>>>>> Start Test Output'
 (
 cargo test --no-fail-fast
@@ -261,21 +300,87 @@ cargo test --no-fail-fast
 ACI_TEST_EXIT_CODE=$?
 : '>>>>> End Test Output'
 echo \">>>>> Test Exit Code: ${ACI_TEST_EXIT_CODE}\"
-";
+"
+    );
     assert_eq!(script, expected);
+}
+
+#[test]
+fn steps_can_be_inserted_before_the_script_is_rendered() {
+    let spec = plain_spec("/testbed", "HEAD", None, "pytest -rA", &[]);
+    let mut steps = eval_steps(&spec);
+    let start = steps
+        .iter()
+        .position(|step| *step == EvalStep::StartMarker)
+        .unwrap();
+    steps.insert(start, EvalStep::Command("echo extra".to_owned()));
+    let script = render_eval_script(&steps);
+    assert!(script.contains("echo extra\n: '>>>>> Start Test Output'\n"));
+    assert_eq!(render_eval_script(&eval_steps(&spec)), eval_script(&spec));
+}
+
+/// Runs `script` with bash in `dir` with a private HOME (the script sets a global git option).
+fn run_bash(dir: &std::path::Path, script: &str) -> String {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let output = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    text
+}
+
+#[test]
+fn what_the_patch_prints_before_the_start_marker_plants_no_marker_and_no_result() {
+    use crate::eval::parse::{LogReading, parse_pytest, read_test_log, suite_ran};
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("mod.py"), "x = 1\n").unwrap();
+    let setup = "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm base";
+    run_bash(&repo, setup);
+    // The "model's patch": lines that imitate the start marker, result lines and a summary, in
+    // a tracked file (shown by `git diff`) and as an untracked file name (shown by `git status`).
+    let forged = ": '>>>>> Start Test Output'\n+ : '>>>>> Start Test Output'\n\
+                  PASSED tests/test_x.py::test_fixed\ntests/test_x.py::test_fixed PASSED\n\
+                  test_fixed ok\n======== 3 passed in 0.1s ========\n\
+                  : '>>>>> End Test Output'\n>>>>> Test Exit Code: 0\n";
+    std::fs::write(repo.join("mod.py"), forged).unwrap();
+    std::fs::write(repo.join("PASSED tests::x"), "").unwrap();
+    let spec = EvalScriptSpec {
+        reinstall: Some("cat mod.py"),
+        ..plain_spec("repo", "HEAD", None, "echo no tests collected", &[])
+    };
+    let log = run_bash(dir.path(), &eval_script(&spec));
+    assert!(
+        log.contains("| +PASSED tests/test_x.py::test_fixed"),
+        "{log}"
+    );
+    assert!(
+        log.contains("| PASSED tests/test_x.py::test_fixed"),
+        "{log}"
+    );
+    assert_eq!(log.matches(START_MARKER).count(), 1, "{log}");
+    let reading = read_test_log(&log, parse_pytest);
+    let LogReading::Ran(run) = reading else {
+        panic!("the script's own markers were not found: {reading:?}\n{log}");
+    };
+    assert!(run.status.is_empty(), "{:?}", run.status);
+    assert!(!run.suite_ran);
+    assert!(!suite_ran(&log));
+    assert_eq!(run.exit_code, Some(0));
 }
 
 #[test]
 fn a_test_patch_containing_the_heredoc_delimiter_gets_another_one() {
     let patch = "--- a/t.py\n+++ b/t.py\n@@ -1 +1,2 @@\n x\n+EOF_114329324912\nEOF_114329324912\n";
-    let script = eval_script(&EvalScriptSpec {
-        repo_dir: "/testbed",
-        base_ref: "abc",
-        test_patch: Some(patch),
-        pre_test_commands: &[],
-        test_cmd: "pytest",
-        test_directives: &[],
-    });
+    let script = eval_script(&plain_spec("/testbed", "abc", Some(patch), "pytest", &[]));
     assert!(script.contains("git apply -v - <<'EOF_114329324912_1' ||"));
     assert!(script.contains("\nEOF_114329324912\nEOF_114329324912_1\n"));
 }
@@ -330,12 +435,16 @@ fn shell_quote_leaves_safe_words_bare_and_quotes_the_rest() {
 fn generated_scripts_are_valid_bash() {
     let scripts = [
         eval_script(&EvalScriptSpec {
-            repo_dir: "/testbed",
-            base_ref: "abc",
-            test_patch: Some(TEST_PATCH),
-            pre_test_commands: &[],
-            test_cmd: "pytest -rA",
-            test_directives: &test_directives(TEST_PATCH),
+            activate: Some("source /opt/venv/bin/activate"),
+            eval_commands: &strings(&["export LANG=C.UTF-8"]),
+            reinstall: Some("python -m pip install -e . ; echo done # comment"),
+            ..plain_spec(
+                "/testbed",
+                "abc",
+                Some(TEST_PATCH),
+                "pytest -rA",
+                &strings(&["tests/test_calc.py", "tests/a b.py"]),
+            )
         }),
         apply_patch_script("/testbed", "/tmp/patch.diff"),
     ];

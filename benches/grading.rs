@@ -1,0 +1,89 @@
+//! Grading existing logs: the 138 SWE-bench harness logs of `../shared/swebench/harness-logs`
+//! (or `ACI_SWEBENCH_DATA`), each read in its format, parsed with its repository's parser and
+//! graded against its record's test lists, in memory; and `aci eval --from-logs` end to end on
+//! the same logs (finding them, copying them and writing every report and the summary). Divide
+//! by 138 for the time per log.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aci::eval::from_logs::{FromLogsSettings, grade_logs};
+use aci::eval::grade::grade;
+use aci::eval::logs::{AnyReading, read_any_log};
+use aci::eval::parse::LogParser;
+use aci::eval::plan::log_parser;
+use aci::eval::spec::builtin;
+use aci::instance::{Instance, load_instances_file};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn data_dir() -> PathBuf {
+    let dir = std::env::var_os("ACI_SWEBENCH_DATA").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/swebench"),
+        PathBuf::from,
+    );
+    assert!(
+        dir.join("harness-logs").is_dir(),
+        "the SWE-bench data is missing at {}\nhint: set ACI_SWEBENCH_DATA",
+        dir.display()
+    );
+    dir
+}
+
+/// Every log with its instance and parser.
+fn logs(instances: &[Instance]) -> Vec<(&Instance, LogParser, String)> {
+    let table = builtin().unwrap();
+    let mut logs = Vec::new();
+    for entry in std::fs::read_dir(data_dir().join("harness-logs")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let id = name.split('.').next().unwrap();
+        let instance = instances.iter().find(|i| i.instance_id == id).unwrap();
+        let parser = log_parser(instance, table).unwrap().parser();
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        logs.push((instance, parser, text));
+    }
+    logs
+}
+
+fn bench_grading(c: &mut Criterion) {
+    let instances = load_instances_file(&data_dir().join("lite.jsonl"))
+        .unwrap()
+        .instances;
+    let logs = logs(&instances);
+    assert_eq!(logs.len(), 138);
+    let mut group = c.benchmark_group("grading");
+    group.measurement_time(Duration::from_secs(10));
+    group.bench_function("138 harness logs, in memory", |b| {
+        b.iter(|| {
+            let mut resolved = 0;
+            for (instance, parser, text) in &logs {
+                if let AnyReading::Reading(reading) = read_any_log(text, *parser) {
+                    let graded = grade(&reading, &instance.fail_to_pass, &instance.pass_to_pass);
+                    resolved += usize::from(graded.resolved);
+                }
+            }
+            assert_eq!(resolved, 43);
+        });
+    });
+    let selected: Vec<Instance> = logs
+        .iter()
+        .map(|(instance, _, _)| (*instance).clone())
+        .collect();
+    let out = tempfile::tempdir().unwrap();
+    let settings = FromLogsSettings {
+        logs: data_dir().join("harness-logs"),
+        output: out.path().to_path_buf(),
+    };
+    group.sample_size(10);
+    group.bench_function("aci eval --from-logs, 138 harness logs", |b| {
+        b.iter(|| {
+            let summary = grade_logs(&selected, None, &settings, &mut |_| {}).unwrap();
+            assert_eq!(summary.resolved_instances, 43);
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_grading);
+criterion_main!(benches);

@@ -1,0 +1,408 @@
+//! `aci eval --from-logs DIR`: grading test logs that already exist, with no container. The logs
+//! are found by layout: aci's (`DIR/<id>/test_output.txt`), the SWE-bench harness's 2.x and later
+//! (`logs/run_evaluation/<run_id>/<model>/<id>/test_output.txt`, found at any depth under `DIR`)
+//! and its 1.x (`<id>.<model>.eval.log`). Each is read in its own format ([`super::logs`]) and
+//! graded as `aci eval` grades; the same files come out.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::grade::{grade, test_files_touched};
+use super::logs::{AnyReading, LogFormat, log_format, read_any_log};
+use super::plan::log_parser;
+use super::predictions::Prediction;
+use super::report::{
+    InstanceOutcome, InstanceReport, RunSummary, instance_report_json, model_path_component,
+    run_summary_from, run_summary_json,
+};
+use super::run::{EvalError, InstanceDone, InstanceStatus};
+use super::spec;
+use crate::batch::output::write_atomic;
+use crate::instance::Instance;
+
+/// How deep under `DIR` logs are looked for (the 2.x layout needs four levels).
+pub const MAX_DEPTH: usize = 8;
+
+/// One log found for an instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFile {
+    /// The log.
+    pub path: PathBuf,
+    /// The model its layout names (the 2.x run directory's model, or the 1.x file name's),
+    /// as a path component (`/` written `__`).
+    pub model: Option<String>,
+    /// The `patch.diff` beside it, if any.
+    pub patch: Option<PathBuf>,
+}
+
+/// Finds the logs of the instances `ids` under `dir`, without following symbolic links: every
+/// `<id>/test_output.txt` and every `<id>.<model>.eval.log`.
+///
+/// # Errors
+/// A directory cannot be read.
+pub fn find_logs(
+    dir: &Path,
+    ids: &BTreeSet<String>,
+) -> Result<BTreeMap<String, Vec<LogFile>>, EvalError> {
+    let mut found: BTreeMap<String, Vec<LogFile>> = BTreeMap::new();
+    let mut pending = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((current, depth)) = pending.pop() {
+        let unreadable = |source| EvalError::Logs {
+            path: current.clone(),
+            source,
+        };
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&current).map_err(unreadable)? {
+            let entry = entry.map_err(unreadable)?;
+            let kind = entry.file_type().map_err(unreadable)?;
+            entries.push((entry.path(), kind));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, kind) in entries {
+            if kind.is_dir() && depth < MAX_DEPTH {
+                pending.push((path, depth + 1));
+            } else if kind.is_file()
+                && let Some((id, log)) = log_file(dir, &path, ids)
+            {
+                found.entry(id).or_default().push(log);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The instance and the log that `path` is, if it is one.
+fn log_file(root: &Path, path: &Path, ids: &BTreeSet<String>) -> Option<(String, LogFile)> {
+    let name = path.file_name()?.to_str()?;
+    if name == "test_output.txt" {
+        let instance_dir = path.parent()?;
+        let id = instance_dir.file_name()?.to_str()?;
+        if !ids.contains(id) {
+            return None;
+        }
+        let model = instance_dir
+            .parent()
+            .filter(|parent| *parent != root)
+            .and_then(Path::file_name)
+            .and_then(|model| model.to_str())
+            .map(str::to_owned);
+        let patch = Some(instance_dir.join("patch.diff")).filter(|patch| patch.is_file());
+        let log = LogFile {
+            path: path.to_path_buf(),
+            model,
+            patch,
+        };
+        return Some((id.to_owned(), log));
+    }
+    let stem = name.strip_suffix(".eval.log")?;
+    let id = ids
+        .iter()
+        .filter(|id| stem == id.as_str() || stem.starts_with(&format!("{id}.")))
+        .max_by_key(|id| id.len())?;
+    let model = stem[id.len()..].strip_prefix('.').map(str::to_owned);
+    let log = LogFile {
+        path: path.to_path_buf(),
+        model: model.filter(|model| !model.is_empty()),
+        patch: None,
+    };
+    Some((id.clone(), log))
+}
+
+/// Where the logs are and where the reports go.
+#[derive(Debug, Clone)]
+pub struct FromLogsSettings {
+    /// `--from-logs DIR`.
+    pub logs: PathBuf,
+    /// `--output OUT`.
+    pub output: PathBuf,
+}
+
+/// Grades the logs of `instances` (the selection) found under `settings.logs` and writes the
+/// same files as `aci eval` into `settings.output`: per instance `test_output.txt` (the log),
+/// `patch.diff` (when known), `run_instance.log` (which log, which parser, any error) and, for a
+/// completed evaluation only, `report.json`; then the summary `report.json`.
+///
+/// With `predictions`, an instance without one is incomplete, an empty patch is not evaluated,
+/// and a missing log is an error. Without, every instance with a log counts as submitted (a 1.x
+/// log of an empty prediction as an empty patch) and the others as incomplete.
+///
+/// # Errors
+/// A directory under `settings.logs` cannot be read, or the summary cannot be written.
+pub fn grade_logs(
+    instances: &[Instance],
+    predictions: Option<&[Prediction]>,
+    settings: &FromLogsSettings,
+    progress: &mut dyn FnMut(&InstanceDone),
+) -> Result<RunSummary, EvalError> {
+    let ids: BTreeSet<String> = instances.iter().map(|i| i.instance_id.clone()).collect();
+    let mut logs = find_logs(&settings.logs, &ids)?;
+    let by_id: Option<HashMap<&str, &Prediction>> = predictions.map(|predictions| {
+        predictions
+            .iter()
+            .map(|p| (p.instance_id.as_str(), p))
+            .collect()
+    });
+    let mut submitted = BTreeMap::new();
+    let mut outcomes = BTreeMap::new();
+    let mut resolved_touching_tests = Vec::new();
+    for instance in instances {
+        let started = Instant::now();
+        let id = instance.instance_id.clone();
+        let prediction = by_id.as_ref().map(|map| map.get(id.as_str()).copied());
+        let job = Job {
+            instance,
+            prediction,
+            logs: logs.remove(&id).unwrap_or_default(),
+            settings,
+        };
+        let (status, touches_tests) = job.run();
+        match (&status, prediction) {
+            (InstanceStatus::NoPrediction, _) => {}
+            (InstanceStatus::EmptyPatch, _) => {
+                submitted.insert(id.clone(), true);
+            }
+            (_, Some(Some(prediction))) => {
+                submitted.insert(id.clone(), prediction.model_patch.is_empty());
+            }
+            _ => {
+                submitted.insert(id.clone(), false);
+            }
+        }
+        let done = InstanceDone {
+            instance_id: id.clone(),
+            status,
+            reused: false,
+            elapsed: started.elapsed(),
+            touches_tests,
+        };
+        if let Some(outcome) = outcome(&done.status) {
+            outcomes.insert(id.clone(), outcome);
+        }
+        if done.status == InstanceStatus::Resolved && !done.touches_tests.is_empty() {
+            resolved_touching_tests.push(id);
+        }
+        progress(&done);
+    }
+    let all: Vec<String> = ids.into_iter().collect();
+    let mut summary = run_summary_from(&all, &submitted, &outcomes);
+    summary.resolved_touching_tests_ids = resolved_touching_tests;
+    let path = settings.output.join("report.json");
+    write_atomic(&path, run_summary_json(&summary).as_bytes())
+        .map_err(|source| EvalError::Output { path, source })?;
+    Ok(summary)
+}
+
+fn outcome(status: &InstanceStatus) -> Option<InstanceOutcome> {
+    match status {
+        InstanceStatus::Resolved => Some(InstanceOutcome::Resolved),
+        InstanceStatus::Unresolved(_) => Some(InstanceOutcome::Unresolved),
+        InstanceStatus::Error(_) => Some(InstanceOutcome::Error),
+        InstanceStatus::EmptyPatch | InstanceStatus::NoPrediction => None,
+    }
+}
+
+/// One instance graded from its logs.
+struct Job<'a> {
+    instance: &'a Instance,
+    /// `None`: no predictions file; `Some(None)`: the file has none for this instance.
+    prediction: Option<Option<&'a Prediction>>,
+    logs: Vec<LogFile>,
+    settings: &'a FromLogsSettings,
+}
+
+impl Job<'_> {
+    /// Grades and writes the files; returns the status and the test files the patch touches.
+    fn run(self) -> (InstanceStatus, Vec<String>) {
+        let dir = self.settings.output.join(&self.instance.instance_id);
+        match self.prediction {
+            Some(None) => return (InstanceStatus::NoPrediction, Vec::new()),
+            Some(Some(prediction)) if prediction.model_patch.is_empty() => {
+                let _ = std::fs::remove_file(dir.join("report.json"));
+                return (InstanceStatus::EmptyPatch, Vec::new());
+            }
+            _ => {}
+        }
+        let log = match self.choose_log() {
+            Ok(Some(log)) => log,
+            Ok(None) => return (InstanceStatus::NoPrediction, Vec::new()),
+            Err(reason) => return (self.error(&dir, None, &reason), Vec::new()),
+        };
+        let bytes = match std::fs::read(&log.path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                let reason = format!("cannot read {}: {e}", log.path.display());
+                return (self.error(&dir, Some(&log), &reason), Vec::new());
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let patch = self.patch_text(&log);
+        let written = self.copy_inputs(&dir, &log, &bytes, patch.as_deref());
+        if let Err(reason) = written {
+            return (self.error(&dir, Some(&log), &reason), Vec::new());
+        }
+        self.grade(&dir, &log, &text, patch.as_deref())
+    }
+
+    /// The log to grade: the only one, or the one under the prediction's model. `Ok(None)`:
+    /// there is none and no predictions file says there should be.
+    fn choose_log(&self) -> Result<Option<LogFile>, String> {
+        let mut logs = self.logs.clone();
+        // A copy an earlier grading wrote into the output directory, beside the log it copied.
+        let own_copy = self
+            .settings
+            .output
+            .join(&self.instance.instance_id)
+            .join("test_output.txt");
+        if logs.len() > 1 {
+            logs.retain(|log| !same_file(&log.path, &own_copy));
+        }
+        if logs.len() > 1
+            && let Some(Some(prediction)) = self.prediction
+        {
+            let model = model_path_component(&prediction.model_name_or_path);
+            logs.retain(|log| log.model.as_deref() == Some(model.as_str()));
+        }
+        match logs.len() {
+            0 if self.prediction.is_none() && self.logs.is_empty() => Ok(None),
+            0 if self.logs.is_empty() => Err(format!(
+                "no log of this instance under {}",
+                self.settings.logs.display()
+            )),
+            1 => Ok(logs.pop()),
+            _ => {
+                let candidates = if logs.is_empty() { &self.logs } else { &logs };
+                let paths: Vec<String> = candidates
+                    .iter()
+                    .map(|log| log.path.display().to_string())
+                    .collect();
+                Err(format!(
+                    "several logs of this instance, {}; point --from-logs at one run's directory",
+                    paths.join(", ")
+                ))
+            }
+        }
+    }
+
+    /// The patch: the prediction's, else the `patch.diff` beside the log.
+    fn patch_text(&self, log: &LogFile) -> Option<String> {
+        if let Some(Some(prediction)) = self.prediction {
+            return Some(prediction.model_patch.clone());
+        }
+        let bytes = std::fs::read(log.patch.as_ref()?).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// `test_output.txt` (unless it is the log itself) and `patch.diff`.
+    fn copy_inputs(
+        &self,
+        dir: &Path,
+        log: &LogFile,
+        bytes: &[u8],
+        patch: Option<&str>,
+    ) -> Result<(), String> {
+        let target = dir.join("test_output.txt");
+        if !same_file(&target, &log.path) {
+            write(&target, bytes)?;
+        }
+        let patch_target = dir.join("patch.diff");
+        match patch {
+            Some(patch)
+                if !log
+                    .patch
+                    .as_ref()
+                    .is_some_and(|p| same_file(p, &patch_target)) =>
+            {
+                write(&patch_target, patch.as_bytes())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn grade(
+        &self,
+        dir: &Path,
+        log: &LogFile,
+        text: &str,
+        patch: Option<&str>,
+    ) -> (InstanceStatus, Vec<String>) {
+        let instance = self.instance;
+        let parser = match spec::builtin()
+            .map_err(ToString::to_string)
+            .and_then(|table| log_parser(instance, table).map_err(|e| e.to_string()))
+        {
+            Ok(parser) => parser,
+            Err(reason) => return (self.error(dir, Some(log), &reason), Vec::new()),
+        };
+        let reading = match read_any_log(text, parser.parser()) {
+            AnyReading::EmptyPatch if matches!(self.prediction, Some(Some(_))) => {
+                let reason = "the log is of an empty prediction, not of this patch";
+                return (self.error(dir, Some(log), reason), Vec::new());
+            }
+            AnyReading::EmptyPatch => {
+                let _ = std::fs::remove_file(dir.join("report.json"));
+                let _ = write(
+                    &dir.join("run_instance.log"),
+                    source_line(log, Some(text)).as_bytes(),
+                );
+                return (InstanceStatus::EmptyPatch, Vec::new());
+            }
+            AnyReading::Reading(reading) => reading,
+        };
+        let graded = grade(&reading, &instance.fail_to_pass, &instance.pass_to_pass);
+        let mut report = InstanceReport::from_grade(&graded, None);
+        report.touches_tests = patch
+            .map(|patch| test_files_touched(patch, instance.test_patch.as_deref()))
+            .unwrap_or_default();
+        if let Some(error) = &report.error {
+            return (self.error(dir, Some(log), error), report.touches_tests);
+        }
+        let mut run_log = source_line(log, Some(text));
+        run_log.push_str(&format!("parser: {parser}\n"));
+        let json = instance_report_json(&instance.instance_id, &report);
+        let written = write(&dir.join("run_instance.log"), run_log.as_bytes())
+            .and_then(|()| write(&dir.join("report.json"), json.as_bytes()));
+        if let Err(reason) = written {
+            return (self.error(dir, Some(log), &reason), report.touches_tests);
+        }
+        let status = if report.resolved {
+            InstanceStatus::Resolved
+        } else {
+            InstanceStatus::Unresolved(report.untrusted_reason.clone())
+        };
+        (status, report.touches_tests)
+    }
+
+    /// Records an evaluation error: the reason in `run_instance.log`, no `report.json`.
+    fn error(&self, dir: &Path, log: Option<&LogFile>, reason: &str) -> InstanceStatus {
+        let _ = std::fs::remove_file(dir.join("report.json"));
+        let mut text = log.map(|log| source_line(log, None)).unwrap_or_default();
+        text.push_str(&format!("error: {reason}\n"));
+        let _ = write(&dir.join("run_instance.log"), text.as_bytes());
+        InstanceStatus::Error(reason.to_owned())
+    }
+}
+
+/// `graded from <path> (<format>)`, the format read from `text` when given.
+fn source_line(log: &LogFile, text: Option<&str>) -> String {
+    let format = match text.map(log_format) {
+        Some(LogFormat::HarnessV1) => " (SWE-bench harness 1.x log)",
+        Some(LogFormat::Markers) => " (test log with start and end markers)",
+        None => "",
+    };
+    format!("graded from {}{format}\n", log.path.display())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_atomic(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests;

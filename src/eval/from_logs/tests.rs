@@ -1,0 +1,292 @@
+//! Finding logs in the three layouts and grading them into aci's files, in temporary directories.
+
+use std::path::Path;
+
+use super::*;
+use crate::instance::parse_instances;
+
+/// A log with markers: `test_ok` passes, `test_bad` fails.
+const MARKER_LOG: &str = "\
++ : '>>>>> Start Test Output'
+PASSED tests/test_a.py::test_ok
+FAILED tests/test_a.py::test_bad - AssertionError
+======== 1 failed, 1 passed in 0.10s ========
++ : '>>>>> End Test Output'
+>>>>> Test Exit Code: 1
+";
+
+/// A 1.x log of the same run.
+const V1_LOG: &str = "\
+Task Metadata:
+\t- Instance ID: c__c-3
+>>>>> Applied Patch (pred_try)
+>>>>> Init Succeeded
+>>>>> Applied Patch (test)
+>>>>> Applied Patch (pred)
+Test Script: pytest -rA tests/test_a.py;
+Output:
+PASSED tests/test_a.py::test_ok
+FAILED tests/test_a.py::test_bad - AssertionError
+>>>>> Some Tests Failed
+";
+
+const V1_EMPTY: &str = "\
+Task Metadata:
+\t- Instance ID: d__d-4
+>>>>> Patch Apply Failed; Prediction patch is `None`
+";
+
+/// Instances `a` to `f`, each with `test_ok` to fix; `b` also needs `test_bad`.
+fn instances() -> Vec<Instance> {
+    let record = |id: &str, f2p: &[&str]| {
+        serde_json::json!({
+            "instance_id": id,
+            "problem_statement": "",
+            "repo": "acme/widget",
+            "base_commit": "abc",
+            "log_parser": "pytest",
+            "test_cmd": "pytest -rA",
+            "test_patch": "diff --git a/tests/test_a.py b/tests/test_a.py\n",
+            "FAIL_TO_PASS": f2p,
+            "PASS_TO_PASS": [],
+        })
+        .to_string()
+    };
+    let ok = ["tests/test_a.py::test_ok"];
+    let text = [
+        record("a__a-1", &ok),
+        record(
+            "b__b-2",
+            &["tests/test_a.py::test_ok", "tests/test_a.py::test_bad"],
+        ),
+        record("c__c-3", &ok),
+        record("d__d-4", &ok),
+        record("e__e-5", &ok),
+        record("f__f-6", &ok),
+    ]
+    .join("\n");
+    parse_instances(&text, None).unwrap().instances
+}
+
+fn write_file(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// `a` in aci's layout (with its patch), `b` in the 2.x layout, `c` and `d` as 1.x logs, and `e`
+/// twice, under two models.
+fn logs_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_file(&root.join("a__a-1/test_output.txt"), MARKER_LOG);
+    write_file(
+        &root.join("a__a-1/patch.diff"),
+        "diff --git a/conftest.py b/conftest.py\n",
+    );
+    let run = root.join("logs/run_evaluation/run-1");
+    write_file(&run.join("org__model/b__b-2/test_output.txt"), MARKER_LOG);
+    write_file(&root.join("c__c-3.my.model.v2.eval.log"), V1_LOG);
+    write_file(&root.join("d__d-4.my.model.v2.eval.log"), V1_EMPTY);
+    write_file(&run.join("m1/e__e-5/test_output.txt"), MARKER_LOG);
+    write_file(&run.join("m2/e__e-5/test_output.txt"), MARKER_LOG);
+    write_file(&root.join("zz__zz-9/test_output.txt"), MARKER_LOG);
+    dir
+}
+
+fn ids() -> BTreeSet<String> {
+    instances().into_iter().map(|i| i.instance_id).collect()
+}
+
+#[test]
+fn logs_are_found_in_every_layout_with_their_model_and_patch() {
+    let dir = logs_dir();
+    let root = dir.path();
+    let found = find_logs(root, &ids()).unwrap();
+    let run = root.join("logs/run_evaluation/run-1");
+    let log = |path: PathBuf, model: Option<&str>, patch: Option<PathBuf>| LogFile {
+        path,
+        model: model.map(str::to_owned),
+        patch,
+    };
+    let expected: BTreeMap<String, Vec<LogFile>> = [
+        (
+            "a__a-1",
+            vec![log(
+                root.join("a__a-1/test_output.txt"),
+                None,
+                Some(root.join("a__a-1/patch.diff")),
+            )],
+        ),
+        (
+            "b__b-2",
+            vec![log(
+                run.join("org__model/b__b-2/test_output.txt"),
+                Some("org__model"),
+                None,
+            )],
+        ),
+        (
+            "c__c-3",
+            vec![log(
+                root.join("c__c-3.my.model.v2.eval.log"),
+                Some("my.model.v2"),
+                None,
+            )],
+        ),
+        (
+            "d__d-4",
+            vec![log(
+                root.join("d__d-4.my.model.v2.eval.log"),
+                Some("my.model.v2"),
+                None,
+            )],
+        ),
+        (
+            "e__e-5",
+            vec![
+                log(run.join("m2/e__e-5/test_output.txt"), Some("m2"), None),
+                log(run.join("m1/e__e-5/test_output.txt"), Some("m1"), None),
+            ],
+        ),
+    ]
+    .into_iter()
+    .map(|(id, logs)| (id.to_owned(), logs))
+    .collect();
+    assert_eq!(found, expected);
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn without_predictions_every_instance_with_one_log_is_graded_and_the_rest_counted() {
+    let logs = logs_dir();
+    let out = tempfile::tempdir().unwrap();
+    let settings = FromLogsSettings {
+        logs: logs.path().to_path_buf(),
+        output: out.path().to_path_buf(),
+    };
+    let mut seen = Vec::new();
+    let summary = grade_logs(&instances(), None, &settings, &mut |done| {
+        seen.push(done.describe())
+    })
+    .unwrap();
+    let strings = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>();
+    assert_eq!(summary.total_instances, 6);
+    assert_eq!(
+        summary.submitted_ids,
+        strings(&["a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5"])
+    );
+    assert_eq!(summary.resolved_ids, strings(&["a__a-1", "c__c-3"]));
+    assert_eq!(summary.unresolved_ids, strings(&["b__b-2"]));
+    assert_eq!(summary.empty_patch_ids, strings(&["d__d-4"]));
+    assert_eq!(summary.error_ids, strings(&["e__e-5"]));
+    assert_eq!(summary.incomplete_ids, strings(&["f__f-6"]));
+    // The patch beside a's log changes a conftest.py: named, as `aci eval` names it.
+    assert_eq!(summary.resolved_touching_tests_ids, strings(&["a__a-1"]));
+    assert_eq!(
+        read_json(&out.path().join("report.json"))["schema_version"],
+        2
+    );
+    let report = read_json(&out.path().join("a__a-1/report.json"));
+    assert_eq!(report["a__a-1"]["resolved"], true);
+    assert_eq!(report["a__a-1"]["patch_successfully_applied"], true);
+    assert_eq!(
+        report["a__a-1"]["touches_tests"],
+        serde_json::json!(["conftest.py"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("c__c-3/test_output.txt")).unwrap(),
+        V1_LOG
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("c__c-3/run_instance.log")).unwrap(),
+        format!(
+            "graded from {} (SWE-bench harness 1.x log)\nparser: pytest\n",
+            logs.path().join("c__c-3.my.model.v2.eval.log").display()
+        )
+    );
+    // An error and an empty patch have no report.json; the error is in run_instance.log.
+    assert!(!out.path().join("e__e-5/report.json").exists());
+    assert!(!out.path().join("d__d-4/report.json").exists());
+    let error = std::fs::read_to_string(out.path().join("e__e-5/run_instance.log")).unwrap();
+    assert!(
+        error.starts_with("error: several logs of this instance, "),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("; point --from-logs at one run's directory\n"),
+        "{error}"
+    );
+    assert!(!out.path().join("f__f-6").exists());
+    assert_eq!(seen.len(), 6);
+}
+
+#[test]
+fn with_predictions_the_log_of_the_predictions_model_is_graded_and_a_missing_log_is_an_error() {
+    let logs = logs_dir();
+    let out = tempfile::tempdir().unwrap();
+    let settings = FromLogsSettings {
+        logs: logs.path().to_path_buf(),
+        output: out.path().to_path_buf(),
+    };
+    let prediction = |id: &str, model: &str, patch: &str| Prediction {
+        instance_id: id.to_owned(),
+        model_name_or_path: model.to_owned(),
+        model_patch: patch.to_owned(),
+    };
+    let predictions = vec![
+        prediction("b__b-2", "org/model", "diff b"),
+        prediction("c__c-3", "my.model.v2", ""),
+        prediction("d__d-4", "my.model.v2", "diff d"),
+        prediction("e__e-5", "m1", "diff e"),
+        prediction("f__f-6", "m1", "diff f"),
+    ];
+    let summary = grade_logs(&instances(), Some(&predictions), &settings, &mut |_| {}).unwrap();
+    let strings = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>();
+    assert_eq!(summary.incomplete_ids, strings(&["a__a-1"]));
+    assert_eq!(summary.empty_patch_ids, strings(&["c__c-3"]));
+    assert_eq!(summary.resolved_ids, strings(&["e__e-5"]));
+    assert_eq!(summary.unresolved_ids, strings(&["b__b-2"]));
+    assert_eq!(summary.error_ids, strings(&["d__d-4", "f__f-6"]));
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("b__b-2/patch.diff")).unwrap(),
+        "diff b"
+    );
+    let d = std::fs::read_to_string(out.path().join("d__d-4/run_instance.log")).unwrap();
+    assert!(
+        d.ends_with("error: the log is of an empty prediction, not of this patch\n"),
+        "{d}"
+    );
+    let f = std::fs::read_to_string(out.path().join("f__f-6/run_instance.log")).unwrap();
+    assert_eq!(
+        f,
+        format!(
+            "error: no log of this instance under {}\n",
+            logs.path().display()
+        )
+    );
+}
+
+#[test]
+fn grading_an_output_directory_in_place_keeps_its_logs_and_drops_a_stale_report() {
+    let logs = logs_dir();
+    let settings = FromLogsSettings {
+        logs: logs.path().to_path_buf(),
+        output: logs.path().to_path_buf(),
+    };
+    let stale = logs.path().join("e__e-5/report.json");
+    write_file(&stale, "{}");
+    let summary = grade_logs(&instances(), None, &settings, &mut |_| {}).unwrap();
+    assert_eq!(summary.resolved_instances, 2);
+    // Again: the copies of the 1.x logs written beside them are not taken for second logs.
+    let again = grade_logs(&instances(), None, &settings, &mut |_| {}).unwrap();
+    assert_eq!(again, summary);
+    assert_eq!(
+        std::fs::read_to_string(logs.path().join("a__a-1/test_output.txt")).unwrap(),
+        MARKER_LOG
+    );
+    assert!(logs.path().join("a__a-1/report.json").is_file());
+    assert!(!stale.exists());
+}

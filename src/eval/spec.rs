@@ -1,0 +1,367 @@
+//! The built-in table of SWE-bench specifications (`specs/swebench.yaml`, compiled in): for each
+//! repository and `version`, how the SWE-bench harness builds the environment (Python version,
+//! packages, pre-install and install steps, pip pins), which commands run before the tests, the
+//! test command and the log parser. Grading reads the test command and parser from it; building
+//! an environment from the same entry needs nothing more.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+
+use super::parse::ParserName;
+
+/// The text of `specs/swebench.yaml`.
+pub const BUILTIN_SPECS_YAML: &str = include_str!("../../specs/swebench.yaml");
+
+/// Where the packages of an environment come from (SWE-bench's `packages`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Packages {
+    /// Nothing beyond Python itself (and `pip_packages`).
+    None,
+    /// The repository's requirements file, fetched at `environment_setup_commit` from the first
+    /// of [`RepoSpecs::requirements_paths`] that exists, then installed with pip.
+    RequirementsTxt,
+    /// The repository's conda `environment.yml`, from the first of
+    /// [`RepoSpecs::environment_yml_paths`] that exists.
+    EnvironmentYml,
+    /// These packages, installed when the environment is created (conda specs such as
+    /// `numpy==1.19.2` or `pandas<2.0.0`).
+    List(Vec<String>),
+}
+
+/// How one version of one repository is built and tested.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionSpec {
+    /// The Python version (`3.9`).
+    pub python: String,
+    /// The packages the environment starts with.
+    pub packages: Packages,
+    /// With [`Packages::EnvironmentYml`]: create the environment with `python` first and then
+    /// update it from the file (SWE-bench's `no_use_env`), instead of creating it from the file.
+    pub no_use_env: bool,
+    /// Commands run in the repository before `install` (system packages, pin edits).
+    pub pre_install: Vec<String>,
+    /// The command that installs the repository itself; the evaluation runs it again after the
+    /// patch is applied (the reinstall step).
+    pub install: Option<String>,
+    /// Extra pip requirements installed after `packages`, pinned as SWE-bench pins them.
+    pub pip_packages: Vec<String>,
+    /// Commands the evaluation runs before everything else (locale settings).
+    pub eval_commands: Vec<String>,
+    /// The test command; the test files of the test patch are appended to it.
+    pub test_cmd: String,
+    /// SWE-bench runs the tests as a non-root user for this version.
+    pub execute_test_as_nonroot: bool,
+    /// CPU limit SWE-bench sets for this version, in billionths of a CPU.
+    pub nano_cpus: Option<u64>,
+}
+
+/// How the test files a test patch touches become arguments of the test command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectiveStyle {
+    /// The file paths, as they are (pytest, sympy's `bin/test`).
+    Paths,
+    /// Django's `runtests.py` labels: `tests/a/b.py` → `a.b`.
+    DjangoModules,
+}
+
+/// One repository's entries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepoSpecs {
+    /// `owner/name`.
+    pub repo: String,
+    /// The parser for every version's test log.
+    pub log_parser: ParserName,
+    /// How test files become test-command arguments.
+    pub directives: DirectiveStyle,
+    /// Where [`Packages::RequirementsTxt`] looks, in order.
+    pub requirements_paths: Vec<String>,
+    /// Where [`Packages::EnvironmentYml`] looks, in order.
+    pub environment_yml_paths: Vec<String>,
+    /// Base commits that a single-branch clone reaches only through this branch.
+    pub base_commit_branches: BTreeMap<String, String>,
+    versions: Vec<(String, VersionSpec)>,
+}
+
+impl RepoSpecs {
+    /// The entry for `version`.
+    pub fn version(&self, version: &str) -> Option<&VersionSpec> {
+        self.versions
+            .iter()
+            .find(|(known, _)| known == version)
+            .map(|(_, spec)| spec)
+    }
+
+    /// Every version, in the file's order.
+    pub fn versions(&self) -> impl Iterator<Item = &str> {
+        self.versions.iter().map(|(version, _)| version.as_str())
+    }
+}
+
+/// A requirement SWE-bench replaces when it reads a requirements or environment file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementReplacement {
+    /// The package name to replace.
+    pub from: String,
+    /// What replaces it.
+    pub to: String,
+}
+
+/// The whole table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecTable {
+    /// Where the facts come from (`swebench 4.1.0`).
+    pub source: String,
+    /// Requirements replaced when a requirements or environment file is read.
+    pub requirement_replacements: Vec<RequirementReplacement>,
+    repos: BTreeMap<String, RepoSpecs>,
+}
+
+/// One entry found: the repository's settings and the version's.
+#[derive(Debug, Clone, Copy)]
+pub struct SpecEntry<'a> {
+    /// The repository.
+    pub repo: &'a RepoSpecs,
+    /// The version's key.
+    pub version: &'a str,
+    /// The version's settings.
+    pub spec: &'a VersionSpec,
+}
+
+/// Why the table has no entry for a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecLookupError {
+    /// The repository is not in the table.
+    #[error(
+        "the built-in SWE-bench specs have no repository {repo:?} (asked for version {version:?})"
+    )]
+    UnknownRepo {
+        /// The record's `repo`.
+        repo: String,
+        /// The record's `version`.
+        version: String,
+    },
+    /// The repository is there, the version is not.
+    #[error("the built-in SWE-bench specs have no version {version:?} of {repo} (known: {known})")]
+    UnknownVersion {
+        /// The record's `repo`.
+        repo: String,
+        /// The record's `version`.
+        version: String,
+        /// The versions the table has, comma-separated.
+        known: String,
+    },
+}
+
+/// A spec file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// Not YAML of the expected shape.
+    #[error("invalid SWE-bench spec file: {0}")]
+    Syntax(String),
+    /// A value is wrong.
+    #[error("invalid SWE-bench spec for {repo}: {message}")]
+    Invalid {
+        /// The repository.
+        repo: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl SpecTable {
+    /// Reads a spec file in the format of `specs/swebench.yaml`.
+    ///
+    /// # Errors
+    /// The text is not such a file, a parser name is unknown, a version is listed twice for one
+    /// repository, or a test command or Python version is empty.
+    pub fn from_yaml(text: &str) -> Result<Self, SpecError> {
+        let file: SpecFile =
+            serde_yaml::from_str(text).map_err(|e| SpecError::Syntax(e.to_string()))?;
+        let mut repos = BTreeMap::new();
+        for (repo, raw) in file.repos {
+            let specs = repo_specs(&repo, raw)?;
+            repos.insert(repo, specs);
+        }
+        Ok(Self {
+            source: file.source,
+            requirement_replacements: file.requirement_replacements,
+            repos,
+        })
+    }
+
+    /// The entry for `repo` at `version`.
+    ///
+    /// # Errors
+    /// The table has no such repository, or no such version of it; the error names both.
+    pub fn lookup(&self, repo: &str, version: &str) -> Result<SpecEntry<'_>, SpecLookupError> {
+        let Some(specs) = self.repos.get(repo) else {
+            return Err(SpecLookupError::UnknownRepo {
+                repo: repo.to_owned(),
+                version: version.to_owned(),
+            });
+        };
+        let found = specs.versions.iter().find(|(known, _)| known == version);
+        match found {
+            Some((version, spec)) => Ok(SpecEntry {
+                repo: specs,
+                version,
+                spec,
+            }),
+            None => Err(SpecLookupError::UnknownVersion {
+                repo: repo.to_owned(),
+                version: version.to_owned(),
+                known: specs.versions().collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// The repository's settings, if the table has it.
+    pub fn repo(&self, repo: &str) -> Option<&RepoSpecs> {
+        self.repos.get(repo)
+    }
+
+    /// Every repository, by name.
+    pub fn repos(&self) -> impl Iterator<Item = &RepoSpecs> {
+        self.repos.values()
+    }
+}
+
+static BUILTIN: LazyLock<Result<SpecTable, SpecError>> =
+    LazyLock::new(|| SpecTable::from_yaml(BUILTIN_SPECS_YAML));
+
+/// The built-in table, read once.
+///
+/// # Errors
+/// The compiled-in file is invalid (a unit test keeps this from shipping).
+pub fn builtin() -> Result<&'static SpecTable, &'static SpecError> {
+    BUILTIN.as_ref()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    source: String,
+    #[serde(default)]
+    requirement_replacements: Vec<RequirementReplacement>,
+    repos: BTreeMap<String, RepoFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepoFile {
+    log_parser: String,
+    directives: DirectiveStyle,
+    #[serde(default)]
+    requirements_paths: Vec<String>,
+    #[serde(default)]
+    environment_yml_paths: Vec<String>,
+    #[serde(default)]
+    base_commit_branches: BTreeMap<String, String>,
+    specs: Vec<GroupFile>,
+}
+
+/// Versions that share one spec.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupFile {
+    versions: Vec<String>,
+    python: String,
+    #[serde(default)]
+    packages: Option<PackagesFile>,
+    #[serde(default)]
+    no_use_env: bool,
+    #[serde(default)]
+    pre_install: Vec<String>,
+    #[serde(default)]
+    install: Option<String>,
+    #[serde(default)]
+    pip_packages: Vec<String>,
+    #[serde(default)]
+    eval_commands: Vec<String>,
+    test_cmd: String,
+    #[serde(default)]
+    execute_test_as_nonroot: bool,
+    #[serde(default)]
+    nano_cpus: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum PackagesFile {
+    File(String),
+    List(Vec<String>),
+}
+
+fn repo_specs(repo: &str, raw: RepoFile) -> Result<RepoSpecs, SpecError> {
+    let invalid = |message: String| SpecError::Invalid {
+        repo: repo.to_owned(),
+        message,
+    };
+    let log_parser = ParserName::from_name(&raw.log_parser).ok_or_else(|| {
+        invalid(format!(
+            "unknown log_parser {:?} (known: {})",
+            raw.log_parser,
+            ParserName::names()
+        ))
+    })?;
+    let mut versions: Vec<(String, VersionSpec)> = Vec::new();
+    for group in raw.specs {
+        let spec = version_spec(&group).map_err(invalid)?;
+        for version in &group.versions {
+            if versions.iter().any(|(known, _)| known == version) {
+                return Err(invalid(format!("version {version:?} is listed twice")));
+            }
+            versions.push((version.clone(), spec.clone()));
+        }
+    }
+    Ok(RepoSpecs {
+        repo: repo.to_owned(),
+        log_parser,
+        directives: raw.directives,
+        requirements_paths: raw.requirements_paths,
+        environment_yml_paths: raw.environment_yml_paths,
+        base_commit_branches: raw.base_commit_branches,
+        versions,
+    })
+}
+
+fn version_spec(group: &GroupFile) -> Result<VersionSpec, String> {
+    let versions = group.versions.join(", ");
+    if group.test_cmd.trim().is_empty() {
+        return Err(format!("versions {versions}: empty test_cmd"));
+    }
+    if group.python.trim().is_empty() {
+        return Err(format!("versions {versions}: empty python"));
+    }
+    let packages = match &group.packages {
+        None => Packages::None,
+        Some(PackagesFile::File(name)) if name == "requirements.txt" => Packages::RequirementsTxt,
+        Some(PackagesFile::File(name)) if name == "environment.yml" => Packages::EnvironmentYml,
+        Some(PackagesFile::File(other)) => {
+            return Err(format!(
+                "versions {versions}: packages {other:?} is neither requirements.txt, \
+                 environment.yml nor a list"
+            ));
+        }
+        Some(PackagesFile::List(list)) => Packages::List(list.clone()),
+    };
+    Ok(VersionSpec {
+        python: group.python.clone(),
+        packages,
+        no_use_env: group.no_use_env,
+        pre_install: group.pre_install.clone(),
+        install: group.install.clone().filter(|cmd| !cmd.trim().is_empty()),
+        pip_packages: group.pip_packages.clone(),
+        eval_commands: group.eval_commands.clone(),
+        test_cmd: group.test_cmd.clone(),
+        execute_test_as_nonroot: group.execute_test_as_nonroot,
+        nano_cpus: group.nano_cpus,
+    })
+}
+
+#[cfg(test)]
+mod tests;
