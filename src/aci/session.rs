@@ -197,6 +197,14 @@ impl<S: Sandbox> Aci<S> {
         &self.registry
     }
 
+    /// The values of the placeholders in command docstrings: `WINDOW` and `OVERLAP`.
+    pub fn placeholders(&self) -> Vec<(String, String)> {
+        vec![
+            ("WINDOW".to_owned(), self.config.window.to_string()),
+            ("OVERLAP".to_owned(), self.config.overlap.to_string()),
+        ]
+    }
+
     /// The sandbox underneath.
     pub fn sandbox_mut(&mut self) -> &mut S {
         &mut self.sandbox

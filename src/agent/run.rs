@@ -181,7 +181,10 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             ParserKind::FunctionCalling => Some(aci.registry().clone()),
             ParserKind::ThoughtAction => None,
         };
-        let tools = tool_registry.as_ref().map(Registry::openai_tools);
+        let placeholders = aci.placeholders();
+        let tools = tool_registry
+            .as_ref()
+            .map(|registry| registry.openai_tools(&placeholders));
         let mut trajectory = Trajectory {
             environment: "aci".to_owned(),
             ..Trajectory::default()
