@@ -27,8 +27,10 @@ pub struct Instance {
     pub problem_statement: String,
     /// `owner/name`.
     pub repo: String,
-    /// The commit the repository is checked out at.
-    pub base_commit: String,
+    /// The commit the repository is checked out at. Only a `repo_path` that is a plain
+    /// directory (not a git repository) may go without one: its files are taken as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_commit: Option<String>,
     /// The gold patch (source files only), used by `--predictions gold`.
     pub patch: Option<String>,
     /// The patch that adds or changes the tests used for grading.
@@ -270,11 +272,17 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
             _ => path,
         }
     });
+    let problem_statement = record.required_string("problem_statement")?;
+    let repo = record.required_string("repo")?;
+    let base_commit = record.optional_string("base_commit")?;
+    if base_commit.is_none() {
+        check_plain_directory(repo_path.as_deref())?;
+    }
     Ok(Instance {
         instance_id,
-        problem_statement: record.required_string("problem_statement")?,
-        repo: record.required_string("repo")?,
-        base_commit: record.required_string("base_commit")?,
+        problem_statement,
+        repo,
+        base_commit,
         patch: record.optional_string("patch")?,
         test_patch: record.optional_string("test_patch")?,
         fail_to_pass: record.test_list("FAIL_TO_PASS", "fail_to_pass")?,
@@ -291,6 +299,25 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
         log_parser: record.optional_string("log_parser")?,
         extra_fields: std::mem::take(&mut record.map),
     })
+}
+
+/// A record without `base_commit` must name a `repo_path` that is a plain directory: a git
+/// repository (or a repository found elsewhere) needs the commit to check out.
+fn check_plain_directory(repo_path: Option<&Path>) -> Result<(), FieldError> {
+    match repo_path {
+        None => Err(field_error(
+            "base_commit",
+            "missing (only a repo_path that is a plain directory can do without one)",
+        )),
+        Some(path) if path.join(".git").exists() => Err(field_error(
+            "base_commit",
+            format!(
+                "missing: repo_path {} is a git repository, so the commit to check out must be given",
+                path.display()
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// A JSON record whose known fields are taken out one by one; what is left is `extra_fields`.

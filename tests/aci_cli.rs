@@ -239,7 +239,6 @@ fn a_local_run_keeps_crlf_bytes_and_starts_whatever_the_users_global_git_config_
         &instances,
         json!({
             "instance_id": "crlf-1", "repo": "t/crlf", "problem_statement": "",
-            "base_commit": "0000000000000000000000000000000000000000",
             "repo_path": repo, "language": "python",
         })
         .to_string(),

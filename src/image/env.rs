@@ -400,7 +400,7 @@ where
 fn repo_source(instance: &Instance) -> Option<RepoSource> {
     Some(RepoSource {
         path: instance.repo_path.clone()?,
-        commit: Some(instance.base_commit.clone()),
+        commit: instance.base_commit.clone(),
     })
 }
 

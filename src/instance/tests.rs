@@ -15,7 +15,7 @@ fn minimal(id: &str) -> Instance {
         instance_id: id.to_owned(),
         problem_statement: format!("bug in {id}"),
         repo: "acme/calc".to_owned(),
-        base_commit: "abc123".to_owned(),
+        base_commit: Some("abc123".to_owned()),
         patch: None,
         test_patch: None,
         fail_to_pass: Vec::new(),
@@ -110,7 +110,7 @@ fn list_form_test_lists_and_our_optional_fields_load_from_jsonl() {
     let expected = Instance {
         problem_statement: "p".to_owned(),
         repo: "demo/shop".to_owned(),
-        base_commit: "HEAD".to_owned(),
+        base_commit: Some("HEAD".to_owned()),
         fail_to_pass: vec!["t::a".to_owned(), "t::b".to_owned()],
         version: "0.12".to_owned(),
         repo_path: Some(PathBuf::from("/data/set/repos/shop")),
@@ -161,6 +161,53 @@ fn a_record_missing_problem_statement_is_reported_and_its_neighbours_still_load(
         loaded.errors[0].to_string(),
         "instance \"acme__calc-2\" (record [1]): field \"problem_statement\": missing"
     );
+}
+
+#[test]
+fn a_plain_directory_needs_no_base_commit_and_a_git_repository_does() {
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("plain")).unwrap();
+    std::fs::create_dir_all(data.path().join("cloned/.git")).unwrap();
+    let without_commit = |id: &str, repo_path: Option<&str>| {
+        let mut value = record(id);
+        value.as_object_mut().unwrap().remove("base_commit");
+        if let Some(path) = repo_path {
+            value["repo_path"] = json!(path);
+        }
+        value.to_string()
+    };
+    let text = [
+        without_commit("plain-1", Some("plain")),
+        without_commit("cloned-1", Some("cloned")),
+        without_commit("swebench-1", None),
+    ]
+    .join("\n");
+    let loaded = parse_instances(&text, Some(data.path())).unwrap();
+    assert_eq!(ids(&loaded.instances), vec!["plain-1"]);
+    assert_eq!(loaded.instances[0].base_commit, None);
+    assert_eq!(
+        loaded.instances[0].repo_path.as_deref(),
+        Some(data.path().join("plain").as_path())
+    );
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        vec![
+            format!(
+                "instance \"cloned-1\" (line 2): field \"base_commit\": missing: repo_path {} is a \
+                 git repository, so the commit to check out must be given",
+                data.path().join("cloned").display()
+            ),
+            "instance \"swebench-1\" (line 3): field \"base_commit\": missing (only a repo_path \
+             that is a plain directory can do without one)"
+                .to_owned(),
+        ]
+    );
+    // Without a base_commit the record also serialises without one, and reads back the same.
+    let written = serde_json::to_string(&loaded.instances[0]).unwrap();
+    assert!(!written.contains("base_commit"), "{written}");
+    let again = parse_instances(&written, None).unwrap();
+    assert_eq!(again.instances, loaded.instances);
 }
 
 #[test]
