@@ -179,7 +179,8 @@ impl<S: Sandbox> Aci<S> {
         command_timeout: Duration,
         memory_mb: u64,
     ) -> Self {
-        let window = WindowState::new(config.window, config.overlap);
+        let mut window = WindowState::new(config.window, config.overlap);
+        window.scroll_warning = config.scroll_warning;
         Self {
             sandbox,
             registry,
@@ -253,7 +254,11 @@ impl<S: Sandbox> Aci<S> {
             }
         }
         self.window.end_action(action);
-        step.observation = transcript.finish();
+        step.observation = if self.config.raw_output {
+            transcript.raw().to_owned()
+        } else {
+            transcript.finish()
+        };
         Ok(step)
     }
 
@@ -492,6 +497,7 @@ impl<S: Sandbox> Aci<S> {
                 &before,
                 &after,
                 &problems,
+                &self.config.lint.rejection_first_line,
             )));
         }
         self.sandbox.write_file(&path, &after).await?;
@@ -508,6 +514,7 @@ impl<S: Sandbox> Aci<S> {
                 &before,
                 &after,
                 &problems,
+                &self.config.lint.rejection_first_line,
             )));
         }
         Ok(Ok(edit::edit_success(&mut self.window, range, &after)))

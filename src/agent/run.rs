@@ -402,7 +402,8 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             &step.observation,
             self.episode.config.max_observation_length,
         );
-        let template = if observation.is_empty() {
+        // v0 and v1 test `observation.strip() == ""`.
+        let template = if observation.trim().is_empty() {
             "next_step_no_output"
         } else {
             "next_step"
