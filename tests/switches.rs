@@ -50,9 +50,11 @@ impl Run {
     fn repo(&self) -> String {
         self.steps()
             .iter()
-            .find_map(|step| step["state"]["working_dir"].as_str())
+            .find_map(|step| {
+                let state: Value = serde_json::from_str(step["state"].as_str()?).ok()?;
+                Some(state["working_dir"].as_str()?.to_owned())
+            })
             .expect("a step with a state")
-            .to_owned()
     }
 
     fn steps(&self) -> &Vec<Value> {

@@ -624,6 +624,12 @@ impl<S: Sandbox> Aci<S> {
             .await
     }
 
+    /// A file of the repository, by its path relative to the repository's root.
+    pub async fn read_repo_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let repo_dir = self.sandbox.repo_dir().trim_end_matches('/').to_owned();
+        self.sandbox.read_file(&format!("{repo_dir}/{path}")).await
+    }
+
     /// The open file and the shell's working directory.
     pub async fn state(&mut self) -> Result<State, SandboxError> {
         let out = self.sandbox.run("pwd", self.command_timeout).await?;
