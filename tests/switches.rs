@@ -508,7 +508,7 @@ fn the_swe_agent_0_4_config_sets_the_papers_aci() {
         (false, true, false, REJECTED_V01.to_owned())
     );
     // Everything else is the default's.
-    let mut reset = paper.clone();
+    let mut reset = paper;
     reset.aci.scroll_warning = true;
     reset.aci.raw_output = false;
     reset.aci.lint.filter_preexisting = true;
