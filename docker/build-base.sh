@@ -3,7 +3,8 @@
 # bookworm root file system, then `docker import` it. Language images (docker/*.Dockerfile)
 # are built on top of this one by `aci images build`.
 #
-# usage: docker/build-base.sh [TAG]        (default tag: aci-base:bookworm)
+# usage: docker/build-base.sh [TAG]        (default tag: aci-base:bookworm); as root. On a
+#        Debian or Ubuntu host without debootstrap, it installs it with apt-get first.
 # env:   ACI_DEBIAN_MIRROR (default http://deb.debian.org/debian), ACI_SUITE (default bookworm)
 set -euo pipefail
 
@@ -14,9 +15,33 @@ mirror="${ACI_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # and the submission, patch for the evaluation's fallback apply, procps to find hung commands.
 packages="ca-certificates,git,patch,procps,less,file,xz-utils"
 
-command -v debootstrap >/dev/null || { echo "error: debootstrap is not installed" >&2; echo "hint: apt-get install -y debootstrap" >&2; exit 1; }
 command -v docker >/dev/null || { echo "error: the docker CLI is not installed" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "error: debootstrap needs root" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || {
+    echo "error: building $tag needs root (debootstrap makes a root file system)" >&2
+    echo "hint: run it as root, e.g. sudo target/release/aci images build" >&2
+    exit 1
+}
+# On a fresh Debian or Ubuntu host, install debootstrap (once). Its stdin is /dev/null: this
+# script may itself be read from stdin (bash -s), which apt must not consume.
+if ! command -v debootstrap >/dev/null; then
+    if command -v apt-get >/dev/null; then
+        echo "[base] debootstrap is not installed: installing it with apt-get (once, for $tag)"
+        apt_log="$(mktemp /tmp/aci-apt.XXXXXX)"
+        export DEBIAN_FRONTEND=noninteractive
+        if { apt-get update -q && apt-get install -y -q debootstrap; } </dev/null >"$apt_log" 2>&1; then
+            rm -f "$apt_log"
+        else
+            tail -n 20 "$apt_log" >&2
+            echo "error: apt-get could not install debootstrap (full log in $apt_log)" >&2
+            echo "hint: install it yourself (apt-get install -y debootstrap), then run this again" >&2
+            exit 1
+        fi
+    else
+        echo "error: debootstrap is not installed, and there is no apt-get to install it" >&2
+        echo "hint: install debootstrap with the system's package manager, then run this again" >&2
+        exit 1
+    fi
+fi
 
 root="$(mktemp -d /tmp/aci-rootfs.XXXXXX)"
 trap 'rm -rf "$root"' EXIT

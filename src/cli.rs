@@ -174,7 +174,8 @@ pub struct EvalArgs {
     /// Evaluate only this instance; repeatable.
     #[arg(long = "id", value_name = "ID")]
     pub ids: Vec<String>,
-    /// Evaluate only instances whose id matches this regular expression.
+    /// Evaluate only instances whose id matches this regular expression at its start (Python's
+    /// `re.match`, as in `aci batch`).
     #[arg(long, value_name = "RE")]
     pub filter: Option<String>,
     /// Evaluate only this slice of the instances, Python syntax (`0:10`, `-5:`, `::2`).
@@ -202,15 +203,17 @@ pub struct BatchArgs {
     /// How many instances run at the same time.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub workers: u32,
-    /// Only the instances whose id matches this regular expression (anywhere in the id; anchor
-    /// it with ^…$).
+    /// Only the instances whose id matches this regular expression at its start, as Python's
+    /// `re.match` in SWE-agent and mini-swe-agent (`.*X` matches anywhere; end with `$` for
+    /// whole ids). Applied after --shuffle.
     #[arg(long, value_name = "RE", value_parser = parse_filter)]
     pub filter: Option<Regex>,
     /// A Python slice of the instances, taken after --shuffle and --filter: 0:10, -5:, ::2.
     #[arg(long, value_name = "A:B")]
     pub slice: Option<SliceSpec>,
-    /// Sort the instances by id and shuffle them with a fixed seed, before the other selection
-    /// flags.
+    /// Sort the instances by id and shuffle them as Python's `random.seed(SEED);
+    /// random.shuffle(...)` does, before the other selection flags: the same instances in the
+    /// same order as SWE-agent's and mini-swe-agent's --shuffle.
     #[arg(long)]
     pub shuffle: bool,
     /// The seed of --shuffle (default 42, as SWE-agent and mini-swe-agent).

@@ -1,6 +1,11 @@
 //! The task record: SWE-bench instance fields plus aci's own optional fields, the JSON and JSONL
 //! loaders (a bad record is reported and skipped, the rest still loads), and the pure selection
-//! steps behind `--filter`, `--slice`, `--shuffle`/`--seed` and `--shard`.
+//! steps behind `--shuffle`/`--seed`, `--filter`, `--slice` and `--shard`, which pick the same
+//! instances in the same order as SWE-agent and mini-swe-agent.
+
+mod python_random;
+
+pub use python_random::PythonRandom;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -27,8 +32,10 @@ pub struct Instance {
     pub problem_statement: String,
     /// `owner/name`.
     pub repo: String,
-    /// The commit the repository is checked out at.
-    pub base_commit: String,
+    /// The commit the repository is checked out at. Only a `repo_path` that is a plain
+    /// directory (not a git repository) may go without one: its files are taken as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_commit: Option<String>,
     /// The gold patch (source files only), used by `--predictions gold`.
     pub patch: Option<String>,
     /// The patch that adds or changes the tests used for grading.
@@ -270,11 +277,17 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
             _ => path,
         }
     });
+    let problem_statement = record.required_string("problem_statement")?;
+    let repo = record.required_string("repo")?;
+    let base_commit = record.optional_string("base_commit")?;
+    if base_commit.is_none() {
+        check_plain_directory(repo_path.as_deref())?;
+    }
     Ok(Instance {
         instance_id,
-        problem_statement: record.required_string("problem_statement")?,
-        repo: record.required_string("repo")?,
-        base_commit: record.required_string("base_commit")?,
+        problem_statement,
+        repo,
+        base_commit,
         patch: record.optional_string("patch")?,
         test_patch: record.optional_string("test_patch")?,
         fail_to_pass: record.test_list("FAIL_TO_PASS", "fail_to_pass")?,
@@ -291,6 +304,25 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
         log_parser: record.optional_string("log_parser")?,
         extra_fields: std::mem::take(&mut record.map),
     })
+}
+
+/// A record without `base_commit` must name a `repo_path` that is a plain directory: a git
+/// repository (or a repository found elsewhere) needs the commit to check out.
+fn check_plain_directory(repo_path: Option<&Path>) -> Result<(), FieldError> {
+    match repo_path {
+        None => Err(field_error(
+            "base_commit",
+            "missing (only a repo_path that is a plain directory can do without one)",
+        )),
+        Some(path) if path.join(".git").exists() => Err(field_error(
+            "base_commit",
+            format!(
+                "missing: repo_path {} is a git repository, so the commit to check out must be given",
+                path.display()
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// A JSON record whose known fields are taken out one by one; what is left is `extra_fields`.
@@ -462,13 +494,18 @@ pub enum SelectionError {
     },
 }
 
-/// Parses `--filter RE`. The regex is matched anywhere in the instance id (`Regex::is_match`,
-/// like Python's `re.search`); anchor it with `^…$` to match whole ids.
+/// Parses `--filter RE`. The regex must match at the start of the instance id, as Python's
+/// `re.match` does in SWE-agent and mini-swe-agent (`django` selects `django__django-11099`,
+/// `11099` selects nothing; write `.*11099` to match anywhere, and end with `$` to match the
+/// whole id).
 pub fn parse_filter(input: &str) -> Result<Regex, SelectionError> {
-    Regex::new(input).map_err(|error| SelectionError::Filter {
+    let invalid = |error: regex::Error| SelectionError::Filter {
         input: input.to_owned(),
         reason: error.to_string(),
-    })
+    };
+    // Checked alone first, so an error quotes what the user wrote.
+    Regex::new(input).map_err(invalid)?;
+    Regex::new(&format!(r"\A(?:{input})")).map_err(invalid)
 }
 
 /// `--slice A:B[:STEP]` with Python slice semantics: negative indices count from the end, omitted
@@ -615,12 +652,14 @@ impl ShardSpec {
     }
 }
 
-/// The selection options of `aci batch`, applied in the order shuffle → filter → slice → shard.
+/// The selection options of `aci batch`, applied in the order shuffle → filter → slice → shard
+/// (SWE-agent's and mini-swe-agent's order for the first three; they have no shards).
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
-    /// `--shuffle --seed N`: when set, sort by id and shuffle deterministically with this seed.
+    /// `--shuffle --seed N`: when set, sort by id and shuffle with Python's `random` seeded
+    /// with this number.
     pub shuffle_seed: Option<u64>,
-    /// `--filter RE`, matched anywhere in the id.
+    /// `--filter RE`, matched at the start of the id ([`parse_filter`]).
     pub filter: Option<Regex>,
     /// `--slice A:B[:STEP]`.
     pub slice: Option<SliceSpec>,
@@ -657,25 +696,11 @@ pub fn select(mut instances: Vec<Instance>, selection: &Selection) -> Vec<Instan
     instances
 }
 
-/// Shuffles `items` in place, the same way on every machine: Fisher–Yates from the last item
-/// down, drawing `j` in `0..=i` as the high 64 bits of `next_u64() * (i + 1)`, where `next_u64`
-/// is SplitMix64 seeded with `seed`.
+/// Shuffles `items` in place as Python's `random.seed(seed); random.shuffle(items)` does, the
+/// way SWE-agent (`sweagent/run/batch_instances.py`) and mini-swe-agent
+/// (`run/benchmarks/swebench.py`) shuffle the instances they sorted by id.
 pub fn shuffle<T>(items: &mut [T], seed: u64) {
-    let mut state = seed;
-    for i in (1..items.len()).rev() {
-        let bound = u128::try_from(i + 1).unwrap_or(u128::MAX);
-        let j = (u128::from(split_mix_64(&mut state)) * bound) >> 64;
-        items.swap(i, usize::try_from(j).unwrap_or(0));
-    }
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): a tiny, well-mixed generator, enough for shuffling.
-fn split_mix_64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    PythonRandom::new(seed).shuffle(items);
 }
 
 #[cfg(test)]

@@ -109,16 +109,32 @@ async fn images_build(lang: &str, force: bool) -> Result<ExitCode, Failure> {
     let runtime = connect_docker().await?;
     let languages = image::select_languages(lang)?;
     let mut progress = |line: &str| eprintln!("{line}");
-    let built = image::build(&runtime, &languages, force, &mut progress).await.map_err(|e| match e {
-        image::ImageError::Base(message) => Failure::new(format!("building the base image failed: {message}"))
-            .hint("the base image needs root and debootstrap (apt-get install -y debootstrap); see docker/build-base.sh"),
-        other => Failure::from(other),
-    })?;
+    let built = image::build(&runtime, &languages, force, &mut progress)
+        .await
+        .map_err(|e| match e {
+            image::ImageError::Base(message) => base_image_failure(&message),
+            other => Failure::from(other),
+        })?;
     for image in built {
         let state = if image.built { "built" } else { "up to date" };
         println!("{}\t{}\t{state}", image.tag, image.id);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A failed base-image recipe: its own `error:`/`hint:` lines when it printed them, otherwise
+/// its output with a general hint.
+fn base_image_failure(message: &str) -> Failure {
+    let message = message.strip_prefix("error: ").unwrap_or(message);
+    match message.split_once("\nhint: ") {
+        Some((error, hint)) => {
+            Failure::new(format!("building the base image failed: {error}")).hint(hint)
+        }
+        None => Failure::new(format!("building the base image failed: {message}")).hint(
+            "the base image is built as root on a Debian or Ubuntu host, with debootstrap \
+             (installed with apt-get when missing); see docker/build-base.sh",
+        ),
+    }
 }
 
 /// What `run`, `batch` and `shell` set up first: the run id (a timestamp by default), the

@@ -15,6 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::agent::history::HistoryItem;
 
+pub mod edited_files;
+
 /// A whole `.traj` file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Trajectory {
@@ -46,7 +48,8 @@ pub struct TrajectoryStep {
     pub response: String,
     /// The response without the command.
     pub thought: String,
-    /// `{"open_file": ..., "working_dir": ...}` after the step (a JSON string in v0).
+    /// `{"open_file": ..., "working_dir": ...}` after the step: aci writes it as v0.7 does, a
+    /// JSON text in a string ([`v0_state`]); v1 writes an object. Both are read.
     #[serde(default)]
     pub state: Value,
     /// Seconds the command took (absent before v0.7).
@@ -79,7 +82,7 @@ pub struct Info {
     /// instance's wall time (the model's calls, the commands and the harness).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_time: Option<f64>,
-    /// The edited files with 30 lines of context, SWE-agent style.
+    /// The edited files with 30 lines of context, SWE-agent style ([`edited_files`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_files30: Option<String>,
     /// The same with 50 lines of context.
@@ -99,7 +102,9 @@ pub struct Info {
 /// `info.model_stats`, in v0's key order.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ModelStats {
-    /// v0 only: the cost of the whole run so far.
+    /// v0: the cost of the whole run so far. aci writes this instance's cost: instances run
+    /// in parallel, so a running total would depend on the order they finish (the batch's
+    /// total is `total_cost` in `run_batch_exit_statuses.yaml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cost: Option<f64>,
     /// This instance's cost in dollars.
@@ -120,6 +125,17 @@ pub struct ModelStats {
     /// Ours: prompt tokens written to the provider's cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+}
+
+/// A step's `state` as SWE-agent v0.7 writes it: its state command's output, the JSON text
+/// `{"open_file": "<path or n/a>", "working_dir": "<cwd>"}`, held in a string.
+pub fn v0_state(open_file: &str, working_dir: &str) -> Value {
+    let quote = |text: &str| Value::String(text.to_owned()).to_string();
+    Value::String(format!(
+        "{{\"open_file\": {}, \"working_dir\": {}}}",
+        quote(open_file),
+        quote(working_dir)
+    ))
 }
 
 /// Why a trajectory could not be read.

@@ -13,6 +13,12 @@ use support::Kind;
 
 const DEMO_ID: &str = "demo__inicfg-1";
 
+/// The working directory of a step's state (v0.7's JSON text in a string).
+fn working_dir(step: &Value) -> String {
+    let state: Value = serde_json::from_str(step["state"].as_str().unwrap()).unwrap();
+    state["working_dir"].as_str().unwrap().to_owned()
+}
+
 fn demo_instances() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo/instances.jsonl")
 }
@@ -54,10 +60,7 @@ fn each_step_of_aci_run_records_the_open_file_and_the_working_directory() {
     let traj = traj(&output);
     let steps = traj["trajectory"].as_array().unwrap();
     assert_eq!(steps.len(), 5);
-    let repo = steps[0]["state"]["working_dir"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let repo = working_dir(&steps[0]);
     assert!(
         repo.starts_with('/') && repo.ends_with("/testbed"),
         "{repo}"
@@ -65,13 +68,19 @@ fn each_step_of_aci_run_records_the_open_file_and_the_working_directory() {
     let errors = format!("{repo}/inicfg/errors.py");
     let notes = format!("{repo}/notes.txt");
     let inicfg = format!("{repo}/inicfg");
-    // The state after each action: what the next prompt shows.
+    // The state after each action (what the next prompt shows), written as v0.7 writes it:
+    // its state command's JSON output, in a string.
+    let state = |open: &str, dir: &str| {
+        json!(format!(
+            r#"{{"open_file": "{open}", "working_dir": "{dir}"}}"#
+        ))
+    };
     let expected = [
-        json!({"open_file": errors, "working_dir": repo}),
-        json!({"open_file": errors, "working_dir": inicfg}),
-        json!({"open_file": errors, "working_dir": inicfg}),
-        json!({"open_file": notes, "working_dir": repo}),
-        json!({"open_file": notes, "working_dir": repo}),
+        state(&errors, &repo),
+        state(&errors, &inicfg),
+        state(&errors, &inicfg),
+        state(&notes, &repo),
+        state(&notes, &repo),
     ];
     for (step, state) in steps.iter().zip(&expected) {
         assert_eq!(&step["state"], state, "after {}", step["action"]);
@@ -217,10 +226,7 @@ fn aci_shell_drives_a_local_sandbox_through_the_agent_loop() {
     let dir = tempfile::tempdir().unwrap();
     let out = shell(Kind::Local, "test-shell-local", dir.path(), SCRIPT);
     let traj = traj(dir.path());
-    let repo = traj["trajectory"][0]["state"]["working_dir"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let repo = working_dir(&traj["trajectory"][0]);
     check_session(&out, &repo, dir.path());
     assert!(
         !Path::new(&repo).exists(),
@@ -239,7 +245,6 @@ fn a_local_run_keeps_crlf_bytes_and_starts_whatever_the_users_global_git_config_
         &instances,
         json!({
             "instance_id": "crlf-1", "repo": "t/crlf", "problem_statement": "",
-            "base_commit": "0000000000000000000000000000000000000000",
             "repo_path": repo, "language": "python",
         })
         .to_string(),

@@ -120,7 +120,7 @@ fn aci_commands_enables_only_the_listed_commands_in_docs_and_tool_schemas() {
          the window will start at the top of the file)\n\n"
     );
 
-    let openai = ctx.registry.openai_tools();
+    let openai = ctx.registry.openai_tools(&[]);
     assert_eq!(
         tool_names(&openai, &["function", "name"]),
         ["goto", "hello", "open"]
@@ -136,7 +136,7 @@ fn aci_commands_enables_only_the_listed_commands_in_docs_and_tool_schemas() {
             "required": ["name"],
         })
     );
-    let anthropic = ctx.registry.anthropic_tools();
+    let anthropic = ctx.registry.anthropic_tools(&[]);
     assert_eq!(tool_names(&anthropic, &["name"]), ["goto", "hello", "open"]);
     assert_eq!(
         anthropic[1]["input_schema"],

@@ -241,6 +241,44 @@ async fn a_function_calling_model_fixes_the_bug_and_submits_over_both_wire_forma
 }
 
 #[tokio::test]
+async fn tool_descriptions_give_the_configured_window_as_the_prompt_does() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let server =
+            MockServer::start(vec![tool_answer(wire, "", "call_1", "submit", json!({}))]).await;
+        let extra = "agent: {parser: function_calling}\naci: {window: 30}";
+        let run = run_http(wire, &server, extra).await;
+        assert_eq!(run.result.exit_status, "submitted", "{wire:?}");
+        let request = server.requests()[0].json();
+        let description = |name: &str| -> String {
+            let tool = request["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["function"]["name"] == name || t["name"] == name)
+                .unwrap();
+            tool["function"]["description"]
+                .as_str()
+                .or(tool["description"].as_str())
+                .unwrap()
+                .to_owned()
+        };
+        // v0's scroll_up docstring says "down" too; only the placeholder is filled in.
+        for name in ["scroll_up", "scroll_down"] {
+            assert_eq!(
+                description(name),
+                "moves the window down 30 lines",
+                "{wire:?} {name}"
+            );
+        }
+        let system = request.to_string();
+        assert!(
+            system.contains("  docstring: moves the window down 30 lines\\n"),
+            "the prompt's command docs say the same ({wire:?})"
+        );
+    }
+}
+
+#[tokio::test]
 async fn without_the_bash_tool_a_function_calling_model_gets_only_the_aci_commands() {
     let wire = Wire::OpenAi;
     let server = MockServer::start(vec![

@@ -19,7 +19,6 @@ const SHORT: Duration = Duration::from_secs(60);
 fn instance(repo: &Path, setup: &[&str]) -> Instance {
     let record = serde_json::json!({
         "instance_id": "env-test-1", "problem_statement": "", "repo": "t/env",
-        "base_commit": "0000000000000000000000000000000000000000",
         "repo_path": repo, "language": "python", "setup": setup,
     });
     parse_instances(&record.to_string(), None)
@@ -84,7 +83,7 @@ async fn an_env_image_is_built_once_has_the_sandbox_baseline_and_hides_setup_out
     copied_spec.image = "aci-python:bookworm".to_owned();
     copied_spec.repo = Some(RepoSource {
         path: repo.path().to_owned(),
-        commit: Some(instance.base_commit.clone()),
+        commit: instance.base_commit.clone(),
     });
     let copied = runtime.start(&copied_spec).await.unwrap();
     let mut from_image_spec = support::spec("env-image", None);

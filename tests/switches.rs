@@ -3,6 +3,10 @@
 //! script and the local runtime, flipping one switch through `--set` or a `--config` layer, and
 //! compares the observations, the messages the model was sent and the submitted patch.
 //!
+//! `configs/swe-agent-0.4.yaml` sets the paper-era switches (`aci.scroll_warning`,
+//! `aci.raw_output`, `aci.lint.filter_preexisting`, `aci.lint.rejection_first_line`); each is
+//! flipped here on its own.
+//!
 //! The other switches are flipped elsewhere: `aci.window` and `aci.lint.enabled` in
 //! `tests/ablate.rs`; `agent.demonstrations` in `tests/agent_trajectory.rs`
 //! (`the_default_config_carries_its_demonstration_from_any_working_directory`);
@@ -46,9 +50,11 @@ impl Run {
     fn repo(&self) -> String {
         self.steps()
             .iter()
-            .find_map(|step| step["state"]["working_dir"].as_str())
+            .find_map(|step| {
+                let state: Value = serde_json::from_str(step["state"].as_str()?).ok()?;
+                Some(state["working_dir"].as_str()?.to_owned())
+            })
             .expect("a step with a state")
-            .to_owned()
     }
 
     fn steps(&self) -> &Vec<Value> {
@@ -138,12 +144,30 @@ fn edit_landed(file: &str, lines: &[&str]) -> String {
     )
 }
 
+/// v0.7's first line of a rejected edit.
+const REJECTED_V07: &str = "Your proposed edit has introduced new syntax error(s). Please read \
+                            this error message carefully and then retry editing the file.";
+
+/// The paper's (v0.1-0.4) first line of a rejected edit, typo included.
+const REJECTED_V01: &str = "Your proposed edit has introduced new syntax error(s). Please \
+                            understand the fixes and retry your edit commmand.";
+
 /// The observation of an edit the lint gate rolled back for `errors`.
 fn edit_rejected(errors: &[&str], file: &str, after: &[&str], before: &[&str]) -> String {
+    edit_rejected_with(REJECTED_V07, errors, file, after, before)
+}
+
+/// [`edit_rejected`] with another first line.
+fn edit_rejected_with(
+    first_line: &str,
+    errors: &[&str],
+    file: &str,
+    after: &[&str],
+    before: &[&str],
+) -> String {
     let errors: Vec<String> = errors.iter().map(|error| format!("- {error}")).collect();
     format!(
-        "Your proposed edit has introduced new syntax error(s). Please read this error message \
-         carefully and then retry editing the file.\n\nERRORS:\n{}\n\n\
+        "{first_line}\n\nERRORS:\n{}\n\n\
          This is how your edit would have looked if applied\n{RULE}\n{}\n{RULE}\n\n\
          This is the original code before your edit\n{RULE}\n{}\n{RULE}\n\
          Your changes have NOT been applied. Please fix your edit command and try again.\n\
@@ -385,6 +409,111 @@ fn filter_preexisting_off_blocks_an_edit_to_a_file_that_already_has_an_error() {
         ]
     );
     assert_eq!(unfiltered.patch, "");
+}
+
+#[test]
+fn scroll_warning_off_drops_the_warning_of_the_third_scroll_in_a_row() {
+    let actions = [
+        "seq -f 'line %g' 300 > lines.txt",
+        "open lines.txt",
+        "scroll_down",
+        "scroll_down",
+        "scroll_down",
+        "rm lines.txt",
+    ];
+    let warned = |view: &str| {
+        format!(
+            "{view}\n\nWARNING: Scrolling many times in a row is very inefficient.\n\
+             If you know what you are looking for, use `search_file <pattern>` instead.\n"
+        )
+    };
+    let default = aci_run(&actions, &[]);
+    let plain = aci_run(&actions, &["--set", "aci.scroll_warning=false"]);
+    let default = default.observations();
+    let plain = plain.observations();
+    assert_eq!(default[..4], plain[..4], "the first two scrolls never warn");
+    assert!(plain[4].ends_with("\n300:line 300"), "{}", plain[4]);
+    assert_eq!(
+        default[4],
+        warned(&plain[4]),
+        "the third scroll warns by default"
+    );
+}
+
+#[test]
+fn rejection_first_line_replaces_the_first_line_of_a_rejected_edit() {
+    let actions = ["open calc.py", "edit 2:2\n    return a +\nend_of_edit"];
+    let broken = [CALC[0], "    return a +"];
+    let errors = ["E999 SyntaxError: invalid syntax"];
+    let v07 = aci_run(&actions, &[]);
+    assert_eq!(
+        v07.observations()[1],
+        edit_rejected_with(REJECTED_V07, &errors, "calc.py", &broken, &CALC)
+    );
+    let setting = format!("aci.lint.rejection_first_line={REJECTED_V01}");
+    let v01 = aci_run(&actions, &["--set", &setting]);
+    assert_eq!(
+        v01.observations()[1],
+        edit_rejected_with(REJECTED_V01, &errors, "calc.py", &broken, &CALC)
+    );
+    assert_eq!((v07.patch.as_str(), v01.patch.as_str()), ("", ""));
+}
+
+#[test]
+fn raw_output_keeps_the_final_newline_and_carriage_returns() {
+    let actions = ["printf 'a\\r\\nb\\n'", "open calc.py", "printf '\\n'"];
+    let prompt = |observation: &str, open: &str| {
+        format!("{observation}\n(Open file: {open})\n(Current directory: {{repo}})\nbash-$")
+    };
+    let calc = "{repo}/calc.py";
+
+    let v07 = aci_run(&actions, &[]);
+    assert_eq!(v07.observations(), ["a\nb", &view("calc.py", &CALC), ""]);
+    let raw = aci_run(&actions, &["--set", "aci.raw_output=true"]);
+    assert_eq!(
+        raw.observations(),
+        ["a\r\nb\n", &format!("{}\n", view("calc.py", &CALC)), "\n"]
+    );
+    // An observation of only whitespace is "no output" either way, as v0's `.strip() == ""`.
+    let no_output = "Your command ran successfully and did not produce any output.\n\
+                     (Open file: {repo}/calc.py)\n(Current directory: {repo})\nbash-$";
+    assert_eq!(
+        raw.shown()[..3],
+        [
+            prompt("a\r\nb\n", "n/a"),
+            prompt(&format!("{}\n", view("calc.py", &CALC)), calc),
+            no_output.to_owned(),
+        ]
+    );
+    assert_eq!(v07.shown()[2], no_output);
+}
+
+#[test]
+fn the_swe_agent_0_4_config_sets_the_papers_aci() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let paper =
+        aci::config::load::resolve(&[root.join("configs/swe-agent-0.4.yaml")], &[]).unwrap();
+    let v07 = aci::config::load::resolve(&[], &[]).unwrap();
+    let switches = |config: &aci::config::Config| {
+        (
+            config.aci.scroll_warning,
+            config.aci.raw_output,
+            config.aci.lint.filter_preexisting,
+            config.aci.lint.rejection_first_line.clone(),
+        )
+    };
+    assert_eq!(switches(&v07), (true, false, true, REJECTED_V07.to_owned()));
+    assert_eq!(
+        switches(&paper),
+        (false, true, false, REJECTED_V01.to_owned())
+    );
+    // Everything else is the default's.
+    let mut reset = paper;
+    reset.aci.scroll_warning = true;
+    reset.aci.raw_output = false;
+    reset.aci.lint.filter_preexisting = true;
+    reset.aci.lint.rejection_first_line = REJECTED_V07.to_owned();
+    assert_eq!(reset, v07);
 }
 
 #[test]

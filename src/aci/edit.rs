@@ -144,9 +144,10 @@ pub fn edit_success(state: &mut WindowState, range: EditRange, after: &[u8]) -> 
     format!("{view}\n{FILE_UPDATED}")
 }
 
-/// The v0.7 observation of an edit the lint gate rejected. `before` is the original file,
-/// `after` what [`apply_edit`] produced, and `problems` the new errors, each printed as
-/// `- <problem>`. `state` is not changed: the caller restores the file and keeps the window.
+/// The v0.7 observation of an edit the lint gate rejected, starting with `first_line`
+/// (`aci.lint.rejection_first_line`). `before` is the original file, `after` what
+/// [`apply_edit`] produced, and `problems` the new errors, each printed as `- <problem>`.
+/// `state` is not changed: the caller restores the file and keeps the window.
 ///
 /// The would-be window is centred on `s0 + r/2` with `WINDOW = r + 10` on `after`, and the
 /// original one on `s0 + (end - s0 + 1)/2` with `WINDOW = end - s0 + 10` on `before`, where
@@ -159,6 +160,7 @@ pub fn lint_failure(
     before: &[u8],
     after: &[u8],
     problems: &[String],
+    first_line: &str,
 ) -> String {
     let path = state.file.as_deref().unwrap_or_default();
     let s0 = to_i128(range.start) - 1;
@@ -166,11 +168,7 @@ pub fn lint_failure(
     let replaced = to_i128(replacement_lines(replacement).len());
     let would_be = lint_view(path, after, s0 + replaced / 2, replaced + 10);
     let original = lint_view(path, before, s0 + (end - s0 + 1) / 2, end - s0 + 10);
-    let mut out = vec![
-        "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then retry editing the file.".to_owned(),
-        String::new(),
-        "ERRORS:".to_owned(),
-    ];
+    let mut out = vec![first_line.to_owned(), String::new(), "ERRORS:".to_owned()];
     out.extend(problems.iter().map(|problem| format!("- {problem}")));
     out.extend(
         [

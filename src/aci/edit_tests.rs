@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::aci::window::{OpenRequest, PathKind};
+use crate::config::LINT_REJECTION_V07;
 
 fn numbered(total: usize) -> Vec<u8> {
     (1..=total)
@@ -230,7 +231,15 @@ fn the_lint_failure_message_has_both_windows_between_49_dash_rules() {
         "E999 IndentationError: unexpected indent".to_owned(),
         "F821 undefined name 'q'".to_owned(),
     ];
-    let out = lint_failure(&state, range, "x\ny\n", &before, &after, &problems);
+    let out = lint_failure(
+        &state,
+        range,
+        "x\ny\n",
+        &before,
+        &after,
+        &problems,
+        LINT_REJECTION_V07,
+    );
     let rule = "-".repeat(49);
     let would_be = [
         "45:line 45",
@@ -293,6 +302,7 @@ fn the_lint_failure_leaves_the_window_state_alone() {
         &before,
         &after,
         &[],
+        LINT_REJECTION_V07,
     );
     assert_eq!(state, saved);
 }
@@ -311,6 +321,7 @@ fn a_lint_failure_with_start_far_after_end_uses_v0s_negative_window_maths() {
         &before,
         &after,
         &[],
+        LINT_REJECTION_V07,
     );
     let original = (1..=7)
         .map(|n| format!("{n}:line {n}"))

@@ -130,6 +130,11 @@ impl Transcript {
     pub fn finish(&self) -> String {
         normalize(&self.raw)
     }
+
+    /// Everything printed, as it was (v0.1–0.4 read the shell's output back this way).
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
 }
 
 #[cfg(test)]

@@ -276,26 +276,35 @@ impl CommandSpec {
         signature
     }
 
-    /// The OpenAI function tool for this command (v1 `get_function_calling_tool`; the docstring
-    /// is not formatted, so `{WINDOW}` stays literal).
-    pub fn openai_tool(&self) -> Value {
+    /// The OpenAI function tool for this command (v1 `get_function_calling_tool`). The
+    /// description is the docstring with its placeholders filled from `env` as in the prompt's
+    /// command docs (v1 leaves `{WINDOW}` literal; the model should read the real number).
+    pub fn openai_tool(&self, env: &[(String, String)]) -> Value {
         json!({
             "type": "function",
             "function": {
                 "name": self.name,
-                "description": self.docstring.clone().unwrap_or_default(),
+                "description": self.description(env),
                 "parameters": self.parameters_schema(),
             }
         })
     }
 
-    /// The Anthropic tool for this command: `{name, description, input_schema}`.
-    pub fn anthropic_tool(&self) -> Value {
+    /// The Anthropic tool for this command: `{name, description, input_schema}`, the
+    /// description filled from `env` as for [`CommandSpec::openai_tool`].
+    pub fn anthropic_tool(&self, env: &[(String, String)]) -> Value {
         json!({
             "name": self.name,
-            "description": self.docstring.clone().unwrap_or_default(),
+            "description": self.description(env),
             "input_schema": self.parameters_schema(),
         })
+    }
+
+    fn description(&self, env: &[(String, String)]) -> String {
+        self.docstring
+            .as_deref()
+            .map(|docstring| format_placeholders(docstring, env))
+            .unwrap_or_default()
     }
 
     fn parameters_schema(&self) -> Value {
@@ -486,17 +495,22 @@ impl Registry {
         docs
     }
 
-    /// The OpenAI `tools` array.
-    pub fn openai_tools(&self) -> Value {
-        Value::Array(self.commands.iter().map(CommandSpec::openai_tool).collect())
-    }
-
-    /// The Anthropic `tools` array.
-    pub fn anthropic_tools(&self) -> Value {
+    /// The OpenAI `tools` array, placeholders in the descriptions filled from `env`.
+    pub fn openai_tools(&self, env: &[(String, String)]) -> Value {
         Value::Array(
             self.commands
                 .iter()
-                .map(CommandSpec::anthropic_tool)
+                .map(|spec| spec.openai_tool(env))
+                .collect(),
+        )
+    }
+
+    /// The Anthropic `tools` array, placeholders in the descriptions filled from `env`.
+    pub fn anthropic_tools(&self, env: &[(String, String)]) -> Value {
+        Value::Array(
+            self.commands
+                .iter()
+                .map(|spec| spec.anthropic_tool(env))
                 .collect(),
         )
     }

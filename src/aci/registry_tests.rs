@@ -128,11 +128,11 @@ fn openai_tools_follow_the_v1_schema() {
         }},
         {"type": "function", "function": {
             "name": "scroll_up",
-            "description": "moves the window down {WINDOW} lines",
+            "description": "moves the window down 100 lines",
             "parameters": {"type": "object"}
         }}
     ]);
-    assert_eq!(registry.openai_tools(), expected);
+    assert_eq!(registry.openai_tools(&window_env()), expected);
 }
 
 #[test]
@@ -148,7 +148,7 @@ fn anthropic_tools_have_name_description_and_input_schema() {
             "line_number": {"type": "integer", "description": "the line number to move the window to"}
         }, "required": ["line_number"]}
     }]);
-    assert_eq!(registry.anthropic_tools(), expected);
+    assert_eq!(registry.anthropic_tools(&window_env()), expected);
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn docstring_placeholders_follow_python_format() {
 
 #[test]
 fn the_bash_tool_matches_v1() {
-    let tool = CommandSpec::bash_tool().openai_tool();
+    let tool = CommandSpec::bash_tool().openai_tool(&window_env());
     assert_eq!(tool["function"]["name"], "bash");
     assert_eq!(
         tool["function"]["description"],

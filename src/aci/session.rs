@@ -178,7 +178,8 @@ impl<S: Sandbox> Aci<S> {
         command_timeout: Duration,
         memory_mb: u64,
     ) -> Self {
-        let window = WindowState::new(config.window, config.overlap);
+        let mut window = WindowState::new(config.window, config.overlap);
+        window.scroll_warning = config.scroll_warning;
         Self {
             sandbox,
             registry,
@@ -193,6 +194,14 @@ impl<S: Sandbox> Aci<S> {
     /// The enabled commands.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The values of the placeholders in command docstrings: `WINDOW` and `OVERLAP`.
+    pub fn placeholders(&self) -> Vec<(String, String)> {
+        vec![
+            ("WINDOW".to_owned(), self.config.window.to_string()),
+            ("OVERLAP".to_owned(), self.config.overlap.to_string()),
+        ]
     }
 
     /// The sandbox underneath.
@@ -238,7 +247,11 @@ impl<S: Sandbox> Aci<S> {
             }
         }
         self.window.end_action(action);
-        step.observation = transcript.finish();
+        step.observation = if self.config.raw_output {
+            transcript.raw().to_owned()
+        } else {
+            transcript.finish()
+        };
         Ok(step)
     }
 
@@ -477,6 +490,7 @@ impl<S: Sandbox> Aci<S> {
                 &before,
                 &after,
                 &problems,
+                &self.config.lint.rejection_first_line,
             )));
         }
         self.sandbox.write_file(&path, &after).await?;
@@ -493,6 +507,7 @@ impl<S: Sandbox> Aci<S> {
                 &before,
                 &after,
                 &problems,
+                &self.config.lint.rejection_first_line,
             )));
         }
         Ok(Ok(edit::edit_success(&mut self.window, range, &after)))
@@ -593,6 +608,12 @@ impl<S: Sandbox> Aci<S> {
         self.sandbox
             .read_file(&format!("{repo_dir}/{SUBMISSION_FILE}"))
             .await
+    }
+
+    /// A file of the repository, by its path relative to the repository's root.
+    pub async fn read_repo_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let repo_dir = self.sandbox.repo_dir().trim_end_matches('/').to_owned();
+        self.sandbox.read_file(&format!("{repo_dir}/{path}")).await
     }
 
     /// The open file and the shell's working directory.

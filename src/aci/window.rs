@@ -36,6 +36,9 @@ pub struct WindowState {
     /// Whether v0.7's `LAST_ACTION`, the previous action as a whole, was exactly `scroll_up`
     /// or `scroll_down`; see [`WindowState::end_action`].
     pub last_action_scrolled: bool,
+    /// Whether scrolling warns from the [`SCROLL_WARNING_AFTER`]th scroll in a row on (v0.7;
+    /// earlier versions never warn).
+    pub scroll_warning: bool,
 }
 
 /// The arguments of `open "<path>" [<line_number>]` after the usage checks.
@@ -72,6 +75,7 @@ impl WindowState {
             overlap,
             consecutive_scrolls: 0,
             last_action_scrolled: false,
+            scroll_warning: true,
         }
     }
 
@@ -210,7 +214,7 @@ impl WindowState {
             self.reset_scrolls();
         }
         self.consecutive_scrolls = self.consecutive_scrolls.saturating_add(1);
-        if self.consecutive_scrolls < SCROLL_WARNING_AFTER {
+        if !self.scroll_warning || self.consecutive_scrolls < SCROLL_WARNING_AFTER {
             return view;
         }
         format!(

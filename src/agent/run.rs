@@ -24,7 +24,7 @@ use crate::aci::{Aci, StepOutput};
 use crate::config::{AgentConfig, ParserKind};
 use crate::model::{Message, Model, ModelResponse, QueryRequest, ToolCall};
 use crate::sandbox::{Sandbox, SandboxError};
-use crate::trajectory::{Trajectory, TrajectoryStep};
+use crate::trajectory::{Trajectory, TrajectoryStep, edited_files};
 
 /// What the loop needs besides the model and the ACI.
 pub struct Episode<'a> {
@@ -181,7 +181,10 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             ParserKind::FunctionCalling => Some(aci.registry().clone()),
             ParserKind::ThoughtAction => None,
         };
-        let tools = tool_registry.as_ref().map(Registry::openai_tools);
+        let placeholders = aci.placeholders();
+        let tools = tool_registry
+            .as_ref()
+            .map(|registry| registry.openai_tools(&placeholders));
         let mut trajectory = Trajectory {
             environment: "aci".to_owned(),
             ..Trajectory::default()
@@ -399,7 +402,8 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             &step.observation,
             self.episode.config.max_observation_length,
         );
-        let template = if observation.is_empty() {
+        // v0 and v1 test `observation.strip() == ""`.
+        let template = if observation.trim().is_empty() {
             "next_step_no_output"
         } else {
             "next_step"
@@ -464,12 +468,25 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         elapsed: Duration,
         state: Option<serde_json::Value>,
     ) {
+        let state = match state {
+            Some(state) => {
+                let field = |key: &str| state.get(key).and_then(|v| v.as_str()).unwrap_or("n/a");
+                crate::trajectory::v0_state(field("open_file"), field("working_dir"))
+            }
+            // Nothing ran: the environment is as the previous step left it (before any
+            // step, nothing is known: an empty JSON object).
+            None => self
+                .trajectory
+                .trajectory
+                .last()
+                .map_or_else(|| serde_json::json!("{}"), |step| step.state.clone()),
+        };
         self.trajectory.trajectory.push(TrajectoryStep {
             action: action.to_owned(),
             observation: observation.to_owned(),
             response: response.to_owned(),
             thought: thought.to_owned(),
-            state: state.unwrap_or_else(|| serde_json::json!({})),
+            state,
             execution_time: elapsed.as_secs_f64(),
             nudge: self.nudge.clone(),
             ..TrajectoryStep::default()
@@ -508,9 +525,28 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             .as_deref()
             .filter(|patch| !patch.is_empty())
             .map(|patch| String::from_utf8_lossy(patch).into_owned());
+        self.record_edited_files().await;
         self.sync_stats();
         self.save();
         submission
+    }
+
+    /// `info.edited_files30/50/70`: the files the submission modifies, read back from the
+    /// repository (a file that cannot be read is left out).
+    async fn record_edited_files(&mut self) {
+        let patch = self.trajectory.info.submission.clone().unwrap_or_default();
+        let mut contents = std::collections::BTreeMap::new();
+        for file in edited_files::modified_files(&patch) {
+            if let Ok(bytes) = self.aci.read_repo_file(&file.path).await {
+                contents.insert(file.path, String::from_utf8_lossy(&bytes).into_owned());
+            }
+        }
+        let [thirty, fifty, seventy] = edited_files::CONTEXT_LENGTHS
+            .map(|context| Some(edited_files::edited_files(&patch, &contents, context)));
+        let info = &mut self.trajectory.info;
+        info.edited_files30 = thirty;
+        info.edited_files50 = fifty;
+        info.edited_files70 = seventy;
     }
 
     fn sync_stats(&mut self) {
@@ -519,8 +555,10 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
     }
 }
 
-/// Copies the model's counters into a trajectory's `info.model_stats`, and stamps the version.
+/// Copies the model's counters into a trajectory's `info.model_stats` (v0's `total_cost` is
+/// this instance's cost; see [`crate::trajectory::ModelStats`]), and stamps the version.
 pub(crate) fn record_stats(info: &mut crate::trajectory::Info, stats: &crate::model::ModelStats) {
+    info.model_stats.total_cost = Some(stats.instance_cost);
     info.model_stats.instance_cost = stats.instance_cost;
     info.model_stats.tokens_sent = stats.tokens_sent;
     info.model_stats.tokens_received = stats.tokens_received;

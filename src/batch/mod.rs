@@ -159,7 +159,7 @@ impl RunContext {
             image: self.image_for(instance),
             repo: instance.repo_path.as_ref().map(|path| RepoSource {
                 path: path.clone(),
-                commit: Some(instance.base_commit.clone()),
+                commit: instance.base_commit.clone(),
             }),
             repo_dir: instance.repo_dir(&env.repo_dir),
             limits: ResourceLimits {

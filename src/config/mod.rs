@@ -120,6 +120,13 @@ pub struct AciConfig {
     pub window: usize,
     /// Lines kept from the previous window when scrolling.
     pub overlap: usize,
+    /// From the 3rd scroll in a row, append v0.7's "Scrolling many times in a row is very
+    /// inefficient" warning. Off: no warning, as before v0.7 (the paper's runs).
+    pub scroll_warning: bool,
+    /// Give the model each command's output exactly as printed, its final newline included,
+    /// as v0.1–0.4 did. Off (v0.7): `\r\n` and Python's other line boundaries become `\n` and
+    /// the final line break is dropped.
+    pub raw_output: bool,
     /// The edit lint gate.
     pub lint: LintConfig,
     /// Search summarisation.
@@ -138,6 +145,8 @@ impl Default for AciConfig {
             custom_commands: Vec::new(),
             window: 100,
             overlap: 2,
+            scroll_warning: true,
+            raw_output: false,
             lint: LintConfig::default(),
             search: SearchConfig::default(),
             blocklist: Blocklist::default(),
@@ -162,7 +171,18 @@ pub struct LintConfig {
     pub external: Option<String>,
     /// Only errors the edit introduced block it (v0.7). Off: any error in the file blocks.
     pub filter_preexisting: bool,
+    /// The first line of a rejected edit's observation. v0.1–0.4 wrote
+    /// [`LINT_REJECTION_V01`] (with its "commmand").
+    pub rejection_first_line: String,
 }
+
+/// The first line of a rejected edit's observation in SWE-agent v0.7 (the default).
+pub const LINT_REJECTION_V07: &str = "Your proposed edit has introduced new syntax error(s). \
+Please read this error message carefully and then retry editing the file.";
+
+/// The first line of a rejected edit's observation in SWE-agent v0.1–0.4, as the paper shows it.
+pub const LINT_REJECTION_V01: &str = "Your proposed edit has introduced new syntax error(s). \
+Please understand the fixes and retry your edit commmand.";
 
 impl Default for LintConfig {
     fn default() -> Self {
@@ -172,6 +192,7 @@ impl Default for LintConfig {
             languages: vec!["python".to_owned(), "rust".to_owned()],
             external: None,
             filter_preexisting: true,
+            rejection_first_line: LINT_REJECTION_V07.to_owned(),
         }
     }
 }

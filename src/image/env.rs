@@ -26,7 +26,7 @@ pub const LABEL_ENV_HASH: &str = "aci.env_hash";
 /// Label holding the image an environment image was built on.
 pub const LABEL_BASE_IMAGE: &str = "aci.base_image";
 /// Bumped whenever the recipe below changes, so old images are not taken for new ones.
-const RECIPE_VERSION: &str = "aci-env-v2";
+const RECIPE_VERSION: &str = "aci-env-v3";
 /// Where the setup scripts sit during the build (removed afterwards).
 const SETUP_DIR: &str = "/tmp/aci-setup";
 
@@ -400,7 +400,7 @@ where
 fn repo_source(instance: &Instance) -> Option<RepoSource> {
     Some(RepoSource {
         path: instance.repo_path.clone()?,
-        commit: Some(instance.base_commit.clone()),
+        commit: instance.base_commit.clone(),
     })
 }
 

@@ -15,7 +15,7 @@ fn minimal(id: &str) -> Instance {
         instance_id: id.to_owned(),
         problem_statement: format!("bug in {id}"),
         repo: "acme/calc".to_owned(),
-        base_commit: "abc123".to_owned(),
+        base_commit: Some("abc123".to_owned()),
         patch: None,
         test_patch: None,
         fail_to_pass: Vec::new(),
@@ -110,7 +110,7 @@ fn list_form_test_lists_and_our_optional_fields_load_from_jsonl() {
     let expected = Instance {
         problem_statement: "p".to_owned(),
         repo: "demo/shop".to_owned(),
-        base_commit: "HEAD".to_owned(),
+        base_commit: Some("HEAD".to_owned()),
         fail_to_pass: vec!["t::a".to_owned(), "t::b".to_owned()],
         version: "0.12".to_owned(),
         repo_path: Some(PathBuf::from("/data/set/repos/shop")),
@@ -161,6 +161,53 @@ fn a_record_missing_problem_statement_is_reported_and_its_neighbours_still_load(
         loaded.errors[0].to_string(),
         "instance \"acme__calc-2\" (record [1]): field \"problem_statement\": missing"
     );
+}
+
+#[test]
+fn a_plain_directory_needs_no_base_commit_and_a_git_repository_does() {
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("plain")).unwrap();
+    std::fs::create_dir_all(data.path().join("cloned/.git")).unwrap();
+    let without_commit = |id: &str, repo_path: Option<&str>| {
+        let mut value = record(id);
+        value.as_object_mut().unwrap().remove("base_commit");
+        if let Some(path) = repo_path {
+            value["repo_path"] = json!(path);
+        }
+        value.to_string()
+    };
+    let text = [
+        without_commit("plain-1", Some("plain")),
+        without_commit("cloned-1", Some("cloned")),
+        without_commit("swebench-1", None),
+    ]
+    .join("\n");
+    let loaded = parse_instances(&text, Some(data.path())).unwrap();
+    assert_eq!(ids(&loaded.instances), vec!["plain-1"]);
+    assert_eq!(loaded.instances[0].base_commit, None);
+    assert_eq!(
+        loaded.instances[0].repo_path.as_deref(),
+        Some(data.path().join("plain").as_path())
+    );
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        vec![
+            format!(
+                "instance \"cloned-1\" (line 2): field \"base_commit\": missing: repo_path {} is a \
+                 git repository, so the commit to check out must be given",
+                data.path().join("cloned").display()
+            ),
+            "instance \"swebench-1\" (line 3): field \"base_commit\": missing (only a repo_path \
+             that is a plain directory can do without one)"
+                .to_owned(),
+        ]
+    );
+    // Without a base_commit the record also serialises without one, and reads back the same.
+    let written = serde_json::to_string(&loaded.instances[0]).unwrap();
+    assert!(!written.contains("base_commit"), "{written}");
+    let again = parse_instances(&written, None).unwrap();
+    assert_eq!(again.instances, loaded.instances);
 }
 
 #[test]
@@ -350,24 +397,47 @@ fn bad_shards_are_rejected_with_the_reason() {
 }
 
 #[test]
-fn a_bad_filter_regex_is_rejected_and_a_good_one_matches_anywhere_in_the_id() {
-    assert!(matches!(
-        parse_filter("django(").unwrap_err(),
-        SelectionError::Filter { .. }
-    ));
-    let filter = parse_filter("calc-1").unwrap();
-    let selected = select(
-        named(&["acme__calc-1", "acme__calc-12", "x__calc-2"]),
-        &Selection {
-            filter: Some(filter),
-            ..Selection::default()
-        },
+fn a_bad_filter_regex_is_rejected_and_a_good_one_matches_at_the_start_of_the_id() {
+    let error = parse_filter("django(").unwrap_err();
+    assert!(matches!(error, SelectionError::Filter { .. }));
+    assert!(
+        error
+            .to_string()
+            .starts_with("invalid --filter \"django(\": "),
+        "{error}"
     );
-    assert_eq!(ids(&selected), vec!["acme__calc-1", "acme__calc-12"]);
+    let select_with = |pattern: &str| {
+        let selected = select(
+            named(&["acme__calc-1", "acme__calc-12", "x__calc-2"]),
+            &Selection {
+                filter: Some(parse_filter(pattern).unwrap()),
+                ..Selection::default()
+            },
+        );
+        ids(&selected)
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // Python's re.match: anchored at the start, not at the end.
+    assert_eq!(
+        select_with("acme__calc-1"),
+        ["acme__calc-1", "acme__calc-12"]
+    );
+    assert_eq!(select_with("calc-1"), Vec::<String>::new());
+    assert_eq!(select_with(".*calc-1"), ["acme__calc-1", "acme__calc-12"]);
+    assert_eq!(select_with("acme__calc-1$"), ["acme__calc-1"]);
+    assert_eq!(
+        select_with("x|acme__calc-12"),
+        ["acme__calc-12", "x__calc-2"]
+    );
 }
 
+// The expected orders below are Python's, for example
+//   python3 -c 'import random; x = sorted("abcdefgh"); random.seed(42); random.shuffle(x); print(x)'
+
 #[test]
-fn shuffle_is_deterministic_and_independent_of_file_order() {
+fn shuffle_sorts_by_id_then_shuffles_as_python_random_does() {
     let names = ["a", "b", "c", "d", "e", "f", "g", "h"];
     let mut reversed = names;
     reversed.reverse();
@@ -377,27 +447,23 @@ fn shuffle_is_deterministic_and_independent_of_file_order() {
     };
     let first = select(named(&names), &selection);
     let second = select(named(&reversed), &selection);
-    assert_eq!(ids(&first), ids(&second));
-    assert_eq!(ids(&first), vec!["e", "d", "c", "a", "h", "g", "b", "f"]);
-    let other_seed = select(
-        named(&names),
-        &Selection {
-            shuffle_seed: Some(7),
-            ..Selection::default()
-        },
-    );
-    assert_ne!(ids(&other_seed), ids(&first));
+    assert_eq!(ids(&first), vec!["d", "e", "g", "h", "c", "f", "a", "b"]);
+    assert_eq!(ids(&second), ids(&first), "the file order does not matter");
 }
 
 #[test]
 fn selection_applies_shuffle_then_filter_then_slice_then_shard() {
-    let names = ["p-1", "p-2", "p-3", "q-1", "p-4", "p-5", "p-6"];
+    let names = ["p-1", "p-2", "p-3", "q-1", "p-4", "xp-5", "p-6", "p-7"];
     let selection = Selection {
-        shuffle_seed: None,
-        filter: Some(parse_filter("^p-").unwrap()),
+        shuffle_seed: Some(3),
+        filter: Some(parse_filter("p-").unwrap()),
         slice: Some("1:".parse().unwrap()),
         shard: Some("2/2".parse().unwrap()),
     };
-    // filter → p-1..p-6; slice 1: → p-2..p-6; shard 2/2 of 5 → the last 2.
-    assert_eq!(ids(&select(named(&names), &selection)), vec!["p-5", "p-6"]);
+    // python3 -c 'import random, re; x = sorted(["p-1", "p-2", "p-3", "q-1", "p-4", "xp-5",
+    //   "p-6", "p-7"]); random.seed(3); random.shuffle(x); print(x)'
+    // gives p-1 p-7 xp-5 p-3 p-2 q-1 p-6 p-4; re.match("p-") keeps p-1 p-7 p-3 p-2 p-6 p-4;
+    // 1: drops p-1; shard 2/2 of those 5 is the last 2. Filtering before the shuffle would
+    // give p-6 p-2, and re.search would keep xp-5.
+    assert_eq!(ids(&select(named(&names), &selection)), vec!["p-6", "p-4"]);
 }

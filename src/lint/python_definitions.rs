@@ -1,60 +1,24 @@
-//! The binding constructs of the scope analysis: calls, assignments and `__all__`, imports,
-//! `global`, `try`, `match` patterns, type parameters, functions, lambdas and classes.
+//! The binding constructs of the scope analysis, in pyflakes' order: assignments and
+//! `__all__`, imports, `global`, `try`/`except`, `match` patterns, type parameters, functions,
+//! lambdas and classes.
 
 use tree_sitter::Node;
 
-use super::python_scope::{Analyzer, Base, ExportOp, Item, Mode, ScopeKind, UnitDiagnostic};
+use super::python_scope::{
+    Analyzer, Base, BaseEvent, ExportOp, Item, Mode, Phase, ScopeKind, UnitDiagnostic, Work,
+};
 use super::python_tokens::SyntaxProblem;
 use super::text::{end_of_file, token_after};
 
+/// A function's or lambda's parameters: the names to bind in its body, and the annotations
+/// and defaults evaluated where it is defined.
+struct Parameters<'tree> {
+    names: Vec<String>,
+    annotations: Vec<Node<'tree>>,
+    defaults: Vec<Node<'tree>>,
+}
+
 impl<'tree> Analyzer<'_, 'tree> {
-    /// `globals()`, `locals()` or `vars()` with no arguments.
-    pub(super) fn is_namespace_call(&self, node: Node<'_>) -> bool {
-        if node.kind() != "call" {
-            return false;
-        }
-        let function = node.child_by_field_name("function").map(|f| self.text(f));
-        let arguments = node.child_by_field_name("arguments");
-        matches!(function, Some("globals" | "locals" | "vars"))
-            && arguments.is_some_and(|a| a.named_child_count() == 0)
-    }
-
-    pub(super) fn visit_call(&mut self, item: Item<'tree>) {
-        let node = item.node;
-        let function = node.child_by_field_name("function");
-        let name = function.map(|f| self.text(f)).unwrap_or("");
-        let first_arg = node
-            .child_by_field_name("arguments")
-            .and_then(|a| a.named_child(0));
-        let writes_builtins = name == "setattr"
-            && first_arg.is_some_and(|a| matches!(self.text(a), "builtins" | "__builtins__"));
-        if matches!(name, "exec" | "execfile") || writes_builtins {
-            self.facts.dynamic = true;
-        }
-        if let Some(function) = function.filter(|f| f.kind() == "attribute") {
-            let method = function
-                .child_by_field_name("attribute")
-                .map(|a| self.text(a));
-            let object = function.child_by_field_name("object");
-            let mutating = matches!(
-                method,
-                Some(
-                    "update"
-                        | "setdefault"
-                        | "__setitem__"
-                        | "__delitem__"
-                        | "pop"
-                        | "popitem"
-                        | "clear"
-                )
-            );
-            if mutating && object.is_some_and(|o| self.is_namespace_call(o)) {
-                self.facts.dynamic = true;
-            }
-        }
-        self.push_children(item, Mode::Load);
-    }
-
     /// CPython's parser rejects a positional argument after keyword arguments.
     pub(super) fn check_arguments(&mut self, node: Node<'_>) {
         let (mut keyword, mut unpacked) = (false, false);
@@ -83,6 +47,8 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
     }
 
+    /// The annotation, then the value, then the targets (pyflakes' `ANNASSIGN` and `ASSIGN`).
+    /// An annotation without a value binds nothing a load can see.
     pub(super) fn visit_assignment(&mut self, item: Item<'tree>) {
         let node = item.node;
         let left = node.child_by_field_name("left");
@@ -94,16 +60,33 @@ impl<'tree> Analyzer<'_, 'tree> {
             let names = right.map(|r| self.export_names(r)).unwrap_or_default();
             self.export(node, false, names);
         }
-        self.push_node(item, right, Mode::Load, item.scope);
-        self.push_node(
-            item,
-            node.child_by_field_name("type"),
-            Mode::Load,
-            item.scope,
-        );
-        self.push_node(item, left, Mode::Store, item.scope);
+        let mut works = Vec::new();
+        if let Some(annotation) = node.child_by_field_name("type") {
+            works.push(Work::Visit(Item {
+                node: annotation,
+                mode: Mode::Load,
+                annotation: true,
+                ..item
+            }));
+        }
+        if let Some(right) = right {
+            works.push(Self::visit_of(item, right, Mode::Load, item.scope));
+        }
+        let annotation_only = right.is_none() && left.is_some_and(|l| l.kind() == "identifier");
+        let at_base = item.scope == 0 && self.phase == Phase::Immediate;
+        match left {
+            Some(left) if annotation_only && at_base => {
+                let name = self.text(left).to_owned();
+                self.facts.events.push(BaseEvent::Annotate(name));
+            }
+            Some(_) if annotation_only => {}
+            Some(left) => works.push(Self::visit_of(item, left, Mode::Store, item.scope)),
+            None => {}
+        }
+        self.push_in_order(works);
     }
 
+    /// `x += v`: `x` is loaded, then `v`, then `x` is stored (pyflakes' `AUGASSIGN`).
     pub(super) fn visit_augmented(&mut self, item: Item<'tree>) {
         let node = item.node;
         let left = node.child_by_field_name("left");
@@ -116,8 +99,17 @@ impl<'tree> Analyzer<'_, 'tree> {
                 self.export(node, true, names);
             }
         }
-        self.push_node(item, right, Mode::Load, item.scope);
-        self.push_node(item, left, Mode::Load, item.scope);
+        let mut works = Vec::new();
+        if let Some(left) = left.filter(|l| l.kind() == "identifier") {
+            works.push(Self::visit_of(item, left, Mode::Load, item.scope));
+        }
+        if let Some(right) = right {
+            works.push(Self::visit_of(item, right, Mode::Load, item.scope));
+        }
+        if let Some(left) = left {
+            works.push(Self::visit_of(item, left, Mode::Store, item.scope));
+        }
+        self.push_in_order(works);
     }
 
     pub(super) fn export(&mut self, statement: Node<'_>, extend: bool, names: Vec<String>) {
@@ -193,19 +185,25 @@ impl<'tree> Analyzer<'_, 'tree> {
 
     pub(super) fn visit_import(&mut self, item: Item<'tree>) {
         let node = item.node;
+        let at_base = item.scope == 0 && self.phase == Phase::Immediate;
         if node.kind() == "future_import_statement" {
             let mut cursor = node.walk();
-            for child in node.named_children(&mut cursor) {
+            let names: Vec<Node<'tree>> = node.named_children(&mut cursor).collect();
+            for child in names {
+                if at_base && self.text(child) == "annotations" {
+                    self.facts.events.push(BaseEvent::FutureAnnotations);
+                }
                 self.bind_import(child, item.scope);
             }
             return;
         }
         let mut cursor = node.walk();
-        if node
-            .named_children(&mut cursor)
-            .any(|c| c.kind() == "wildcard_import")
+        if at_base
+            && node
+                .named_children(&mut cursor)
+                .any(|c| c.kind() == "wildcard_import")
         {
-            self.facts.star_import = true;
+            self.facts.events.push(BaseEvent::StarImport);
         }
         let mut cursor = node.walk();
         let names: Vec<Node<'tree>> = node.children_by_field_name("name", &mut cursor).collect();
@@ -226,7 +224,13 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
     }
 
+    /// `global`/`nonlocal` below the module scope binds the names in every enclosing scope
+    /// and in the module, and pyflakes then drops every undefined-name report for them; at
+    /// module level it does nothing.
     pub(super) fn visit_global(&mut self, item: Item<'tree>) {
+        if item.scope == 0 && self.base == Base::Module {
+            return;
+        }
         let mut cursor = item.node.walk();
         let names: Vec<String> = item
             .node
@@ -236,11 +240,8 @@ impl<'tree> Analyzer<'_, 'tree> {
             .collect();
         for name in names {
             let mut scope = item.scope;
-            loop {
+            while scope != 0 {
                 self.bind(scope, &name);
-                if scope == 0 {
-                    break;
-                }
                 scope = self.scopes[scope].parent;
             }
             self.facts.module_binds.push(name);
@@ -276,6 +277,53 @@ impl<'tree> Analyzer<'_, 'tree> {
                 ..item
             });
         }
+    }
+
+    /// `except E as name:` binds `name` for the handler only; the exception types and the
+    /// handler's body run in between (pyflakes' `EXCEPTHANDLER`).
+    pub(super) fn visit_except(&mut self, item: Item<'tree>) {
+        let node = item.node;
+        let value = node.child_by_field_name("value");
+        // `except E as name` parses as a value `E as name` (an `as_pattern`), or with the
+        // name in an `alias` field.
+        let pattern = value.filter(|value| value.kind() == "as_pattern");
+        let (types, alias) = match pattern {
+            Some(pattern) => (
+                pattern.named_child(0),
+                pattern
+                    .child_by_field_name("alias")
+                    .and_then(|alias| alias.named_child(0).or(Some(alias))),
+            ),
+            None => (value, node.child_by_field_name("alias")),
+        };
+        let skipped = [value, node.child_by_field_name("alias")];
+        let mut cursor = node.walk();
+        let rest: Vec<Node<'tree>> = node
+            .named_children(&mut cursor)
+            .filter(|child| !skipped.contains(&Some(*child)))
+            .collect();
+        let name = alias
+            .filter(|alias| alias.kind() == "identifier")
+            .map(|alias| self.text(alias).to_owned());
+        let mut works = Vec::new();
+        if let Some(name) = &name {
+            works.push(Work::ExceptEnter {
+                scope: item.scope,
+                name: name.clone(),
+            });
+        }
+        works.extend(types.map(|types| Self::visit_of(item, types, Mode::Load, item.scope)));
+        works.extend(
+            rest.into_iter()
+                .map(|child| Self::visit_of(item, child, Mode::Load, item.scope)),
+        );
+        if let Some(name) = name {
+            works.push(Work::ExceptExit {
+                scope: item.scope,
+                name,
+            });
+        }
+        self.push_in_order(works);
     }
 
     /// A problem reported at the first token after `node` (or the end of its last line).
@@ -318,7 +366,7 @@ impl<'tree> Analyzer<'_, 'tree> {
                         let name = self.text(first).to_owned();
                         self.bind(item.scope, &name);
                     }
-                    Some(first) => self.load(first, item.scope, item.guarded),
+                    Some(first) => self.load(first, item),
                     None => {}
                 }
             }
@@ -369,7 +417,7 @@ impl<'tree> Analyzer<'_, 'tree> {
                         ..item
                     });
                 }
-                self.stack.extend(queued);
+                self.stack.extend(queued.into_iter().rev().map(Work::Visit));
             }
             "string"
             | "concatenated_string"
@@ -383,6 +431,7 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
     }
 
+    /// `type X[T] = value`: `X` is bound; the value is evaluated lazily, so it is deferred.
     pub(super) fn visit_type_alias(&mut self, item: Item<'tree>) {
         let node = item.node;
         let left = node.child_by_field_name("left");
@@ -401,10 +450,14 @@ impl<'tree> Analyzer<'_, 'tree> {
                 self.bind_type_params(params, scope, item);
             }
         }
-        self.push_node(item, node.child_by_field_name("right"), Mode::Load, scope);
+        if let Some(value) = node.child_by_field_name("right") {
+            let body = vec![Self::visit_of(item, value, Mode::Load, scope)];
+            self.deferred.push_back(body);
+        }
     }
 
-    /// Binds PEP 695 type parameters in `scope`; bounds and constraints are loads there.
+    /// Binds PEP 695 type parameters in `scope`; their bounds and constraints are evaluated
+    /// lazily, so they are deferred.
     pub(super) fn bind_type_params(
         &mut self,
         params: Node<'tree>,
@@ -430,79 +483,123 @@ impl<'tree> Analyzer<'_, 'tree> {
                     self.facts.type_params.push(name);
                 }
             }
-            self.push_node(item, rest, Mode::Load, scope);
+            if let Some(rest) = rest {
+                let body = vec![Self::visit_of(item, rest, Mode::Load, scope)];
+                self.deferred.push_back(body);
+            }
         }
     }
 
+    /// Decorators come first (they precede the definition); then the type parameters, the
+    /// annotations and the defaults where the function is defined, then its name is bound;
+    /// the body, with the parameters bound, is deferred (pyflakes' `FUNCTIONDEF`/`LAMBDA`).
     pub(super) fn visit_function(&mut self, item: Item<'tree>) {
         let node = item.node;
-        if let Some(name) = node.child_by_field_name("name") {
-            let name = self.text(name).to_owned();
-            self.bind(item.scope, &name);
-        }
         let mut outer = item.scope;
         if let Some(params) = node.child_by_field_name("type_parameters") {
             outer = self.new_scope(ScopeKind::Type, item.scope);
             self.bind_type_params(params, outer, item);
         }
         let scope = self.new_scope(ScopeKind::Function, outer);
-        let body_item = Item {
-            guarded: false,
-            ..item
-        };
-        self.push_node(
-            body_item,
-            node.child_by_field_name("body"),
-            Mode::Load,
-            scope,
-        );
-        self.push_node(
-            item,
-            node.child_by_field_name("return_type"),
-            Mode::Load,
-            outer,
-        );
-        if let Some(params) = node.child_by_field_name("parameters") {
-            self.visit_parameters(
-                params,
-                node,
-                scope,
-                Item {
+        let mut parameters = self.parameters(node.child_by_field_name("parameters"), node);
+        parameters
+            .annotations
+            .extend(node.child_by_field_name("return_type"));
+        let name = node
+            .child_by_field_name("name")
+            .map(|name| self.text(name).to_owned());
+        let mut works: Vec<Work<'tree>> = parameters
+            .annotations
+            .iter()
+            .map(|&annotation| {
+                Work::Visit(Item {
+                    node: annotation,
+                    mode: Mode::Load,
                     scope: outer,
+                    annotation: true,
                     ..item
-                },
-            );
+                })
+            })
+            .collect();
+        works.extend(
+            parameters
+                .defaults
+                .iter()
+                .map(|&default| Self::visit_of(item, default, Mode::Load, outer)),
+        );
+        works.push(Work::Defer(Self::body(
+            item,
+            &parameters.names,
+            node.child_by_field_name("body"),
+            scope,
+        )));
+        if let Some(name) = name {
+            works.push(Work::Bind {
+                scope: item.scope,
+                name,
+            });
         }
+        self.push_in_order(works);
     }
 
+    /// Defaults where the lambda is; its body, with the parameters bound, deferred.
     pub(super) fn visit_lambda(&mut self, item: Item<'tree>) {
         let node = item.node;
         let scope = self.new_scope(ScopeKind::Function, item.scope);
-        let body_item = Item {
-            guarded: false,
-            ..item
-        };
-        self.push_node(
-            body_item,
+        let parameters = self.parameters(node.child_by_field_name("parameters"), node);
+        let mut works: Vec<Work<'tree>> = parameters
+            .defaults
+            .iter()
+            .map(|&default| Self::visit_of(item, default, Mode::Load, item.scope))
+            .collect();
+        works.push(Work::Defer(Self::body(
+            item,
+            &parameters.names,
             node.child_by_field_name("body"),
-            Mode::Load,
             scope,
-        );
-        if let Some(params) = node.child_by_field_name("parameters") {
-            self.visit_parameters(params, node, scope, item);
-        }
+        )));
+        self.push_in_order(works);
     }
 
-    /// Binds parameters in `scope`, queues defaults and annotations in `outer.scope`, and
-    /// reports duplicate arguments and non-default-after-default parameters.
-    pub(super) fn visit_parameters(
-        &mut self,
-        params: Node<'tree>,
-        function: Node<'_>,
+    /// A deferred body: bind the parameters, then walk the body, outside any `try` of the
+    /// definition (pyflakes runs deferred bodies with no `except` handlers in force).
+    fn body(
+        item: Item<'tree>,
+        names: &[String],
+        body: Option<Node<'tree>>,
         scope: usize,
-        outer: Item<'tree>,
-    ) {
-        let mut names: Vec<String> = Vec::new();
+    ) -> Vec<Work<'tree>> {
+        let mut works: Vec<Work<'tree>> = names
+            .iter()
+            .map(|name| Work::Bind {
+                scope,
+                name: name.clone(),
+            })
+            .collect();
+        if let Some(body) = body {
+            works.push(Work::Visit(Item {
+                node: body,
+                mode: Mode::Load,
+                scope,
+                guarded: false,
+                annotation: false,
+                ..item
+            }));
+        }
+        works
+    }
+
+    /// Reads a parameter list: names, annotations and defaults, reporting duplicate
+    /// arguments and non-default-after-default parameters.
+    fn parameters(&mut self, params: Option<Node<'tree>>, function: Node<'_>) -> Parameters<'tree> {
+        let mut parameters = Parameters {
+            names: Vec::new(),
+            annotations: Vec::new(),
+            defaults: Vec::new(),
+        };
+        let Some(params) = params else {
+            return parameters;
+        };
         let (mut seen_default, mut seen_star) = (false, false);
         let mut cursor = params.walk();
         let children: Vec<Node<'tree>> = params.named_children(&mut cursor).collect();
@@ -521,8 +618,8 @@ impl<'tree> Analyzer<'_, 'tree> {
                 ),
                 _ => (Some(param), None, None),
             };
-            self.push_node(outer, default, Mode::Load, outer.scope);
-            self.push_node(outer, annotation, Mode::Load, outer.scope);
+            parameters.defaults.extend(default);
+            parameters.annotations.extend(annotation);
             let Some(name) = name else { continue };
             let is_star = matches!(name.kind(), "list_splat_pattern" | "keyword_separator");
             let is_plain = name.kind() == "identifier" && default.is_none();
@@ -534,12 +631,11 @@ impl<'tree> Analyzer<'_, 'tree> {
             }
             seen_default |= default.is_some();
             seen_star |= is_star || name.kind() == "dictionary_splat_pattern";
-            self.collect_param_names(name, &mut names);
+            self.collect_param_names(name, &mut parameters.names);
         }
         let (row, col) = self.position(function);
-        for (index, name) in names.iter().enumerate() {
-            self.bind(scope, name);
-            if names[..index].contains(name) {
+        for (index, name) in parameters.names.iter().enumerate() {
+            if parameters.names[..index].contains(name) {
                 self.facts.diagnostics.push(UnitDiagnostic {
                     row,
                     col,
@@ -548,6 +644,7 @@ impl<'tree> Analyzer<'_, 'tree> {
                 });
             }
         }
+        parameters
     }
 
     pub(super) fn collect_param_names(&self, node: Node<'_>, names: &mut Vec<String>) {
@@ -563,26 +660,39 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
     }
 
+    /// Decorators come first (they precede the definition); then the type parameters, the
+    /// bases and keywords, the body in the class's scope, and last the class's name
+    /// (pyflakes' `CLASSDEF`). A class unit's header leaves out the body, and the name is
+    /// bound by the module pass after the members.
     pub(super) fn visit_class(&mut self, item: Item<'tree>) {
         let node = item.node;
-        if let Some(name) = node.child_by_field_name("name") {
-            let name = self.text(name).to_owned();
-            self.bind(item.scope, &name);
-        }
+        let name = node
+            .child_by_field_name("name")
+            .map(|name| self.text(name).to_owned());
         let mut outer = item.scope;
         if let Some(params) = node.child_by_field_name("type_parameters") {
             outer = self.new_scope(ScopeKind::Type, item.scope);
             self.bind_type_params(params, outer, item);
         }
         let scope = self.new_scope(ScopeKind::Class, outer);
-        if !(self.header_only && item.scope == 0) {
-            self.push_node(item, node.child_by_field_name("body"), Mode::Load, scope);
+        let header = self.header_only && item.scope == 0;
+        let mut works = Vec::new();
+        if let Some(bases) = node.child_by_field_name("superclasses") {
+            works.push(Self::visit_of(item, bases, Mode::Load, outer));
         }
-        self.push_node(
-            item,
-            node.child_by_field_name("superclasses"),
-            Mode::Load,
-            outer,
-        );
+        if header {
+            self.facts.class_name = name;
+        } else {
+            if let Some(body) = node.child_by_field_name("body") {
+                works.push(Self::visit_of(item, body, Mode::Load, scope));
+            }
+            if let Some(name) = name {
+                works.push(Work::Bind {
+                    scope: item.scope,
+                    name,
+                });
+            }
+        }
+        self.push_in_order(works);
     }
 }

@@ -2,14 +2,16 @@
 //!
 //! A unit is a top-level statement, or one statement of a top-level class body. Units keep
 //! their facts across edits: after an incremental re-parse only the units that overlap the
-//! edit, or whose byte range no longer matches an old unit, are analysed again.
+//! edit, or whose byte range no longer matches an old unit, are analysed again. The module
+//! pass then replays every unit's base-scope events in source order, as pyflakes binds
+//! names in order and checks deferred function bodies against the finished module.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tree_sitter::Node;
 
-use super::python_scope::{Base, Facts, analyze};
+use super::python_scope::{Base, BaseEvent, Facts, FreeName, analyze};
 use super::python_tokens::SyntaxProblem;
 
 /// A name-check diagnostic at an absolute 0-based row and byte column.
@@ -185,32 +187,53 @@ impl Units {
         problems
     }
 
-    /// F821, F822 and F831 for the whole module.
+    /// F821, F822 and F831 for the whole module: every unit's base-scope events replayed in
+    /// module order (a class unit: its header, its members in the class's scope, then its
+    /// name), then the deferred loads against the module as it is at the end.
     pub(crate) fn diagnostics(&self, package_init: bool) -> Vec<NameDiagnostic> {
-        let mut module: HashSet<&str> = HashSet::new();
-        let (mut star, mut dynamic) = (false, false);
+        let mut exempt: HashSet<&str> = HashSet::new();
         for unit in &self.units {
-            let top = match &unit.body {
-                UnitBody::Plain(facts) => facts.as_ref(),
-                UnitBody::Class(class) => &class.header,
-            };
-            module.extend(top.binds.iter().map(String::as_str));
             for_each_facts(unit, |_, facts| {
-                module.extend(facts.module_binds.iter().map(String::as_str));
-                star |= facts.star_import;
-                dynamic |= facts.dynamic;
+                exempt.extend(facts.module_binds.iter().map(String::as_str));
             });
         }
         if package_init {
-            module.insert("__path__");
+            exempt.insert("__path__");
         }
-        let check_names = !star && !dynamic;
-        let mut out = Vec::new();
+        let mut pass = ModulePass::default();
         for unit in &self.units {
-            unit_diagnostics(unit, &module, check_names, &mut out);
+            match &unit.body {
+                UnitBody::Plain(facts) => pass.unit(unit.start_row, facts, None),
+                UnitBody::Class(class) => {
+                    pass.unit(unit.start_row, &class.header, None);
+                    let type_params: HashSet<String> =
+                        class.header.type_params.iter().cloned().collect();
+                    let mut scope = ClassScope {
+                        binds: HashSet::new(),
+                        saved: Vec::new(),
+                        type_params,
+                    };
+                    for member in &class.members {
+                        pass.unit(unit.start_row + member.row, &member.facts, Some(&mut scope));
+                    }
+                    if let Some(name) = &class.header.class_name {
+                        pass.bound.insert(name.clone());
+                    }
+                }
+            }
         }
-        if check_names && !package_init {
-            self.export_diagnostics(&module, &mut out);
+        // pyflakes takes back every undefined-name report for a `global`/`nonlocal` name.
+        let mut out: Vec<NameDiagnostic> = pass
+            .finish()
+            .into_iter()
+            .filter(|d| d.name.as_deref().is_none_or(|name| !exempt.contains(name)))
+            .map(Pending::into_diagnostic)
+            .collect();
+        if !pass.star && !package_init {
+            let mut defined: HashSet<&str> = pass.bound.iter().map(String::as_str).collect();
+            defined.extend(pass.annotated.iter().map(String::as_str));
+            defined.extend(exempt.iter().copied());
+            self.export_diagnostics(&defined, &mut out);
         }
         out
     }
@@ -257,95 +280,158 @@ fn for_each_facts<'a>(unit: &'a Unit, mut visit: impl FnMut(usize, &'a Facts)) {
     }
 }
 
-fn undefined(row: usize, col: usize, name: &str) -> NameDiagnostic {
-    NameDiagnostic {
-        row,
-        col,
-        code: "F821",
-        message: format!("undefined name '{name}'"),
+/// A diagnostic of the module pass; `name` is the undefined name of an F821.
+struct Pending {
+    row: usize,
+    col: usize,
+    code: &'static str,
+    message: String,
+    name: Option<String>,
+}
+
+impl Pending {
+    fn undefined(row: usize, free: &FreeName) -> Self {
+        Self {
+            row: row + free.row,
+            col: free.col,
+            code: "F821",
+            message: format!("undefined name '{}'", free.name),
+            name: Some(free.name.clone()),
+        }
+    }
+
+    fn into_diagnostic(self) -> NameDiagnostic {
+        NameDiagnostic {
+            row: self.row,
+            col: self.col,
+            code: self.code,
+            message: self.message,
+        }
     }
 }
 
-/// The scopes a unit's free names are resolved against.
-struct Lookup<'a> {
-    module: &'a HashSet<&'a str>,
-    /// For class members: the class body's bindings and the class's type parameters.
-    class: Option<(&'a HashSet<&'a str>, &'a HashSet<&'a str>)>,
-    check_names: bool,
+/// A top-level class's scope while its members are replayed.
+struct ClassScope {
+    binds: HashSet<String>,
+    /// For each open `except ... as name:`: whether the name was bound before.
+    saved: Vec<bool>,
+    type_params: HashSet<String>,
 }
 
-fn unit_diagnostics(
-    unit: &Unit,
-    module: &HashSet<&str>,
-    check_names: bool,
-    out: &mut Vec<NameDiagnostic>,
-) {
-    let top = Lookup {
-        module,
-        class: None,
-        check_names,
-    };
-    match &unit.body {
-        UnitBody::Plain(facts) => facts_diagnostics(unit.start_row, facts, &top, out),
-        UnitBody::Class(class) => {
-            facts_diagnostics(unit.start_row, &class.header, &top, out);
-            let binds: HashSet<&str> = class
-                .members
-                .iter()
-                .flat_map(|m| m.facts.binds.iter().map(String::as_str))
-                .collect();
-            let type_params: HashSet<&str> = class
-                .header
-                .type_params
-                .iter()
-                .map(String::as_str)
-                .collect();
-            let lookup = Lookup {
-                module,
-                class: Some((&binds, &type_params)),
-                check_names,
-            };
-            for member in &class.members {
-                facts_diagnostics(unit.start_row + member.row, &member.facts, &lookup, out);
+/// The module scope as the units' events are replayed in order.
+#[derive(Default)]
+struct ModulePass<'a> {
+    /// What the module binds now.
+    bound: HashSet<String>,
+    /// Names annotated without a value (`__all__` may list them).
+    annotated: HashSet<String>,
+    /// A `from module import *` was seen: undefined names are F405, not F821.
+    star: bool,
+    /// `from __future__ import annotations`: annotations are evaluated last.
+    future_annotations: bool,
+    /// For each open module-level `except ... as name:`: whether the name was bound before.
+    saved: Vec<bool>,
+    /// Loads that see the module as it is at its end (their class's type parameters already
+    /// checked), with the row of their unit.
+    deferred: Vec<(usize, &'a FreeName)>,
+    out: Vec<Pending>,
+}
+
+impl<'a> ModulePass<'a> {
+    /// Replays one unit whose first row is `row`; `class` is the top-level class a member
+    /// belongs to.
+    fn unit(&mut self, row: usize, facts: &'a Facts, mut class: Option<&mut ClassScope>) {
+        for diagnostic in &facts.diagnostics {
+            self.out.push(Pending {
+                row: row + diagnostic.row,
+                col: diagnostic.col,
+                code: diagnostic.code,
+                message: diagnostic.message.clone(),
+                name: None,
+            });
+        }
+        for free in &facts.undefined {
+            self.out.push(Pending::undefined(row, free));
+        }
+        for event in &facts.events {
+            self.event(row, event, class.as_deref_mut());
+        }
+        for free in &facts.deferred {
+            if !class
+                .as_ref()
+                .is_some_and(|class| class.type_params.contains(&free.name))
+            {
+                self.deferred.push((row, free));
             }
         }
     }
-}
 
-fn facts_diagnostics(
-    row: usize,
-    facts: &Facts,
-    lookup: &Lookup<'_>,
-    out: &mut Vec<NameDiagnostic>,
-) {
-    for diagnostic in &facts.diagnostics {
-        if diagnostic.code == "F821" && !lookup.check_names {
-            continue;
+    fn event(&mut self, row: usize, event: &'a BaseEvent, class: Option<&mut ClassScope>) {
+        if let BaseEvent::Annotate(name) = event {
+            if class.is_none() {
+                self.annotated.insert(name.clone());
+            }
+            return;
         }
-        out.push(NameDiagnostic {
-            row: row + diagnostic.row,
-            col: diagnostic.col,
-            code: diagnostic.code,
-            message: diagnostic.message.clone(),
-        });
-    }
-    if !lookup.check_names {
-        return;
-    }
-    for free in &facts.free {
-        let name = free.name.as_str();
-        let in_class = lookup.class.is_some_and(|(binds, type_params)| {
-            (free.class_visible && binds.contains(name)) || type_params.contains(name)
-        });
-        if !in_class && !lookup.module.contains(name) {
-            out.push(undefined(row + free.row, free.col, name));
+        let (binds, saved) = match class {
+            Some(class) => {
+                if let BaseEvent::Load(free) = event {
+                    let seen = (free.class_visible && class.binds.contains(&free.name))
+                        || class.type_params.contains(&free.name);
+                    if !seen {
+                        self.load(row, free);
+                    }
+                    return;
+                }
+                (&mut class.binds, &mut class.saved)
+            }
+            None => {
+                if let BaseEvent::Load(free) = event {
+                    self.load(row, free);
+                    return;
+                }
+                (&mut self.bound, &mut self.saved)
+            }
+        };
+        match event {
+            BaseEvent::Bind(name) => {
+                binds.insert(name.clone());
+            }
+            BaseEvent::Delete(free) => {
+                if !binds.remove(&free.name) {
+                    self.out.push(Pending::undefined(row, free));
+                }
+            }
+            BaseEvent::ExceptEnter(name) => saved.push(!binds.insert(name.clone())),
+            BaseEvent::ExceptExit(name) => {
+                if !saved.pop().unwrap_or(false) {
+                    binds.remove(name);
+                }
+            }
+            BaseEvent::StarImport => self.star = true,
+            BaseEvent::FutureAnnotations => self.future_annotations = true,
+            BaseEvent::Load(_) | BaseEvent::Annotate(_) => {}
         }
     }
-    let scope = lookup.class.map_or(lookup.module, |(binds, _)| binds);
-    for deleted in &facts.deletes {
-        if !scope.contains(deleted.name.as_str()) {
-            out.push(undefined(row + deleted.row, deleted.col, &deleted.name));
+
+    /// A load of the module scope at this point of the module.
+    fn load(&mut self, row: usize, free: &'a FreeName) {
+        if free.annotation && self.future_annotations {
+            self.deferred.push((row, free));
+        } else if !self.bound.contains(&free.name) && !self.star {
+            self.out.push(Pending::undefined(row, free));
         }
+    }
+
+    /// The deferred loads, against the module at its end; then everything found.
+    fn finish(&mut self) -> Vec<Pending> {
+        let deferred = std::mem::take(&mut self.deferred);
+        for (row, free) in deferred {
+            if !self.star && !self.bound.contains(&free.name) {
+                self.out.push(Pending::undefined(row, free));
+            }
+        }
+        std::mem::take(&mut self.out)
     }
 }
 

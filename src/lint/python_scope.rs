@@ -1,10 +1,18 @@
-//! Flow-insensitive pyflakes-style scope analysis of one subtree (a "unit") of a tree-sitter
-//! Python tree: which names it binds in its enclosing scope, which loads it leaves unresolved,
-//! duplicate arguments, and a few constructs tree-sitter accepts but CPython rejects.
+//! Pyflakes-style scope analysis of one subtree (a "unit") of a tree-sitter Python tree, in
+//! pyflakes' order: statements are walked in source order (an assignment's value before its
+//! targets, a `for`'s iterable before its target, a comprehension's clauses before its element),
+//! and function and lambda bodies are deferred until the rest is done, as pyflakes defers them
+//! to the end of the module. A load sees what is bound at that moment: a local read before its
+//! first assignment is undefined, a module-level use before the definition too, while a body
+//! that runs later sees its enclosing scopes complete.
+//!
+//! What reaches the unit's base scope (the module, or a class body) cannot be decided here: it
+//! is recorded as ordered [`BaseEvent`]s, or as a deferred load, and
+//! [`super::python_names`] replays every unit's events in module order.
 //!
 //! The walk uses an explicit work stack, so deeply nested expressions cannot overflow the stack.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use tree_sitter::Node;
 
@@ -18,7 +26,7 @@ pub(crate) enum Base {
     Class,
 }
 
-/// A load that no scope inside the unit binds; it is resolved against the enclosing scope.
+/// A name looked up (or deleted) in the unit's base scope.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FreeName {
     pub name: String,
@@ -28,6 +36,30 @@ pub(crate) struct FreeName {
     /// A class body enclosing the unit is visible from this load (pyflakes: only direct
     /// loads and loads in comprehensions or type scopes see class names).
     pub class_visible: bool,
+    /// The load is part of an annotation (deferred under `from __future__ import annotations`).
+    pub annotation: bool,
+}
+
+/// What the unit does to its base scope, in pyflakes' order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BaseEvent {
+    /// A binding (assignment, import, definition, loop target, ...).
+    Bind(String),
+    /// An annotation without a value (`x: int`): no binding a load can see, but a name
+    /// `__all__` may list.
+    Annotate(String),
+    /// A load the unit's own scopes do not bind.
+    Load(FreeName),
+    /// An unconditional `del name`.
+    Delete(FreeName),
+    /// `except ... as name:` starts: the name is bound for the handler.
+    ExceptEnter(String),
+    /// The handler ends: the name is unbound again, unless it was bound before.
+    ExceptExit(String),
+    /// `from module import *`.
+    StarImport,
+    /// `from __future__ import annotations`.
+    FutureAnnotations,
 }
 
 /// How `__all__` is changed by one statement at module level.
@@ -52,21 +84,24 @@ pub(crate) struct UnitDiagnostic {
 /// What one unit contributes to the module-level verdict. Rows are relative to the unit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Facts {
-    /// Names bound in the enclosing (base) scope.
-    pub binds: Vec<String>,
-    /// Names declared `global`/`nonlocal` anywhere inside: pyflakes binds them in the module.
+    /// What the unit does to its base scope, in order.
+    pub events: Vec<BaseEvent>,
+    /// Loads from deferred code (function and lambda bodies, and the annotations in them)
+    /// that reach the base scope: they see the module as it is at its end.
+    pub deferred: Vec<FreeName>,
+    /// Names declared `global`/`nonlocal` below the module scope: pyflakes binds them in the
+    /// module and takes back every undefined-name report for them.
     pub module_binds: Vec<String>,
-    pub free: Vec<FreeName>,
-    /// `del name` at the base scope, checked against the base scope's bindings only.
-    pub deletes: Vec<FreeName>,
+    /// `del name` of a name its (inner) scope does not bind.
+    pub undefined: Vec<FreeName>,
     pub diagnostics: Vec<UnitDiagnostic>,
     pub syntax: Vec<SyntaxProblem>,
-    pub star_import: bool,
-    /// The module may create names at run time (`exec`, writes through `globals()`, ...).
-    pub dynamic: bool,
     pub exports: Vec<ExportOp>,
     /// Type parameters of a class header, visible to every member of the class.
     pub type_params: Vec<String>,
+    /// For a class header analysed without its body: the class's name, bound in the module
+    /// after the body.
+    pub class_name: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,14 +116,8 @@ pub(super) enum ScopeKind {
 pub(super) struct Scope {
     pub(super) kind: ScopeKind,
     pub(super) parent: usize,
+    /// What is bound in the scope now.
     pub(super) binds: HashSet<String>,
-}
-
-pub(super) struct Use {
-    pub(super) name: String,
-    pub(super) row: usize,
-    pub(super) col: usize,
-    pub(super) scope: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +137,31 @@ pub(super) struct Item<'tree> {
     pub(super) guarded: bool,
     /// Inside an `if`/`while`/conditional expression (pyflakes skips F821 for `del` there).
     pub(super) conditional: bool,
+    /// Part of an annotation.
+    pub(super) annotation: bool,
+}
+
+/// One step of the walk.
+pub(super) enum Work<'tree> {
+    /// Analyse a node.
+    Visit(Item<'tree>),
+    /// Bind a name in a scope (after the parts of its statement that come first).
+    Bind { scope: usize, name: String },
+    /// `except ... as name:` enters its handler.
+    ExceptEnter { scope: usize, name: String },
+    /// The handler is done.
+    ExceptExit { scope: usize, name: String },
+    /// Queue a body to run after everything that is not deferred.
+    Defer(Vec<Work<'tree>>),
+}
+
+/// Where the walk is: the unit's own code, the deferred bodies, or the annotations met in
+/// deferred bodies (resolved last, against complete scopes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    Immediate,
+    Deferred,
+    Late,
 }
 
 /// Analyses the subtree `unit` whose enclosing scope is `base`. With `header_only`, a class
@@ -130,10 +184,12 @@ pub(crate) fn analyze(
             parent: 0,
             binds: HashSet::new(),
         }],
-        uses: Vec::new(),
-        deletes: Vec::new(),
         facts: Facts::default(),
         stack: Vec::new(),
+        deferred: VecDeque::new(),
+        late: Vec::new(),
+        phase: Phase::Immediate,
+        except_saved: Vec::new(),
     };
     analyzer.push(Item {
         node: unit,
@@ -141,11 +197,25 @@ pub(crate) fn analyze(
         mode: Mode::Load,
         guarded: false,
         conditional: false,
+        annotation: false,
     });
-    while let Some(item) = analyzer.stack.pop() {
-        analyzer.visit(item);
+    loop {
+        while let Some(work) = analyzer.stack.pop() {
+            analyzer.run(work);
+        }
+        if let Some(body) = analyzer.deferred.pop_front() {
+            analyzer.phase = Phase::Deferred;
+            analyzer.stack.extend(body.into_iter().rev());
+        } else if !analyzer.late.is_empty() {
+            analyzer.phase = Phase::Late;
+            let late = std::mem::take(&mut analyzer.late);
+            analyzer
+                .stack
+                .extend(late.into_iter().rev().map(Work::Visit));
+        } else {
+            break;
+        }
     }
-    analyzer.resolve();
     analyzer.facts
 }
 
@@ -155,10 +225,14 @@ pub(super) struct Analyzer<'a, 'tree> {
     pub(super) header_only: bool,
     pub(super) base_row: usize,
     pub(super) scopes: Vec<Scope>,
-    pub(super) uses: Vec<Use>,
-    pub(super) deletes: Vec<(Use, bool)>,
     pub(super) facts: Facts,
-    pub(super) stack: Vec<Item<'tree>>,
+    pub(super) stack: Vec<Work<'tree>>,
+    pub(super) deferred: VecDeque<Vec<Work<'tree>>>,
+    pub(super) late: Vec<Item<'tree>>,
+    pub(super) phase: Phase,
+    /// For each open `except ... as name:` of an inner scope: whether the name was bound
+    /// before the handler.
+    pub(super) except_saved: Vec<bool>,
 }
 
 fn is_comprehension(kind: &str) -> bool {
@@ -182,7 +256,12 @@ impl<'tree> Analyzer<'_, 'tree> {
     }
 
     pub(super) fn push(&mut self, item: Item<'tree>) {
-        self.stack.push(item);
+        self.stack.push(Work::Visit(item));
+    }
+
+    /// Queues `works` to run in the order given (the stack runs the last pushed first).
+    pub(super) fn push_in_order(&mut self, works: Vec<Work<'tree>>) {
+        self.stack.extend(works.into_iter().rev());
     }
 
     pub(super) fn push_children(&mut self, item: Item<'tree>, mode: Mode) {
@@ -214,6 +293,21 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
     }
 
+    /// A visit of `node` in `mode` and `scope`, with `item`'s other flags.
+    pub(super) fn visit_of(
+        item: Item<'tree>,
+        node: Node<'tree>,
+        mode: Mode,
+        scope: usize,
+    ) -> Work<'tree> {
+        Work::Visit(Item {
+            node,
+            mode,
+            scope,
+            ..item
+        })
+    }
+
     pub(super) fn new_scope(&mut self, kind: ScopeKind, parent: usize) -> usize {
         self.scopes.push(Scope {
             kind,
@@ -223,27 +317,72 @@ impl<'tree> Analyzer<'_, 'tree> {
         self.scopes.len() - 1
     }
 
+    /// Binds `name` in `scope` now. In the base scope that is an event for the module pass;
+    /// deferred code binds nothing there but `global` names, which are recorded apart.
     pub(super) fn bind(&mut self, scope: usize, name: &str) {
         if scope == 0 {
-            self.facts.binds.push(name.to_owned());
-        }
-        if let Some(scope) = self.scopes.get_mut(scope) {
+            if self.phase == Phase::Immediate {
+                self.facts.events.push(BaseEvent::Bind(name.to_owned()));
+            }
+        } else if let Some(scope) = self.scopes.get_mut(scope) {
             scope.binds.insert(name.to_owned());
         }
     }
 
-    pub(super) fn load(&mut self, node: Node<'_>, scope: usize, guarded: bool) {
-        if guarded {
+    pub(super) fn load(&mut self, node: Node<'_>, item: Item<'_>) {
+        if item.guarded {
+            return;
+        }
+        let name = self.text(node).to_owned();
+        let Some(class_visible) = self.escapes(&name, item.scope) else {
+            return;
+        };
+        let in_class = match self.scopes.get(item.scope) {
+            Some(scope) if item.scope != 0 => scope.kind == ScopeKind::Class,
+            _ => self.base == Base::Class,
+        };
+        let class_magic = matches!(name.as_str(), "__module__" | "__qualname__");
+        let class_cell = name == "__class__" && self.base == Base::Class;
+        if is_builtin(&name) || (in_class && class_magic) || class_cell {
             return;
         }
         let (row, col) = self.position(node);
-        let name = self.text(node).to_owned();
-        self.uses.push(Use {
+        let free = FreeName {
             name,
             row,
             col,
-            scope,
-        });
+            class_visible,
+            annotation: item.annotation,
+        };
+        if self.phase == Phase::Immediate {
+            self.facts.events.push(BaseEvent::Load(free));
+        } else {
+            self.facts.deferred.push(free);
+        }
+    }
+
+    fn delete(&mut self, node: Node<'_>, item: Item<'_>) {
+        if item.conditional {
+            return;
+        }
+        let name = self.text(node).to_owned();
+        let (row, col) = self.position(node);
+        let free = FreeName {
+            name,
+            row,
+            col,
+            class_visible: true,
+            annotation: false,
+        };
+        if item.scope == 0 {
+            if self.phase == Phase::Immediate {
+                self.facts.events.push(BaseEvent::Delete(free));
+            }
+        } else if let Some(scope) = self.scopes.get_mut(item.scope)
+            && !scope.binds.remove(&free.name)
+        {
+            self.facts.undefined.push(free);
+        }
     }
 
     pub(super) fn syntax(&mut self, node: Node<'_>, message: &str) {
@@ -251,6 +390,44 @@ impl<'tree> Analyzer<'_, 'tree> {
         self.facts
             .syntax
             .push(SyntaxProblem::new(row, col, message));
+    }
+
+    fn run(&mut self, work: Work<'tree>) {
+        match work {
+            Work::Visit(item) => {
+                if item.annotation && self.phase == Phase::Deferred {
+                    self.late.push(item);
+                } else {
+                    self.visit(item);
+                }
+            }
+            Work::Bind { scope, name } => self.bind(scope, &name),
+            Work::ExceptEnter { scope, name } => {
+                if scope == 0 {
+                    if self.phase == Phase::Immediate {
+                        self.facts.events.push(BaseEvent::ExceptEnter(name));
+                    }
+                } else if let Some(data) = self.scopes.get_mut(scope) {
+                    let before = !data.binds.insert(name);
+                    self.except_saved.push(before);
+                }
+            }
+            Work::ExceptExit { scope, name } => {
+                if scope == 0 {
+                    if self.phase == Phase::Immediate {
+                        self.facts.events.push(BaseEvent::ExceptExit(name));
+                    }
+                } else {
+                    let before = self.except_saved.pop().unwrap_or(false);
+                    if let Some(data) = self.scopes.get_mut(scope)
+                        && !before
+                    {
+                        data.binds.remove(&name);
+                    }
+                }
+            }
+            Work::Defer(body) => self.deferred.push_back(body),
+        }
     }
 
     fn visit(&mut self, item: Item<'tree>) {
@@ -264,7 +441,7 @@ impl<'tree> Analyzer<'_, 'tree> {
             Mode::Load => {}
         }
         match node.kind() {
-            "identifier" => self.load(node, item.scope, item.guarded),
+            "identifier" => self.load(node, item),
             "attribute" => self.push_node(
                 item,
                 node.child_by_field_name("object"),
@@ -277,16 +454,13 @@ impl<'tree> Analyzer<'_, 'tree> {
                 Mode::Load,
                 item.scope,
             ),
-            "call" => self.visit_call(item),
+            "call" => self.push_children(item, Mode::Load),
             "argument_list" => {
                 self.check_arguments(node);
                 self.push_children(item, Mode::Load);
             }
             "lambda" => self.visit_lambda(item),
-            kind if is_comprehension(kind) => {
-                let scope = self.new_scope(ScopeKind::Generator, item.scope);
-                self.push_children(Item { scope, ..item }, Mode::Load);
-            }
+            kind if is_comprehension(kind) => self.visit_comprehension(item),
             "for_in_clause" | "for_statement" => self.visit_for(item),
             "named_expression" => self.visit_walrus(item),
             "string" => self.visit_string(item),
@@ -315,26 +489,49 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
     }
 
-    /// `for` targets bind; the iterable, body and `else` are loads.
+    /// The iterable first, then the target, then the body and `else` (pyflakes handles a
+    /// node's `iter` field first).
     fn visit_for(&mut self, item: Item<'tree>) {
         let node = item.node;
         let left = node.child_by_field_name("left");
-        self.push_node(item, left, Mode::Store, item.scope);
         let mut cursor = node.walk();
         let rest: Vec<Node<'tree>> = node
             .named_children(&mut cursor)
             .filter(|child| Some(*child) != left)
             .collect();
-        for child in rest.into_iter().rev() {
-            self.push(Item {
-                node: child,
-                mode: Mode::Load,
-                ..item
-            });
-        }
+        let (iterables, blocks): (Vec<_>, Vec<_>) = rest
+            .into_iter()
+            .partition(|child| !matches!(child.kind(), "block" | "else_clause"));
+        let mut works: Vec<Work<'tree>> = iterables
+            .into_iter()
+            .map(|child| Self::visit_of(item, child, Mode::Load, item.scope))
+            .collect();
+        works.extend(left.map(|left| Self::visit_of(item, left, Mode::Store, item.scope)));
+        works.extend(
+            blocks
+                .into_iter()
+                .map(|child| Self::visit_of(item, child, Mode::Load, item.scope)),
+        );
+        self.push_in_order(works);
     }
 
-    /// A walrus binds in the nearest scope that is not a comprehension.
+    /// A comprehension's own scope: its clauses in order, then its element.
+    fn visit_comprehension(&mut self, item: Item<'tree>) {
+        let node = item.node;
+        let scope = self.new_scope(ScopeKind::Generator, item.scope);
+        let body = node.child_by_field_name("body");
+        let mut cursor = node.walk();
+        let mut works: Vec<Work<'tree>> = node
+            .named_children(&mut cursor)
+            .filter(|child| Some(*child) != body)
+            .map(|child| Self::visit_of(item, child, Mode::Load, scope))
+            .collect();
+        works.extend(body.map(|body| Self::visit_of(item, body, Mode::Load, scope)));
+        self.push_in_order(works);
+    }
+
+    /// The value first; then the name is bound in the nearest scope that is not a
+    /// comprehension.
     fn visit_walrus(&mut self, item: Item<'tree>) {
         let node = item.node;
         let mut scope = item.scope;
@@ -345,16 +542,15 @@ impl<'tree> Analyzer<'_, 'tree> {
         {
             scope = self.scopes[scope].parent;
         }
+        let mut works = Vec::new();
+        if let Some(value) = node.child_by_field_name("value") {
+            works.push(Self::visit_of(item, value, Mode::Load, item.scope));
+        }
         if let Some(name) = node.child_by_field_name("name") {
             let name = self.text(name).to_owned();
-            self.bind(scope, &name);
+            works.push(Work::Bind { scope, name });
         }
-        self.push_node(
-            item,
-            node.child_by_field_name("value"),
-            Mode::Load,
-            item.scope,
-        );
+        self.push_in_order(works);
     }
 
     /// Only the replacement fields of an f-string hold names (string annotations are not
@@ -388,27 +584,7 @@ impl<'tree> Analyzer<'_, 'tree> {
             "function_definition" => self.visit_function(item),
             "class_definition" => self.visit_class(item),
             "try_statement" => self.visit_try(item),
-            "except_clause" => {
-                self.push_node(
-                    item,
-                    node.child_by_field_name("alias"),
-                    Mode::Store,
-                    item.scope,
-                );
-                let alias = node.child_by_field_name("alias");
-                let mut cursor = node.walk();
-                let rest: Vec<Node<'tree>> = node
-                    .named_children(&mut cursor)
-                    .filter(|c| Some(*c) != alias)
-                    .collect();
-                for child in rest.into_iter().rev() {
-                    self.push(Item {
-                        node: child,
-                        mode: Mode::Load,
-                        ..item
-                    });
-                }
-            }
+            "except_clause" => self.visit_except(item),
             "as_pattern" => {
                 let alias = node.child_by_field_name("alias");
                 self.push_node(item, alias, Mode::Store, item.scope);
@@ -444,9 +620,6 @@ impl<'tree> Analyzer<'_, 'tree> {
                         &format!("SyntaxError: Missing parentheses in call to '{which}'. Did you mean {which}(...)?"),
                     );
                 }
-                if node.kind() == "exec_statement" {
-                    self.facts.dynamic = true;
-                }
                 self.push_children(item, Mode::Load);
             }
             _ => self.push_children(item, Mode::Load),
@@ -458,36 +631,18 @@ impl<'tree> Analyzer<'_, 'tree> {
         let node = item.node;
         match node.kind() {
             "identifier" => {
-                let name = self.text(node).to_owned();
                 if item.mode == Mode::Store {
+                    let name = self.text(node).to_owned();
                     self.bind(item.scope, &name);
                 } else {
-                    let (row, col) = self.position(node);
-                    let entry = Use {
-                        name,
-                        row,
-                        col,
-                        scope: item.scope,
-                    };
-                    self.deletes.push((entry, item.conditional));
+                    self.delete(node, item);
                 }
             }
             "attribute" => {
                 let object = node.child_by_field_name("object");
-                if object.is_some_and(|o| matches!(self.text(o), "builtins" | "__builtins__")) {
-                    self.facts.dynamic = true;
-                }
                 self.push_node(item, object, Mode::Load, item.scope);
             }
-            "subscript" => {
-                let value = node.child_by_field_name("value");
-                if value
-                    .is_some_and(|v| self.is_namespace_call(v) || self.text(v) == "__builtins__")
-                {
-                    self.facts.dynamic = true;
-                }
-                self.push_children(item, Mode::Load);
-            }
+            "subscript" => self.push_children(item, Mode::Load),
             "tuple_pattern"
             | "list_pattern"
             | "pattern_list"
@@ -505,51 +660,9 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
     }
 
-    /// Resolves every recorded load through its scope chain, as pyflakes' `handleNodeLoad`
-    /// does, and turns what is left into [`FreeName`]s and `del` checks.
-    fn resolve(&mut self) {
-        let uses = std::mem::take(&mut self.uses);
-        for entry in uses {
-            if let Some(class_visible) = self.escapes(&entry.name, entry.scope) {
-                let direct_in_class = entry.scope == 0 && self.base == Base::Class;
-                let class_magic = matches!(entry.name.as_str(), "__module__" | "__qualname__");
-                let class_cell = entry.name == "__class__" && self.base == Base::Class;
-                if is_builtin(&entry.name) || (direct_in_class && class_magic) || class_cell {
-                    continue;
-                }
-                self.facts.free.push(FreeName {
-                    name: entry.name,
-                    row: entry.row,
-                    col: entry.col,
-                    class_visible,
-                });
-            }
-        }
-        let deletes = std::mem::take(&mut self.deletes);
-        for (entry, conditional) in deletes {
-            if conditional || self.scopes[entry.scope].binds.contains(&entry.name) {
-                continue;
-            }
-            if entry.scope == 0 {
-                self.facts.deletes.push(FreeName {
-                    name: entry.name,
-                    row: entry.row,
-                    col: entry.col,
-                    class_visible: true,
-                });
-            } else {
-                self.facts.diagnostics.push(UnitDiagnostic {
-                    row: entry.row,
-                    col: entry.col,
-                    code: "F821",
-                    message: format!("undefined name '{}'", entry.name),
-                });
-            }
-        }
-    }
-
-    /// None when `name` is bound inside the unit; otherwise whether the base class scope
-    /// (if any) is visible from the load.
+    /// None when `name` is bound in the unit's own scopes now (or is `__class__` seen from a
+    /// class); otherwise whether the base class scope (if any) is visible from the load, as
+    /// pyflakes' `handleNodeLoad` walks the scopes.
     fn escapes(&self, name: &str, scope: usize) -> Option<bool> {
         let mut can_access: Option<bool> = None;
         let mut current = scope;
@@ -572,11 +685,6 @@ impl<'tree> Analyzer<'_, 'tree> {
                 }
             }
             current = data.parent;
-        }
-        if self.scopes[0].binds.contains(name)
-            && (self.base == Base::Module || can_access != Some(false))
-        {
-            return None;
         }
         Some(can_access != Some(false))
     }

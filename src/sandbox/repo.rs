@@ -200,14 +200,18 @@ impl Baseline {
 /// On the local runtime git would read the user's own config: the baseline is made without it
 /// (no signing, hooks or templates), and `core.autocrlf` is pinned off in the repository, so no
 /// line ending is rewritten in the baseline or in the patch that `submit` makes later.
+///
+/// The objects end up compressed in one pack, as in a fresh clone: `grep -r` over the
+/// repository finds nothing in `.git/objects`, and `find` lists a pack instead of one loose
+/// object per file.
 pub fn baseline_script(baseline: Baseline) -> String {
     let fresh = |force: bool| {
         format!(
             "( export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 && rm -rf .git && \
-             git init -q && git config core.compression 0 && \
-             git config core.looseCompression 0 && git config core.autocrlf false && \
+             git init -q && git config core.autocrlf false && \
              git add -A{} && \
              {BASELINE_GIT_ENV} git commit -q --allow-empty --no-verify -m 'aci baseline' && \
+             git -c repack.updateServerInfo=false repack -a -d -q && \
              git rev-parse HEAD )",
             if force { " -f" } else { "" }
         )

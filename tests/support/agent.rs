@@ -316,12 +316,11 @@ pub fn actions(traj: &Trajectory) -> Vec<&str> {
     traj.trajectory.iter().map(|s| s.action.as_str()).collect()
 }
 
-/// The repository directory, from the first step's state.
+/// The repository directory, from the first step's state (v0.7's JSON text in a string).
 pub fn repo_of(traj: &Trajectory) -> String {
-    traj.trajectory[0].state["working_dir"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let state: serde_json::Value =
+        serde_json::from_str(traj.trajectory[0].state.as_str().unwrap()).unwrap();
+    state["working_dir"].as_str().unwrap().to_owned()
 }
 
 /// Bare actions for the replay model.
