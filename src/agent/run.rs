@@ -676,9 +676,10 @@ fn exit_status_named(name: &str) -> ExitStatus {
 /// A sandbox failure ends the instance: a dead container is an environment error.
 fn environment_status(error: &SandboxError) -> ExitStatus {
     match error {
-        SandboxError::ContainerDied { .. } | SandboxError::Docker(_) | SandboxError::Session(_) => {
-            ExitStatus::ExitEnvironmentError
-        }
+        SandboxError::ContainerDied { .. }
+        | SandboxError::Docker(_)
+        | SandboxError::Kubernetes(_)
+        | SandboxError::Session(_) => ExitStatus::ExitEnvironmentError,
         _ => ExitStatus::ExitError,
     }
 }

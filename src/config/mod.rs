@@ -2,6 +2,7 @@
 //! `env` — where every field has a doc comment (the reference for users) and a default, and
 //! unknown keys are errors. Layering and `--set` live in [`load`].
 
+pub mod k8s;
 pub mod load;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use crate::agent::history::HistoryConfig;
 use crate::agent::stop::{Limits, NudgeTexts};
 use crate::model::ModelConfig;
 
+pub use k8s::K8sConfig;
 pub use load::{ConfigError, resolve, resolve_text};
 
 /// The whole configuration.
@@ -249,6 +251,8 @@ pub struct EnvConfig {
     /// Free space (GB) the Docker root must have before aci builds an environment image; under
     /// it the run stops with a hint to `aci images prune`.
     pub min_free_disk_gb: f64,
+    /// `--engine k8s`: the namespace, the registry, and how long pods may take to start.
+    pub k8s: K8sConfig,
 }
 
 impl Default for EnvConfig {
@@ -271,6 +275,7 @@ impl Default for EnvConfig {
             output_tail_bytes: 512 * 1024,
             variables: BTreeMap::new(),
             min_free_disk_gb: 10.0,
+            k8s: K8sConfig::default(),
         }
     }
 }

@@ -22,7 +22,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::transport::{Channel, Frame, Transport};
+use super::transport::{Channel, Frame, SESSION_ENV, Transport};
 use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
 
 /// Label holding the run id.
@@ -37,18 +37,6 @@ pub const LABEL_PID_START: &str = "aci.pid_start";
 /// Capabilities added back after dropping all: what root needs to unpack archives, install
 /// packages and run git on files of other owners. Nothing that reaches outside the container.
 const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
-
-/// Environment of every session: no pagers, no progress bars, a fixed locale.
-const SESSION_ENV: [&str; 8] = [
-    "PAGER=cat",
-    "MANPAGER=cat",
-    "GIT_PAGER=cat",
-    "LESS=-R",
-    "PIP_PROGRESS_BAR=off",
-    "TQDM_DISABLE=1",
-    "LANG=C.UTF-8",
-    "TERM=dumb",
-];
 
 fn docker_error(error: bollard::errors::Error) -> SandboxError {
     SandboxError::Docker(error.to_string())
@@ -564,14 +552,14 @@ fn container_name(instance_id: &str, run_id: &str) -> String {
 }
 
 /// The start time (clock ticks since boot) of a process, from `/proc/<pid>/stat`.
-fn process_start_time(pid: u32) -> Option<u64> {
+pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_comm = &stat[stat.rfind(')')? + 2..];
     // Fields after the command name start at field 3 (state); starttime is field 22.
     after_comm.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn own_start_time() -> u64 {
+pub(crate) fn own_start_time() -> u64 {
     process_start_time(std::process::id()).unwrap_or(0)
 }
 

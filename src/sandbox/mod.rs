@@ -9,6 +9,7 @@
 //! ([`local::LocalSandbox`]). Another engine is one new file with one more transport.
 
 pub mod docker;
+pub mod k8s;
 pub mod local;
 pub mod repo;
 pub mod shell;
@@ -148,6 +149,9 @@ pub enum SandboxError {
     /// The Docker daemon could not be reached or refused a request.
     #[error("docker: {0}")]
     Docker(String),
+    /// The Kubernetes API server could not be reached or refused a request.
+    #[error("kubernetes: {0}")]
+    Kubernetes(String),
     /// The container stopped while the task was running.
     #[error("the container for {instance_id} died: {reason}")]
     ContainerDied {
