@@ -7,7 +7,8 @@
 //! patch.
 //!
 //! Dependencies point one way: `main` → `batch`/`eval` → `agent` → `aci`/`lint`/`model`/`sandbox`
-//! → plain data. Only `sandbox::docker` speaks to Docker.
+//! → plain data. Only `sandbox::docker` speaks to Docker, and only `sandbox::k8s` to a
+//! Kubernetes API server; `cluster` picks between them for the commands that start tasks.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -15,6 +16,7 @@ pub mod ablate;
 pub mod aci;
 pub mod agent;
 pub mod batch;
+pub mod cluster;
 pub mod config;
 pub mod eval;
 pub mod image;

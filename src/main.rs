@@ -7,6 +7,7 @@
 )]
 
 mod cli;
+mod engine_command;
 mod eval_command;
 
 use std::path::{Path, PathBuf};
@@ -81,6 +82,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Images(ImagesCommand::Build { lang, force }) => images_build(&lang, force).await,
         Command::Run(args) => run(args).await,
+        Command::Images(ImagesCommand::Push(args)) => engine_command::images_push(args).await,
         Command::Images(ImagesCommand::Prune { run_id, all }) => {
             eval_command::images_prune(run_id, all).await
         }
@@ -249,6 +251,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         args.agent.runtime,
     )
     .await?;
+    let runtime = engine_command::attach(runtime, &args.agent.cluster, &config, &run_id).await?;
     let mut ctx = RunContext::new(
         config,
         dirs,
@@ -268,12 +271,13 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     )
     .await?;
     // Ctrl-C autosubmits the changes so far, as in a batch; a second one quits at once.
-    let interrupt = signals.spawn(docker.clone());
+    let interrupt = signals.spawn(Some(ctx.runtime.clone()));
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
     if let Some(docker) = &docker {
         docker.remove_all_started().await;
     }
+    engine_command::finish(&ctx.runtime).await;
     output::merge_predictions(&output).map_err(|e| {
         Failure::new(format!(
             "cannot write {}: {e}",
@@ -323,6 +327,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         args.agent.runtime,
     )
     .await?;
+    let runtime = engine_command::attach(runtime, &args.agent.cluster, &config, &run_id).await?;
     let model = args.agent.model.clone();
     let ctx_replay_dir = config.model.replay_dir.clone();
     let ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
@@ -337,7 +342,8 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         &refs,
     )
     .await?;
-    let interrupt = signals.spawn(docker.clone());
+    let interrupt = signals.spawn(Some(ctx.runtime.clone()));
+    let engine = ctx.runtime.clone();
     let options = batch::runner::BatchOptions {
         workers: usize::try_from(args.workers).unwrap_or(1),
         redo: args.redo,
@@ -349,6 +355,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     if let Some(docker) = &docker {
         docker.remove_all_started().await;
     }
+    engine_command::finish(&engine).await;
     output::merge_predictions(&output).map_err(|e| {
         Failure::new(format!(
             "cannot write {}: {e}",
@@ -465,7 +472,7 @@ impl Signals {
         })
     }
 
-    fn spawn(mut self, docker: Option<DockerRuntime>) -> batch::Interrupt {
+    fn spawn(mut self, runtime: Option<Runtime>) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
             let mut count = 0;
@@ -480,8 +487,12 @@ impl Signals {
                     continue;
                 }
                 eprintln!("interrupted again: removing the containers and quitting");
-                if let Some(docker) = &docker {
-                    docker.remove_all_started().await;
+                match &runtime {
+                    Some(Runtime::Docker(docker)) => {
+                        docker.remove_all_started().await;
+                    }
+                    Some(runtime @ Runtime::K8s(_)) => engine_command::finish(runtime).await,
+                    _ => {}
                 }
                 std::process::exit(130);
             }
@@ -524,9 +535,10 @@ async fn write_manifest(
         aci_version: env!("CARGO_PKG_VERSION").to_owned(),
         run_id: ctx.run_id.clone(),
         model: ctx.model.clone(),
-        runtime: match args.runtime {
-            cli::Runtime::Docker => "docker",
-            cli::Runtime::Local => "local",
+        runtime: match (&ctx.runtime, args.runtime) {
+            (Runtime::K8s(_), _) => "k8s",
+            (_, cli::Runtime::Docker) => "docker",
+            (_, cli::Runtime::Local) => "local",
         }
         .to_owned(),
         instances: instances_file.display().to_string(),
@@ -565,6 +577,7 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
     for set in &args.sets {
         batch_args.extend(["--set".to_owned(), set.clone()]);
     }
+    batch_args.extend(args.cluster.to_args());
     let plan = aci::ablate::AblationPlan {
         exe: std::env::current_exe()
             .map_err(|e| Failure::new(format!("cannot find the aci executable: {e}")))?,
@@ -576,6 +589,7 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
         workers: usize::try_from(args.workers).unwrap_or(1),
         repeats: usize::try_from(args.repeats).unwrap_or(1),
         batch_args,
+        eval_args: args.cluster.to_args(),
         replay_dir: args.replay_dir.clone(),
     };
     let table = tokio::task::spawn_blocking(move || aci::ablate::run(&plan))

@@ -2,6 +2,7 @@
 //! failure (its container died, the model API kept failing, a limit was hit) ends that instance
 //! with an exit status in its trajectory; only run-level failures are errors here.
 
+pub mod ahead;
 pub mod output;
 pub mod progress;
 pub mod runner;
@@ -10,6 +11,7 @@ pub mod summary;
 pub use runner::{Interrupt, InterruptHandle};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use minijinja::context;
@@ -40,6 +42,8 @@ pub enum Runtime {
     Docker(DockerRuntime),
     /// Temporary directories on the host (not a sandbox).
     Local,
+    /// Pods of a Kubernetes cluster (`--engine k8s`), images from this daemon.
+    K8s(Arc<ahead::K8sRun>),
 }
 
 /// Everything a run of instances shares.
@@ -152,32 +156,7 @@ impl RunContext {
     }
 
     fn spec_for(&self, instance: &Instance) -> SandboxSpec {
-        let env = &self.config.env;
-        SandboxSpec {
-            run_id: self.run_id.clone(),
-            instance_id: instance.instance_id.clone(),
-            image: self.image_for(instance),
-            repo: instance.repo_path.as_ref().map(|path| RepoSource {
-                path: path.clone(),
-                commit: instance.base_commit.clone(),
-            }),
-            repo_dir: instance.repo_dir(&env.repo_dir),
-            limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
-            },
-            network: env.network,
-            env: env
-                .variables
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            output_limit: OutputLimit {
-                head: env.output_head_bytes,
-                tail: env.output_tail_bytes,
-            },
-        }
+        sandbox_spec(&self.config.env, &self.run_id, instance)
     }
 
     fn policy(&self) -> StopPolicy {
@@ -219,19 +198,67 @@ impl RunContext {
                     .await
                     .map_err(|e| SandboxError::Docker(e.to_string()))?;
                 env_image.apply_to(&mut spec);
-                let record = serde_json::json!({
-                    "tag": env_image.tag,
-                    "id": env_image.id,
-                    "env_hash": env_image.env_hash,
-                    "base_image": env_image.base_image,
-                });
+                let record = env_image_record(&env_image);
                 Ok((
                     AnySandbox::Docker(runtime.start(&spec).await?),
                     Some(record),
                 ))
             }
             Runtime::Local => Ok((AnySandbox::Local(LocalSandbox::start(&spec).await?), None)),
+            Runtime::K8s(run) => {
+                let show = |line: &str| eprintln!("{line}");
+                let quiet = |_: &str| {};
+                let on_step: &(dyn Fn(&str) + Send + Sync) =
+                    if self.turn_lines { &show } else { &quiet };
+                let prepared = run.take(instance, on_step).await?;
+                let record = env_image_record(&prepared.env_image);
+                Ok((AnySandbox::Pod(prepared.pod.ready().await?), Some(record)))
+            }
         }
+    }
+}
+
+/// What `info.env_image` of a trajectory says about the image its sandbox started from.
+fn env_image_record(env_image: &crate::image::env::EnvImage) -> serde_json::Value {
+    serde_json::json!({
+        "tag": env_image.tag,
+        "id": env_image.id,
+        "env_hash": env_image.env_hash,
+        "base_image": env_image.base_image,
+    })
+}
+
+/// The sandbox of `instance` under `env`, labelled `run_id`: its image (before the environment
+/// image replaces it), repository, limits, network, variables and output limit.
+pub fn sandbox_spec(
+    env: &crate::config::EnvConfig,
+    run_id: &str,
+    instance: &Instance,
+) -> SandboxSpec {
+    SandboxSpec {
+        run_id: run_id.to_owned(),
+        instance_id: instance.instance_id.clone(),
+        image: crate::image::env::base_image(instance, env),
+        repo: instance.repo_path.as_ref().map(|path| RepoSource {
+            path: path.clone(),
+            commit: instance.base_commit.clone(),
+        }),
+        repo_dir: instance.repo_dir(&env.repo_dir),
+        limits: ResourceLimits {
+            memory_mb: env.memory_mb,
+            cpus: env.cpus,
+            pids: env.pids,
+        },
+        network: env.network,
+        env: env
+            .variables
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        output_limit: OutputLimit {
+            head: env.output_head_bytes,
+            tail: env.output_tail_bytes,
+        },
     }
 }
 

@@ -24,10 +24,10 @@ use super::report::{
 use super::script::{EvalScriptSpec, eval_script};
 use super::spec;
 use crate::batch::output::write_atomic;
+use crate::cluster::Engine;
 use crate::config::EnvConfig;
 use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
 use crate::instance::Instance;
-use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::{ResourceLimits, SandboxSpec};
 
 /// The commit `eval.sh` resets test files to: the environment image's baseline, which is the
@@ -143,13 +143,14 @@ pub enum EvalError {
 }
 
 struct Shared {
-    runtime: DockerRuntime,
+    engine: Engine,
     settings: EvalSettings,
     stop: AtomicBool,
     stop_error: Mutex<Option<EnvImageError>>,
 }
 
-/// Evaluates `predictions` on `instances` (the selection) and writes every file.
+/// Evaluates `predictions` on `instances` (the selection) and writes every file, each in a
+/// fresh sandbox of `engine` (a Docker container, or a pod with no network).
 /// `progress` is called as each instance finishes.
 ///
 /// # Errors
@@ -157,7 +158,7 @@ struct Shared {
 /// running finish and keep their files; the summary is not written), or the summary cannot be
 /// written.
 pub async fn evaluate(
-    runtime: DockerRuntime,
+    engine: impl Into<Engine>,
     instances: Vec<Instance>,
     predictions: &[Prediction],
     settings: EvalSettings,
@@ -166,7 +167,7 @@ pub async fn evaluate(
     let output = settings.output.clone();
     let workers = settings.workers.max(1);
     let shared = Arc::new(Shared {
-        runtime,
+        engine: engine.into(),
         settings,
         stop: AtomicBool::new(false),
         stop_error: Mutex::new(None),
@@ -292,11 +293,12 @@ impl Job<'_> {
             run_id: &settings.run_id,
             on_step: &*on_step,
         };
-        let image = match ensure_env_image(&self.shared.runtime, self.instance, &request).await {
-            Ok(image) => image,
-            Err(error) if error.is_run_level() => return Err(error),
-            Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
-        };
+        let image =
+            match ensure_env_image(self.shared.engine.docker(), self.instance, &request).await {
+                Ok(image) => image,
+                Err(error) if error.is_run_level() => return Err(error),
+                Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
+            };
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
         let script = eval_script(&EvalScriptSpec {
             repo_dir: &repo_dir,
@@ -320,7 +322,7 @@ impl Job<'_> {
         }
         let spec = self.sandbox_spec(&image, repo_dir);
         let run = run_in_container(
-            &self.shared.runtime,
+            &self.shared.engine,
             &spec,
             self.patch,
             &script,

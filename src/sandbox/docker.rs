@@ -15,8 +15,9 @@ use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    ListImagesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
-    RestartContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    ListImagesOptionsBuilder, PushImageOptionsBuilder, RemoveContainerOptionsBuilder,
+    RemoveImageOptionsBuilder, RestartContainerOptionsBuilder, TagImageOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -403,6 +404,77 @@ impl DockerRuntime {
         Ok(image.id)
     }
 
+    /// The manifest digest the registry holds for `reference` (`registry/repo:tag`), asked
+    /// through the daemon; `None` when the registry has no such tag.
+    pub async fn registry_digest(
+        &self,
+        reference: &str,
+        credentials: Option<&RegistryCredentials>,
+    ) -> Result<Option<String>, SandboxError> {
+        match self
+            .docker
+            .inspect_registry_image(reference, credentials.map(to_bollard))
+            .await
+        {
+            Ok(inspect) => Ok(Some(inspect.descriptor.digest.unwrap_or_default())),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code,
+                message,
+            }) if status_code == 404
+                || message.contains("manifest unknown")
+                || message.contains("not found") =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(SandboxError::Docker(format!(
+                "cannot ask the registry about {reference}: {error}"
+            ))),
+        }
+    }
+
+    /// Tags the local image `local` as `reference` (`registry/repo:tag`) and pushes it. Returns
+    /// the digest the registry reported.
+    pub async fn push_image(
+        &self,
+        local: &str,
+        reference: &str,
+        credentials: Option<&RegistryCredentials>,
+    ) -> Result<String, SandboxError> {
+        let (repo, tag) = split_reference(reference);
+        let options = TagImageOptionsBuilder::default()
+            .repo(repo)
+            .tag(tag)
+            .build();
+        self.docker
+            .tag_image(local, Some(options))
+            .await
+            .map_err(|e| SandboxError::Docker(format!("cannot tag {local} as {reference}: {e}")))?;
+        let options = PushImageOptionsBuilder::default().tag(tag).build();
+        let mut stream = self
+            .docker
+            .push_image(repo, Some(options), credentials.map(to_bollard));
+        let mut digest = String::new();
+        while let Some(item) = stream.next().await {
+            let info =
+                item.map_err(|e| SandboxError::Docker(format!("pushing {reference} failed: {e}")))?;
+            if let Some(detail) = info.error_detail {
+                return Err(SandboxError::Docker(format!(
+                    "pushing {reference} failed: {}",
+                    detail.message.unwrap_or_default()
+                )));
+            }
+            if let Some(found) = info
+                .status
+                .as_deref()
+                .and_then(|s| s.split("digest: ").nth(1))
+                .and_then(|s| s.split_whitespace().next())
+            {
+                digest = found.to_owned();
+            }
+        }
+        Ok(digest)
+    }
+
     /// Removes an image by id or tag (forcing, so tags pointing to it go too).
     pub async fn remove_image(&self, name: &str) -> Result<(), SandboxError> {
         let options = RemoveImageOptionsBuilder::default().force(true).build();
@@ -526,6 +598,38 @@ async fn exec_once(
     let inspected = docker.inspect_exec(&exec.id).await.map_err(docker_error)?;
     out.exit_code = inspected.exit_code.map(|c| c as i32);
     Ok(out)
+}
+
+/// Credentials for a registry, as `docker login` stores them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryCredentials {
+    /// The registry host (`ghcr.io`, `localhost:5000`).
+    pub server: String,
+    /// The user name.
+    pub username: Option<String>,
+    /// The password or access token.
+    pub password: Option<String>,
+    /// An identity token (OAuth refresh token) instead of a password.
+    pub identity_token: Option<String>,
+}
+
+fn to_bollard(credentials: &RegistryCredentials) -> bollard::auth::DockerCredentials {
+    bollard::auth::DockerCredentials {
+        username: credentials.username.clone(),
+        password: credentials.password.clone(),
+        serveraddress: Some(credentials.server.clone()),
+        identitytoken: credentials.identity_token.clone(),
+        ..Default::default()
+    }
+}
+
+/// `registry/repo:tag` as `(registry/repo, tag)`; the tag defaults to `latest`. A `:` before
+/// the last `/` is a registry port, not a tag.
+pub fn split_reference(reference: &str) -> (&str, &str) {
+    match reference.rfind(':') {
+        Some(at) if !reference[at..].contains('/') => (&reference[..at], &reference[at + 1..]),
+        _ => (reference, "latest"),
+    }
 }
 
 /// A container name people can read in `docker ps`: `aci-<instance>-<run>-<pid>-<n>`. The pid
@@ -721,6 +825,23 @@ mod tests {
             .unwrap_or_else(|| panic!("{name} does not start with {expected_prefix}"));
         rest.parse()
             .unwrap_or_else(|_| panic!("{name} does not end in a counter"))
+    }
+
+    #[test]
+    fn references_split_at_the_tag_not_at_a_registry_port() {
+        assert_eq!(
+            split_reference("localhost:5000/aci-env-python:0123abcd"),
+            ("localhost:5000/aci-env-python", "0123abcd")
+        );
+        assert_eq!(
+            split_reference("ghcr.io/me/aci-base:bookworm"),
+            ("ghcr.io/me/aci-base", "bookworm")
+        );
+        assert_eq!(
+            split_reference("localhost:5000/aci-base"),
+            ("localhost:5000/aci-base", "latest")
+        );
+        assert_eq!(split_reference("aci-base"), ("aci-base", "latest"));
     }
 
     #[test]

@@ -107,6 +107,7 @@ pub(crate) async fn create_pod(state: &Arc<State>, ns: &str, body: &[u8]) -> (u1
                 object: object.clone(),
                 container: None,
                 network: String::new(),
+                starting: Arc::default(),
             },
         );
         let _ = state.events.send(Event {
@@ -114,6 +115,7 @@ pub(crate) async fn create_pod(state: &Arc<State>, ns: &str, body: &[u8]) -> (u1
             kind: "ADDED",
             object: object.clone(),
         });
+        state.happened("created", &object, "");
     }
     tokio::spawn(run_pod(Arc::clone(state), ns.to_owned(), name));
     (201, object)
@@ -253,6 +255,11 @@ async fn run_pod(state: Arc<State>, ns: String, name: String) {
     } else {
         "bridge"
     };
+    let starting = Arc::clone(&pod.starting);
+    let _starting = starting.lock().await;
+    if state.pod(&ns, &name).is_none() {
+        return;
+    }
     let started = start_container(&state, &ns, &name, &container, network).await;
     let id = match started {
         Ok(id) => id,
@@ -290,6 +297,7 @@ async fn run_pod(state: Arc<State>, ns: String, name: String) {
         remove_container(&state, &id).await;
         return;
     }
+    state.happened("running", &pod.object, network);
     if let Some(deadline) = pod.object["spec"]["activeDeadlineSeconds"].as_u64() {
         let state = Arc::clone(&state);
         tokio::spawn(async move {
@@ -421,6 +429,12 @@ pub(crate) async fn evict(state: &State, ns: &str, name: &str) {
 
 /// `DELETE …/pods/NAME`: the container goes at once (grace period 0), the pod with it.
 pub(crate) async fn delete_pod(state: &State, ns: &str, name: &str) -> (u16, Value) {
+    // A container being started is waited for, then removed with its pod.
+    let starting = state.pod(ns, name).map(|pod| pod.starting);
+    let _starting = match &starting {
+        Some(lock) => Some(lock.lock().await),
+        None => None,
+    };
     let removed = state
         .pods
         .lock()
@@ -442,5 +456,6 @@ pub(crate) async fn delete_pod(state: &State, ns: &str, name: &str) -> (u16, Val
         kind: "DELETED",
         object: pod.object.clone(),
     });
+    state.happened("deleted", &pod.object, "");
     (200, pod.object)
 }

@@ -60,6 +60,21 @@ pub struct Logged {
     pub at: Instant,
 }
 
+/// Something that happened to a pod, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Happened {
+    /// `created`, `running` or `deleted`.
+    pub kind: &'static str,
+    pub pod: String,
+    /// Its `aci.run_id` and `aci.instance_id` labels.
+    pub run: String,
+    pub instance: String,
+    /// The Docker network mode of its container (for `running`).
+    pub network: String,
+    /// The image of its container.
+    pub image: String,
+}
+
 /// A 429 answer waiting for requests that match.
 #[derive(Debug, Clone)]
 struct Throttle {
@@ -84,6 +99,8 @@ pub(crate) struct Pod {
     pub container: Option<String>,
     /// The Docker network mode its container got.
     pub network: String,
+    /// Held while the node starts the container, so that a delete waits for it.
+    pub starting: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// An event for watchers: the namespace, the type and the object.
@@ -107,9 +124,34 @@ pub(crate) struct State {
     faults: Mutex<Faults>,
     log: Mutex<Vec<Logged>>,
     pub protocols_used: Mutex<Vec<String>>,
+    history: Mutex<Vec<Happened>>,
 }
 
 impl State {
+    /// Records what happened to a pod.
+    pub fn happened(&self, kind: &'static str, object: &Value, network: &str) {
+        let label = |key: &str| {
+            object["metadata"]["labels"][key]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        self.history.lock().unwrap().push(Happened {
+            kind,
+            pod: object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            run: label("aci.run_id"),
+            instance: label("aci.instance_id"),
+            network: network.to_owned(),
+            image: object["spec"]["containers"][0]["image"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        });
+    }
+
     /// The next resourceVersion.
     pub fn next_version(&self) -> String {
         (self.version.fetch_add(1, Ordering::SeqCst) + 1).to_string()
@@ -232,6 +274,7 @@ impl StandIn {
             faults: Mutex::new(Faults::default()),
             log: Mutex::new(Vec::new()),
             protocols_used: Mutex::new(Vec::new()),
+            history: Mutex::new(Vec::new()),
         });
         let (url, kubeconfig_text, acceptor) = if tls {
             let certs = tls::make(dir.path());
@@ -348,6 +391,11 @@ impl StandIn {
         self.state.log.lock().unwrap().clone()
     }
 
+    /// What happened to the pods, in order.
+    pub fn history(&self) -> Vec<Happened> {
+        self.state.history.lock().unwrap().clone()
+    }
+
     /// The stream protocol each exec spoke, in order.
     pub fn exec_protocols(&self) -> Vec<String> {
         self.state.protocols_used.lock().unwrap().clone()
@@ -368,6 +416,7 @@ impl StandIn {
             object,
             container: None,
             network: String::new(),
+            starting: Arc::default(),
         };
         self.state
             .pods

@@ -1,0 +1,169 @@
+//! `--engine k8s` in a batch: pods are created ahead of need. When an instance starts, the
+//! pods of the next instances of the queue (as many as there are workers, or
+//! `env.k8s.ahead`) are created in the background, environment image and all, so that their
+//! image pulls overlap the running tasks; when such an instance's turn comes, its pod is
+//! already pulling or running. Pods created ahead that no instance takes (Ctrl-C) are deleted
+//! with the run's other pods.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinHandle;
+
+use super::sandbox_spec;
+use crate::cluster::Cluster;
+use crate::config::EnvConfig;
+use crate::image::env::{EnvImage, EnvRequest, ensure_env_image};
+use crate::instance::Instance;
+use crate::sandbox::SandboxError;
+use crate::sandbox::k8s::PendingPod;
+
+/// A pod created for an instance, and the environment image it runs.
+pub struct Prepared {
+    /// The pod, maybe still pulling.
+    pub pod: PendingPod,
+    /// The environment image, for the trajectory.
+    pub env_image: EnvImage,
+}
+
+type Preparing = JoinHandle<Result<Prepared, SandboxError>>;
+
+#[derive(Default)]
+struct Queue {
+    /// Instances not started and not being prepared, in start order.
+    waiting: VecDeque<Instance>,
+    /// Instances whose pods are being (or were) created ahead.
+    preparing: HashMap<String, Preparing>,
+    /// How many pods may be created ahead.
+    depth: usize,
+    /// No more pods are created ahead (the run is ending).
+    closed: bool,
+}
+
+/// A batch's cluster and its pods created ahead.
+pub struct K8sRun {
+    /// The cluster and the daemon that builds its images.
+    pub cluster: Arc<Cluster>,
+    env: EnvConfig,
+    run_id: String,
+    queue: Mutex<Queue>,
+}
+
+impl K8sRun {
+    /// A run on `cluster` whose sandboxes follow `env`, labelled `run_id`.
+    pub fn new(cluster: Arc<Cluster>, env: EnvConfig, run_id: String) -> Self {
+        Self {
+            cluster,
+            env,
+            run_id,
+            queue: Mutex::new(Queue::default()),
+        }
+    }
+
+    /// The instances that will start, in order, and how many pods to keep created ahead
+    /// (`env.k8s.ahead`, else `workers`).
+    pub fn plan(&self, instances: impl IntoIterator<Item = Instance>, workers: usize) {
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.waiting = instances.into_iter().collect();
+            queue.depth = if self.env.k8s.ahead > 0 {
+                self.env.k8s.ahead
+            } else {
+                workers.max(1)
+            };
+        }
+    }
+
+    /// The pod of `instance`: the one created ahead, else one created now. Before waiting for
+    /// it, the pods of the next instances are created ahead.
+    pub async fn take(
+        &self,
+        instance: &Instance,
+        on_step: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Prepared, SandboxError> {
+        let id = &instance.instance_id;
+        let ahead = match self.queue.lock() {
+            Ok(mut queue) => {
+                queue.waiting.retain(|waiting| &waiting.instance_id != id);
+                let ahead = queue.preparing.remove(id);
+                self.top_up(&mut queue);
+                ahead
+            }
+            Err(_) => None,
+        };
+        match ahead {
+            Some(handle) => handle.await.map_err(|e| {
+                SandboxError::Session(format!("creating the pod ahead failed: {e}"))
+            })?,
+            None => {
+                prepare(
+                    &self.cluster,
+                    &self.env,
+                    &self.run_id,
+                    instance,
+                    false,
+                    on_step,
+                )
+                .await
+            }
+        }
+    }
+
+    fn top_up(&self, queue: &mut Queue) {
+        while !queue.closed && queue.preparing.len() < queue.depth {
+            let Some(next) = queue.waiting.pop_front() else {
+                break;
+            };
+            let cluster = Arc::clone(&self.cluster);
+            let env = self.env.clone();
+            let run_id = self.run_id.clone();
+            let id = next.instance_id.clone();
+            let handle = tokio::spawn(async move {
+                prepare(&cluster, &env, &run_id, &next, true, &|_: &str| {}).await
+            });
+            queue.preparing.insert(id, handle);
+        }
+    }
+
+    /// Stops creating pods ahead and abandons those not taken (their pods are deleted when
+    /// dropped, and by the run's final sweep).
+    pub fn close(&self) {
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.closed = true;
+            queue.waiting.clear();
+            for (_, handle) in queue.preparing.drain() {
+                handle.abort();
+            }
+        }
+    }
+
+    /// Closes, then deletes every pod this process made for the run.
+    pub async fn finish(&self) {
+        self.close();
+        self.cluster.delete_run(&self.run_id).await;
+    }
+}
+
+/// Finds or builds the instance's environment image, publishes it, and creates its pod.
+async fn prepare(
+    cluster: &Cluster,
+    env: &EnvConfig,
+    run_id: &str,
+    instance: &Instance,
+    created_ahead: bool,
+    on_step: &(dyn Fn(&str) + Send + Sync),
+) -> Result<Prepared, SandboxError> {
+    let request = EnvRequest {
+        env,
+        run_id,
+        on_step,
+    };
+    let env_image = ensure_env_image(&cluster.docker, instance, &request)
+        .await
+        .map_err(|e| SandboxError::Docker(e.to_string()))?;
+    let mut spec = sandbox_spec(env, run_id, instance);
+    env_image.apply_to(&mut spec);
+    let pod = cluster
+        .create(&spec, env.instance_timeout, created_ahead)
+        .await?;
+    Ok(Prepared { pod, env_image })
+}

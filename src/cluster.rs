@@ -1,0 +1,234 @@
+//! Where tasks run, for the commands that start them: this machine's Docker daemon
+//! ([`Engine::Docker`]), or pods of a Kubernetes cluster ([`Engine::K8s`]).
+//!
+//! Images are built and hashed by the local daemon either way ([`crate::image`]); with a
+//! cluster they are then published ([`Cluster::publish`]): pushed as `<registry>/<tag>` when the
+//! registry lacks them, so that the nodes can pull them. Without a registry the nodes are
+//! expected to have the images under their local tags (`kind load docker-image`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::config::EnvConfig;
+use crate::image::LABEL_IMAGE;
+use crate::sandbox::docker::{DockerRuntime, RegistryCredentials};
+use crate::sandbox::k8s::manifest::PullPolicy;
+use crate::sandbox::k8s::status::StartLimits;
+use crate::sandbox::k8s::{K8sRuntime, K8sSettings, PendingPod, PodSandbox};
+use crate::sandbox::{AnySandbox, SandboxError, SandboxSpec};
+
+/// The engine's view of `env.k8s`, with `--namespace` and `--registry` applied.
+pub fn k8s_settings(env: &EnvConfig) -> K8sSettings {
+    let k8s = &env.k8s;
+    let nonempty = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+    K8sSettings {
+        namespace: nonempty(&k8s.namespace),
+        context: nonempty(&k8s.context),
+        pull_policy: PullPolicy::IfNotPresent,
+        start_limits: StartLimits {
+            pull: seconds(k8s.pull_timeout),
+            schedule: seconds(k8s.schedule_timeout),
+        },
+        pull_secret: nonempty(&k8s.image_pull_secret),
+        node_selector: k8s.node_selector.clone(),
+    }
+}
+
+fn seconds(secs: f64) -> Duration {
+    if secs.is_finite() && secs > 0.0 {
+        Duration::from_secs_f64(secs.min(1e9))
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// A cluster with the local daemon that builds and pushes its images.
+pub struct Cluster {
+    /// The local daemon: it builds, hashes and pushes the images.
+    pub docker: DockerRuntime,
+    /// The cluster.
+    pub k8s: K8sRuntime,
+    /// `env.k8s.registry` (or `--registry`); `None`: the nodes have the local tags.
+    pub registry: Option<String>,
+    /// Credentials for the registry, from `docker login`.
+    pub credentials: Option<RegistryCredentials>,
+    /// Local tags known to be in the registry, by reference; one lock per tag so that two
+    /// tasks needing the same image push it once.
+    published: Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>,
+}
+
+impl Cluster {
+    /// A cluster over `k8s` whose images come from `docker`, published to `registry`.
+    pub fn new(
+        docker: DockerRuntime,
+        k8s: K8sRuntime,
+        registry: Option<String>,
+        credentials: Option<RegistryCredentials>,
+    ) -> Self {
+        Self {
+            docker,
+            k8s,
+            registry: registry
+                .map(|r| r.trim_end_matches('/').to_owned())
+                .filter(|r| !r.is_empty()),
+            credentials,
+            published: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The reference the nodes pull for local `tag`.
+    pub fn reference(&self, tag: &str) -> String {
+        match &self.registry {
+            Some(registry) => format!("{registry}/{tag}"),
+            None => tag.to_owned(),
+        }
+    }
+
+    /// Makes the local image `tag` pullable by the nodes and returns the reference to pull.
+    /// An image aci built (labelled `aci.image`) is pushed to the registry unless the registry
+    /// already has that tag with the same digest; any other image (an instance's own, from a
+    /// public registry) is pulled by the nodes from where it came.
+    pub async fn publish(&self, tag: &str) -> Result<String, SandboxError> {
+        let Some(_) = &self.registry else {
+            return Ok(tag.to_owned());
+        };
+        let info = self.docker.inspect_image(tag).await?.ok_or_else(|| {
+            SandboxError::Docker(format!(
+                "the image {tag} does not exist\nhint: run `aci images build`"
+            ))
+        })?;
+        if !info.labels.contains_key(LABEL_IMAGE) {
+            return Ok(tag.to_owned());
+        }
+        let reference = self.reference(tag);
+        let lock = {
+            let mut published = self.published.lock().map_err(|_| {
+                SandboxError::Docker("the image registry lock is poisoned".to_owned())
+            })?;
+            Arc::clone(published.entry(reference.clone()).or_default())
+        };
+        let mut done = lock.lock().await;
+        if !*done {
+            publish_one(
+                &self.docker,
+                tag,
+                &reference,
+                &info.digests,
+                self.credentials.as_ref(),
+            )
+            .await?;
+            *done = true;
+        }
+        Ok(reference)
+    }
+
+    /// Creates the pod of `spec` (its image published first) without waiting for it.
+    pub async fn create(
+        &self,
+        spec: &SandboxSpec,
+        task_secs: f64,
+        created_ahead: bool,
+    ) -> Result<PendingPod, SandboxError> {
+        let mut spec = spec.clone();
+        spec.image = self.publish(&spec.image).await?;
+        self.k8s.create(&spec, task_secs, created_ahead).await
+    }
+
+    /// Starts the pod of `spec` and opens its shell.
+    pub async fn start(
+        &self,
+        spec: &SandboxSpec,
+        task_secs: f64,
+    ) -> Result<PodSandbox, SandboxError> {
+        self.create(spec, task_secs, false).await?.ready().await
+    }
+
+    /// Deletes every pod this process made for `run_id`, tracked or not.
+    pub async fn delete_run(&self, run_id: &str) {
+        self.k8s.delete_all_started().await;
+        if let Err(error) = self.k8s.delete_own(run_id).await {
+            eprintln!("warning: could not look for leftover pods of run {run_id}: {error}");
+        }
+    }
+}
+
+/// What [`publish_one`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// The registry had the tag with this image's digest.
+    Present,
+    /// It was pushed.
+    Pushed,
+}
+
+/// Pushes local `tag` as `reference` unless the registry already has it: a tag whose registry
+/// digest is one of the local image's repository digests (it was pushed or pulled from there)
+/// is the same image.
+pub async fn publish_one(
+    docker: &DockerRuntime,
+    tag: &str,
+    reference: &str,
+    local_digests: &[String],
+    credentials: Option<&RegistryCredentials>,
+) -> Result<Published, SandboxError> {
+    let (repository, _) = crate::sandbox::docker::split_reference(reference);
+    if let Some(digest) = docker.registry_digest(reference, credentials).await?
+        && local_digests.contains(&format!("{repository}@{digest}"))
+    {
+        return Ok(Published::Present);
+    }
+    docker.push_image(tag, reference, credentials).await?;
+    Ok(Published::Pushed)
+}
+
+/// Where sandboxes start: the local daemon, or a cluster's pods.
+#[derive(Clone)]
+pub enum Engine {
+    /// Containers of the local daemon.
+    Docker(DockerRuntime),
+    /// Pods of a cluster.
+    K8s(Arc<Cluster>),
+}
+
+impl From<DockerRuntime> for Engine {
+    fn from(docker: DockerRuntime) -> Self {
+        Engine::Docker(docker)
+    }
+}
+
+impl Engine {
+    /// The local daemon, which builds and finds the images either way.
+    pub fn docker(&self) -> &DockerRuntime {
+        match self {
+            Engine::Docker(docker) => docker,
+            Engine::K8s(cluster) => &cluster.docker,
+        }
+    }
+
+    /// Starts a sandbox as `spec` says. `task_secs` is its task's time limit (a pod's
+    /// deadline is made from it).
+    pub async fn start(
+        &self,
+        spec: &SandboxSpec,
+        task_secs: f64,
+    ) -> Result<AnySandbox, SandboxError> {
+        match self {
+            Engine::Docker(docker) => Ok(AnySandbox::Docker(docker.start(spec).await?)),
+            Engine::K8s(cluster) => Ok(AnySandbox::Pod(cluster.start(spec, task_secs).await?)),
+        }
+    }
+
+    /// Removes every container or pod this process started for `run_id`.
+    pub async fn remove_run(&self, run_id: &str) {
+        match self {
+            Engine::Docker(docker) => {
+                docker.remove_all_started().await;
+                if let Err(error) = docker.remove_own_containers(run_id).await {
+                    eprintln!("warning: could not look for leftover containers: {error}");
+                }
+            }
+            Engine::K8s(cluster) => cluster.delete_run(run_id).await,
+        }
+    }
+}
