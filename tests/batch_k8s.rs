@@ -386,3 +386,62 @@ fn an_eviction_or_an_image_that_never_pulls_ends_that_instance_with_the_reason()
     assert_eq!(exit_status(&out, ids[2]), "submitted");
     assert_nothing_left(&standin, &[&run]);
 }
+
+#[test]
+fn aci_run_on_k8s_submits_and_a_missing_cluster_or_local_runtime_is_one_clear_error() {
+    let rt = tokio();
+    let standin = rt.block_on(StandIn::start(Options::default()));
+    let dir = tempfile::tempdir().unwrap();
+    let id = "demo__semverkit-1";
+    let instances = write_instances(dir.path(), &[id], &[]);
+    let replay = demo_dir().join("replays").join(format!("{id}.yaml"));
+    let out = dir.path().join("out");
+    let run = run_id("k8s-run");
+    let args = [
+        "run",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--replay",
+        replay.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--run-id",
+        &run,
+    ];
+    let result = aci_k8s(&standin, &args);
+    result.expect_code(0);
+    assert_eq!(
+        result.stdout,
+        format!(
+            "{id}\tsubmitted\t{}\n",
+            instance_file(&out, id, "patch").display()
+        )
+    );
+    assert_nothing_left(&standin, &[&run]);
+
+    let missing = aci()
+        .args(args)
+        .args(["--engine", "k8s"])
+        .env("KUBECONFIG", dir.path().join("nope"))
+        .output()
+        .unwrap();
+    let missing = Run::from(missing);
+    missing.expect_code(1);
+    assert!(
+        missing.stderr.contains(&format!(
+            "error: kubernetes: kubeconfig: none of the files KUBECONFIG names exists: {}",
+            dir.path().join("nope").display()
+        )),
+        "{}",
+        missing.stderr
+    );
+    let local = aci_k8s(&standin, &[&args[..], &["--runtime", "local"]].concat());
+    local.expect_code(1);
+    assert!(
+        local
+            .stderr
+            .contains("error: --engine k8s cannot run with --runtime local"),
+        "{}",
+        local.stderr
+    );
+}

@@ -440,3 +440,50 @@ async fn leftovers_of_dead_runs_are_reaped_and_live_ones_kept() {
     assert_eq!(standin.policies().len(), 0);
     assert_eq!(runtime.list_pods(Some("old-run")).await.unwrap().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tokens_from_a_file_or_an_exec_credential_plugin_are_sent() {
+    let standin = StandIn::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), format!("{}\n", standin.token())).unwrap();
+    let credential = serde_json::json!({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": standin.token(), "expirationTimestamp": "2999-01-01T00:00:00Z"},
+    });
+    // The plugin prints its credential only when it is told what it runs for.
+    let script = "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) printf '%s' \"$CRED\";; *) exit 3;; esac";
+    let text = format!(
+        "current-context: file\nclusters:\n- name: c\n  cluster:\n    server: {url}\n\
+         contexts:\n- name: file\n  context: {{cluster: c, user: file}}\n\
+         - name: plugin\n  context: {{cluster: c, user: plugin}}\n\
+         - name: wrong\n  context: {{cluster: c, user: wrong}}\n\
+         users:\n- name: file\n  user:\n    tokenFile: token\n\
+         - name: plugin\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      \
+         command: sh\n      args: [\"-c\", {script}]\n      env: [{{name: CRED, value: {credential}}}]\n\
+         - name: wrong\n  user:\n    token: not-the-token\n",
+        url = standin.url(),
+        script = serde_json::to_string(script).unwrap(),
+        credential = serde_json::to_string(&credential.to_string()).unwrap(),
+    );
+    let path = dir.path().join("kubeconfig");
+    for context in ["file", "plugin"] {
+        let config =
+            kubeconfig::from_kubeconfigs(&[(path.clone(), text.clone())], Some(context)).unwrap();
+        let runtime = K8sRuntime::connect_with(config, settings(TIMEOUT))
+            .await
+            .unwrap();
+        assert_eq!(
+            runtime.list_pods(None).await.unwrap(),
+            Vec::<String>::new(),
+            "{context}"
+        );
+    }
+    let config = kubeconfig::from_kubeconfigs(&[(path, text)], Some("wrong")).unwrap();
+    let refused = K8sRuntime::connect_with(config, settings(TIMEOUT)).await;
+    let message = refused.err().unwrap().to_string();
+    assert!(
+        message.ends_with("GET /api/v1/namespaces/default/pods: 401 Unauthorized: Unauthorized"),
+        "{message}"
+    );
+}

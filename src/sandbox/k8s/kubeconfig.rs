@@ -236,6 +236,12 @@ pub fn load(context: Option<&str>) -> Result<ClusterConfig, KubeconfigError> {
             Err(source) => return Err(KubeconfigError::Read { path, source }),
         }
     }
+    if texts.is_empty() {
+        return Err(KubeconfigError::Invalid(format!(
+            "none of the files KUBECONFIG names exists: {}",
+            std::env::var("KUBECONFIG").unwrap_or_default()
+        )));
+    }
     from_kubeconfigs(&texts, context)
 }
 

@@ -323,6 +323,11 @@ impl StandIn {
         &self.kubeconfig
     }
 
+    /// The bearer token requests need (without TLS).
+    pub fn token(&self) -> &str {
+        &self.state.token
+    }
+
     /// The stand-in's id, the value of [`CONTAINER_LABEL`] on its containers.
     pub fn id(&self) -> &str {
         &self.state.id
