@@ -61,6 +61,9 @@ pub struct Instance {
     /// The image to run the instance in, overriding the language image.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// SWE-smith's name for `image`; `image` wins when a record has both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_name: Option<String>,
     /// `python`, `rust`, …
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
@@ -83,6 +86,11 @@ impl Instance {
     /// the repo with `/` turned into `__` (`django/django` → `django__django`).
     pub fn repo_dir(&self, template: &str) -> String {
         template.replace("{repo_name}", &self.repo.replace('/', "__"))
+    }
+
+    /// The image the record itself names: `image`, else SWE-smith's `image_name`.
+    pub fn own_image(&self) -> Option<&str> {
+        self.image.as_deref().or(self.image_name.as_deref())
     }
 }
 
@@ -298,6 +306,7 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
         environment_setup_commit: record.optional_string("environment_setup_commit")?,
         repo_path,
         image: record.optional_string("image")?,
+        image_name: record.optional_string("image_name")?,
         language: record.optional_string("language")?,
         setup: record.setup("setup")?,
         test_cmd: record.optional_string("test_cmd")?,

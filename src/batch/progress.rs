@@ -4,7 +4,9 @@
 //! instance, each carrying the same counters, so a log shows the same information without
 //! control characters.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::InstanceResult;
@@ -125,6 +127,55 @@ pub fn bar_text(counters: &Counters, elapsed: Duration) -> String {
     )
 }
 
+/// What running instances tell the progress display while they prepare: whole lines (a pull's
+/// layers, a clone), and each instance's current activity, shown on the bar.
+#[derive(Clone, Default)]
+pub struct Feed(Arc<Mutex<FeedState>>);
+
+#[derive(Default)]
+struct FeedState {
+    lines: Vec<String>,
+    activity: BTreeMap<String, String>,
+}
+
+impl Feed {
+    /// A line for the log, printed at the next redraw.
+    pub fn line(&self, text: &str) {
+        if let Ok(mut state) = self.0.lock() {
+            state.lines.push(text.to_owned());
+        }
+    }
+
+    /// The current activity of `instance_id` (`None`: it is over).
+    pub fn activity(&self, instance_id: &str, text: Option<&str>) {
+        if let Ok(mut state) = self.0.lock() {
+            match text {
+                Some(text) => state
+                    .activity
+                    .insert(instance_id.to_owned(), text.to_owned()),
+                None => state.activity.remove(instance_id),
+            };
+        }
+    }
+
+    /// The lines sent since the last call, and the first activity with how many others.
+    fn take(&self) -> (Vec<String>, Option<String>) {
+        let Ok(mut state) = self.0.lock() else {
+            return (Vec::new(), None);
+        };
+        let lines = std::mem::take(&mut state.lines);
+        let activity = state.activity.iter().next().map(|(id, text)| {
+            let more = state.activity.len() - 1;
+            if more > 0 {
+                format!("[{id}] {text} (+{more} more)")
+            } else {
+                format!("[{id}] {text}")
+            }
+        });
+        (lines, activity)
+    }
+}
+
 /// Shows a batch's progress.
 pub struct Progress {
     out: Box<dyn Write + Send>,
@@ -132,6 +183,7 @@ pub struct Progress {
     counters: Counters,
     started: Instant,
     bar_shown: bool,
+    feed: Feed,
 }
 
 impl Progress {
@@ -146,7 +198,13 @@ impl Progress {
             },
             started: Instant::now(),
             bar_shown: false,
+            feed: Feed::default(),
         }
+    }
+
+    /// The feed whose lines and activities this display shows.
+    pub fn feed(&self) -> Feed {
+        self.feed.clone()
     }
 
     /// Progress on stderr: a bar on a terminal, plain lines otherwise.
@@ -245,11 +303,26 @@ impl Progress {
     }
 
     fn draw_bar(&mut self) {
+        let (lines, activity) = self.feed.take();
+        if !lines.is_empty() {
+            if self.bar_shown {
+                let _ = write!(self.out, "\r\x1b[2K");
+                self.bar_shown = false;
+            }
+            for line in lines {
+                let _ = writeln!(self.out, "{line}");
+            }
+        }
         if self.style != Style::Bar {
             let _ = self.out.flush();
             return;
         }
-        let text = bar_text(&self.counters, self.started.elapsed());
+        let mut text = bar_text(&self.counters, self.started.elapsed());
+        if let Some(activity) = activity {
+            // Kept short, so that the bar fits one terminal line and redraws in place.
+            let short: String = activity.chars().take(80).collect();
+            text.push_str(&format!(" | {short}"));
+        }
         let _ = write!(self.out, "\r\x1b[2K{text}");
         let _ = self.out.flush();
         self.bar_shown = true;

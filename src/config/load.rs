@@ -167,11 +167,24 @@ pub const DEFAULT_CONFIG: &str = include_str!("../../configs/default.yaml");
 
 /// Resolves the configuration: the built-in `configs/default.yaml`, then `files`, then `sets`.
 pub fn resolve(files: &[PathBuf], sets: &[String]) -> Result<Config, ConfigError> {
+    resolve_with_presets(&[], files, sets)
+}
+
+/// [`resolve`] with `presets` (`(origin, YAML text)`, e.g. `--images swebench`) layered right
+/// after the built-in default, so that config files and `--set` override them.
+pub fn resolve_with_presets(
+    presets: &[(&str, &str)],
+    files: &[PathBuf],
+    sets: &[String],
+) -> Result<Config, ConfigError> {
     let mut merged = defaults_value()?;
     merge(
         &mut merged,
         parse_layer("configs/default.yaml (built in)", DEFAULT_CONFIG)?,
     );
+    for (origin, text) in presets {
+        merge(&mut merged, parse_layer(origin, text)?);
+    }
     for path in files {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.clone(),
@@ -269,7 +282,8 @@ mod tests {
             error(&[("configs/x.yaml", text)], &[]),
             "configs/x.yaml:3:3: env: unknown field `comand_timeout`, expected one of `image`, `images`, \
              `repo_dir`, `command_timeout`, `instance_timeout`, `build_timeout`, `memory_mb`, `cpus`, `pids`, `network`, \
-             `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`\nhint: did you mean `command_timeout`?"
+             `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`, `repo_url`, `repo_cache`, \
+             `image_template`, `pull`, `activate`\nhint: did you mean `command_timeout`?"
         );
     }
 

@@ -15,7 +15,7 @@ use crate::agent::history::HistoryConfig;
 use crate::agent::stop::{Limits, NudgeTexts};
 use crate::model::ModelConfig;
 
-pub use load::{ConfigError, resolve, resolve_text};
+pub use load::{ConfigError, resolve, resolve_text, resolve_with_presets};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -249,7 +249,59 @@ pub struct EnvConfig {
     /// Free space (GB) the Docker root must have before aci builds an environment image; under
     /// it the run stops with a hint to `aci images prune`.
     pub min_free_disk_gb: f64,
+    /// Where a repository is cloned from when neither `repo_path` nor the instance's image holds
+    /// it: `{repo}` is the instance's `repo` (`owner/name`). A `file://` URL or a local path
+    /// works too.
+    pub repo_url: String,
+    /// The directory of the bare mirrors cloned from `repo_url`, one per repository, shared by
+    /// every run. Null: `$XDG_CACHE_HOME/aci/repos`, else `~/.cache/aci/repos`.
+    pub repo_cache: Option<PathBuf>,
+    /// The image of every instance that names none (`image`, `image_name`):
+    /// `{instance_id}`, `{repo}`, and `{id_docker}` (the id as SWE-bench's image names spell
+    /// it: lower-case, `__` → `_1776_`). Null: the language image (`images`).
+    pub image_template: Option<String>,
+    /// When an image is pulled from its registry: `missing` (only when it is not here),
+    /// `always` (before every instance), `never`.
+    pub pull: PullPolicy,
+    /// A shell snippet run at the start of the agent's session (and of every new session) and
+    /// of every evaluation script, e.g. `source /opt/miniconda3/bin/activate && conda activate
+    /// testbed`. When it fails the instance ends with `exit_environment_error`. Null: none.
+    pub activate: Option<String>,
 }
+
+/// `env.pull`: when an image is pulled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PullPolicy {
+    /// Pull only an image that is not here (the default).
+    #[default]
+    Missing,
+    /// Pull before every use, so a moved tag is followed.
+    Always,
+    /// Never pull: a missing image fails its instance.
+    Never,
+}
+
+impl EnvConfig {
+    /// `repo_cache`, or its default under [`cache_root`]; `None` when there is no home either.
+    pub fn repo_cache_dir(&self) -> Option<PathBuf> {
+        self.repo_cache
+            .clone()
+            .or_else(|| cache_root().map(|root| root.join("repos")))
+    }
+}
+
+/// aci's cache directory: `$XDG_CACHE_HOME/aci`, else `~/.cache/aci`; `None` without either.
+pub fn cache_root() -> Option<PathBuf> {
+    let from = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    from("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| from("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .map(|dir| dir.join("aci"))
+}
+
+/// `env.repo_url` when no config sets it.
+pub const DEFAULT_REPO_URL: &str = "https://github.com/{repo}.git";
 
 impl Default for EnvConfig {
     fn default() -> Self {
@@ -271,6 +323,11 @@ impl Default for EnvConfig {
             output_tail_bytes: 512 * 1024,
             variables: BTreeMap::new(),
             min_free_disk_gb: 10.0,
+            repo_url: DEFAULT_REPO_URL.to_owned(),
+            repo_cache: None,
+            image_template: None,
+            pull: PullPolicy::Missing,
+            activate: None,
         }
     }
 }

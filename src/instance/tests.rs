@@ -26,6 +26,7 @@ fn minimal(id: &str) -> Instance {
         environment_setup_commit: None,
         repo_path: None,
         image: None,
+        image_name: None,
         language: None,
         setup: Vec::new(),
         test_cmd: None,
@@ -466,4 +467,27 @@ fn selection_applies_shuffle_then_filter_then_slice_then_shard() {
     // 1: drops p-1; shard 2/2 of those 5 is the last 2. Filtering before the shuffle would
     // give p-6 p-2, and re.search would keep xp-5.
     assert_eq!(ids(&select(named(&names), &selection)), vec!["p-6", "p-4"]);
+}
+
+#[test]
+fn a_swe_smith_record_names_its_image_in_image_name_and_image_wins_over_it() {
+    let mut value = record("oauthlib__oauthlib.1fd52536.combine_file__09vlzwgc");
+    value["base_commit"] = json!("oauthlib__oauthlib.1fd52536.combine_file__09vlzwgc");
+    value["image_name"] = json!("jyangballin/swesmith.x86_64.oauthlib_1776_oauthlib.1fd52536");
+    let loaded = parse_instances(&value.to_string(), None).unwrap().instances;
+    let instance = &loaded[0];
+    assert_eq!(
+        instance.own_image(),
+        Some("jyangballin/swesmith.x86_64.oauthlib_1776_oauthlib.1fd52536")
+    );
+    assert!(
+        instance.extra_fields.is_empty(),
+        "{:?}",
+        instance.extra_fields
+    );
+    let again = serde_json::to_string(instance).unwrap();
+    assert_eq!(parse_instances(&again, None).unwrap().instances, loaded);
+    value["image"] = json!("mine:1");
+    let both = parse_instances(&value.to_string(), None).unwrap().instances;
+    assert_eq!(both[0].own_image(), Some("mine:1"));
 }

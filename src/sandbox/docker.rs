@@ -14,9 +14,10 @@ use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    ListImagesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
-    RestartContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, RestartContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -99,6 +100,32 @@ pub struct ImageInfo {
     pub digests: Vec<String>,
     /// The image's labels.
     pub labels: HashMap<String, String>,
+}
+
+/// One progress message of an image pull, as the daemon streams it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PullEvent {
+    /// The layer (a short digest) the message is about, or the tag for the pull's own lines.
+    pub id: Option<String>,
+    /// `Pulling fs layer`, `Downloading`, `Pull complete`, `Already exists`, `Digest: …`, …
+    pub status: String,
+    /// Bytes done of a download or an extraction.
+    pub current: Option<u64>,
+    /// Bytes of the whole download or extraction.
+    pub total: Option<u64>,
+}
+
+/// A login to one registry, sent with a pull.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryLogin {
+    /// The registry, as the Docker config names it.
+    pub server: String,
+    /// The user name.
+    pub username: Option<String>,
+    /// The password or access token.
+    pub password: Option<String>,
+    /// An OAuth identity token, instead of a password.
+    pub identity_token: Option<String>,
 }
 
 impl DockerRuntime {
@@ -357,6 +384,115 @@ impl DockerRuntime {
         }
     }
 
+    /// Pulls `image` (`name:tag` or `name@digest`) from its registry, with `login` when given,
+    /// passing each progress message to `on_event`.
+    ///
+    /// # Errors
+    /// The daemon's message: the registry cannot be reached, the image is not there, access
+    /// was denied.
+    pub async fn pull_image(
+        &self,
+        image: &str,
+        login: Option<&RegistryLogin>,
+        mut on_event: impl FnMut(PullEvent) + Send,
+    ) -> Result<(), SandboxError> {
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(image)
+            .build();
+        let credentials = login.map(|login| bollard::auth::DockerCredentials {
+            username: login.username.clone(),
+            password: login.password.clone(),
+            identitytoken: login.identity_token.clone(),
+            serveraddress: Some(login.server.clone()),
+            ..Default::default()
+        });
+        let mut stream = self.docker.create_image(Some(options), None, credentials);
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|error| match error {
+                bollard::errors::Error::DockerStreamError { error } => SandboxError::Docker(error),
+                bollard::errors::Error::DockerResponseServerError { message, .. } => {
+                    SandboxError::Docker(message)
+                }
+                other => docker_error(other),
+            })?;
+            let detail = info.progress_detail.unwrap_or_default();
+            on_event(PullEvent {
+                id: info.id,
+                status: info.status.unwrap_or_default(),
+                current: detail.current.and_then(|n| u64::try_from(n).ok()),
+                total: detail.total.and_then(|n| u64::try_from(n).ok()),
+            });
+        }
+        Ok(())
+    }
+
+    /// The bytes of the file at `path` in `image`, read from a container that is created and
+    /// never started (nothing in the image runs); `None` when the image has no such file.
+    pub async fn image_file(
+        &self,
+        image: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, SandboxError> {
+        let labels = HashMap::from([
+            (LABEL_RUN_ID.to_owned(), "probe".to_owned()),
+            (LABEL_PID.to_owned(), std::process::id().to_string()),
+            (LABEL_PID_START.to_owned(), own_start_time().to_string()),
+        ]);
+        let body = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            cmd: Some(vec!["true".to_owned()]),
+            entrypoint: Some(vec![]),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".to_owned()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_container(
+                None::<bollard::query_parameters::CreateContainerOptions>,
+                body,
+            )
+            .await
+            .map_err(|e| {
+                SandboxError::Docker(format!("cannot create a container from {image}: {e}"))
+            })?;
+        self.track(&created.id, true);
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        let mut stream = self
+            .docker
+            .download_from_container(&created.id, Some(options));
+        let mut tar = Vec::new();
+        let mut missing = false;
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => tar.extend_from_slice(&bytes),
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404, ..
+                }) => {
+                    missing = true;
+                    break;
+                }
+                Err(error) => {
+                    let _ = self.remove_container(&created.id).await;
+                    return Err(docker_error(error));
+                }
+            }
+        }
+        self.remove_container(&created.id).await?;
+        if missing {
+            return Ok(None);
+        }
+        first_file_of_tar(&tar)
+            .map(Some)
+            .map_err(|e| SandboxError::Docker(format!("cannot read {path} from {image}: {e}")))
+    }
+
     /// Builds an image from a tar build context with the classic builder. `on_step` receives
     /// each `Step N/M : …` line. Returns the image id.
     pub async fn build_image(
@@ -538,6 +674,21 @@ async fn exec_once(
     let inspected = docker.inspect_exec(&exec.id).await.map_err(docker_error)?;
     out.exit_code = inspected.exit_code.map(|c| c as i32);
     Ok(out)
+}
+
+/// The content of the first regular file in a tar archive (the daemon's archive of one file).
+fn first_file_of_tar(tar: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut archive = tar::Archive::new(tar);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if entry.header().entry_type().is_file() {
+            let mut content = Vec::new();
+            entry.read_to_end(&mut content)?;
+            return Ok(content);
+        }
+    }
+    Err(std::io::Error::other("the archive holds no regular file"))
 }
 
 /// A container name people can read in `docker ps`: `aci-<instance>-<run>-<pid>-<n>`. The pid
@@ -722,73 +873,4 @@ impl Drop for DockerTransport {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The counter at the end of a name made by [`container_name`], checking everything before
-    /// it against `expected_prefix`.
-    fn counter_after(name: &str, expected_prefix: &str) -> u64 {
-        let rest = name
-            .strip_prefix(expected_prefix)
-            .unwrap_or_else(|| panic!("{name} does not start with {expected_prefix}"));
-        rest.parse()
-            .unwrap_or_else(|_| panic!("{name} does not end in a counter"))
-    }
-
-    #[test]
-    fn container_names_keep_only_safe_characters() {
-        let pid = std::process::id();
-        let first = container_name("demo__calc-1", "r1");
-        let n = counter_after(&first, &format!("aci-demo__calc-1-r1-{pid}-"));
-        // Everything but ASCII letters, digits, `-`, `_` and `.` becomes `_`, one per character.
-        let second = container_name("a/b c\u{e9}:d.e", "run:1/x");
-        let m = counter_after(&second, &format!("aci-a_b_c__d.e-run_1_x-{pid}-"));
-        assert!(m > n, "the counter grows: {first} then {second}");
-        // A long id is cut to 100 characters before the pid and counter, which are kept whole.
-        let long = container_name(&"x".repeat(300), "r");
-        let k = counter_after(&long, &format!("aci-{}-{pid}-", "x".repeat(96)));
-        assert!(k > m);
-        assert!([&first, &second, &long].iter().all(|name| {
-            name.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        }));
-    }
-
-    /// Field 22 of `/proc/<pid>/stat`, the start time, as `cut` reads it (the process names
-    /// used here have no spaces).
-    fn start_time_by_cut(pid: u32) -> u64 {
-        let out = std::process::Command::new("cut")
-            .args(["-d", " ", "-f", "22", &format!("/proc/{pid}/stat")])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-
-    #[test]
-    fn own_process_has_a_start_time() {
-        let own = std::process::id();
-        assert_eq!(process_start_time(own), Some(start_time_by_cut(own)));
-        assert_eq!(own_start_time(), start_time_by_cut(own));
-        // A process started later has a start time no earlier than this one's.
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let child_start = process_start_time(child.id());
-        assert_eq!(child_start, Some(start_time_by_cut(child.id())));
-        assert!(child_start >= process_start_time(own));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert_eq!(
-            process_start_time(child.id()),
-            None,
-            "a reaped process has none"
-        );
-        assert_eq!(process_start_time(u32::MAX), None);
-    }
-}
+mod tests;

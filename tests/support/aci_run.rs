@@ -127,6 +127,8 @@ pub async fn start_aci(
             head: env.output_head_bytes,
             tail: env.output_tail_bytes,
         },
+        checkout: None,
+        activate: env.activate.clone(),
     };
     let sandbox = match &docker {
         Some(docker) => AnySandbox::Docker(docker.start(&spec).await.unwrap()),
