@@ -563,7 +563,12 @@ async fn stop_early(
 /// An instance that could not run at all (or whose task died): its trajectory gets `status`
 /// and `message` as `info.error`, keeping any turns already saved, and an empty prediction.
 fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> InstanceResult {
-    eprintln!("error: {}: {message}", instance.instance_id);
+    let line = format!("error: {}: {message}", instance.instance_id);
+    // Through the feed, a batch prints it after the instance's pull and clone lines.
+    match &ctx.feed {
+        Some(feed) => feed.line(&line),
+        None => eprintln!("{line}"),
+    }
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));
     let mut trajectory = trajectory::read(&traj_path).unwrap_or_else(|_| Trajectory {

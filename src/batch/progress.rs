@@ -158,21 +158,24 @@ impl Feed {
         }
     }
 
-    /// The lines sent since the last call, and the first activity with how many others.
-    fn take(&self) -> (Vec<String>, Option<String>) {
-        let Ok(mut state) = self.0.lock() else {
-            return (Vec::new(), None);
-        };
-        let lines = std::mem::take(&mut state.lines);
-        let activity = state.activity.iter().next().map(|(id, text)| {
-            let more = state.activity.len() - 1;
-            if more > 0 {
-                format!("[{id}] {text} (+{more} more)")
-            } else {
-                format!("[{id}] {text}")
-            }
-        });
-        (lines, activity)
+    /// The lines sent since the last call.
+    fn take_lines(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut state| std::mem::take(&mut state.lines))
+            .unwrap_or_default()
+    }
+
+    /// The first activity, with how many others there are.
+    fn activity_text(&self) -> Option<String> {
+        let state = self.0.lock().ok()?;
+        let (id, text) = state.activity.iter().next()?;
+        let more = state.activity.len() - 1;
+        Some(if more > 0 {
+            format!("[{id}] {text} (+{more} more)")
+        } else {
+            format!("[{id}] {text}")
+        })
     }
 }
 
@@ -283,8 +286,9 @@ impl Progress {
         self.draw_bar();
     }
 
-    /// Removes the bar: the summary follows.
+    /// Prints what the feed still holds and removes the bar: the summary follows.
     pub fn finish(&mut self) {
+        self.draw_bar();
         if self.bar_shown {
             let _ = write!(self.out, "\r\x1b[2K");
             let _ = self.out.flush();
@@ -292,8 +296,9 @@ impl Progress {
         }
     }
 
-    /// Prints a line (above the bar, on a terminal).
+    /// Prints a line (above the bar, on a terminal), after what the feed holds.
     fn line(&mut self, text: &str) {
+        self.print_feed();
         if self.bar_shown {
             let _ = write!(self.out, "\r\x1b[2K");
         }
@@ -302,17 +307,24 @@ impl Progress {
         self.draw_bar();
     }
 
-    fn draw_bar(&mut self) {
-        let (lines, activity) = self.feed.take();
-        if !lines.is_empty() {
-            if self.bar_shown {
-                let _ = write!(self.out, "\r\x1b[2K");
-                self.bar_shown = false;
-            }
-            for line in lines {
-                let _ = writeln!(self.out, "{line}");
-            }
+    /// Prints the feed's lines (above the bar, on a terminal).
+    fn print_feed(&mut self) {
+        let lines = self.feed.take_lines();
+        if lines.is_empty() {
+            return;
         }
+        if self.bar_shown {
+            let _ = write!(self.out, "\r\x1b[2K");
+            self.bar_shown = false;
+        }
+        for line in lines {
+            let _ = writeln!(self.out, "{line}");
+        }
+    }
+
+    fn draw_bar(&mut self) {
+        self.print_feed();
+        let activity = self.feed.activity_text();
         if self.style != Style::Bar {
             let _ = self.out.flush();
             return;

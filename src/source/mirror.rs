@@ -244,15 +244,23 @@ async fn git(path: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
     }
 }
 
-/// The last non-empty line of git's stderr (`fatal: …`), or a note that it said nothing.
+/// Git's reason, from its stderr: the first `fatal:` or `error:` line (git adds advice after
+/// it), else the last non-empty line, else a note that it said nothing.
 fn last_line(stderr: &[u8]) -> String {
-    String::from_utf8_lossy(stderr)
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text
         .lines()
-        .rev()
         .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or("git failed without a message")
-        .to_owned()
+        .filter(|line| !line.is_empty())
+        .collect();
+    lines
+        .iter()
+        .find(|line| line.starts_with("fatal: ") || line.starts_with("error: "))
+        .or(lines.last())
+        .map_or_else(
+            || "git failed without a message".to_owned(),
+            |line| (*line).to_owned(),
+        )
 }
 
 #[cfg(test)]
@@ -283,6 +291,14 @@ mod tests {
             last_line(b"Cloning into bare repository...\nfatal: unable to access 'x'\n\n"),
             "fatal: unable to access 'x'"
         );
+        let advice = b"fatal: '/tmp/x' does not appear to be a git repository\nfatal: Could not \
+read from remote repository.\n\nPlease make sure you have the correct access rights\nand the \
+repository exists.\n";
+        assert_eq!(
+            last_line(advice),
+            "fatal: '/tmp/x' does not appear to be a git repository"
+        );
+        assert_eq!(last_line(b"warning: x\nsomething\n"), "something");
         assert_eq!(last_line(b""), "git failed without a message");
     }
 }
