@@ -312,7 +312,7 @@ fn a_bare_lite_record_runs_in_its_swebench_image_with_the_testbed_env_and_its_go
 }
 
 #[test]
-fn an_image_whose_head_is_past_base_commit_is_checked_out_at_it_and_a_dirty_one_is_refused() {
+fn an_image_past_base_commit_is_checked_out_at_it_and_a_dirty_one_or_a_failing_activation_is_refused() {
     let standin = standin();
     let base = swebench_image("psf__requests-90001");
     let (past, dirty) = ("psf__requests-90002", "psf__requests-90004");
@@ -377,6 +377,36 @@ fn an_image_whose_head_is_past_base_commit_is_checked_out_at_it_and_a_dirty_one_
         )
     );
     assert!(observations(&output, dirty).is_empty());
+    assert!(containers_of(&run).is_empty());
+
+    // An activation that fails ends the instance with its output, before its agent starts.
+    let output = dir.path().join("bad-activation");
+    let run = run_id("swebench-activate");
+    let batch = run_batch(
+        &instances,
+        &replays,
+        &output,
+        &run,
+        &[
+            "--images",
+            "swebench",
+            "--filter",
+            past,
+            "--set",
+            "env.activate=source /opt/miniconda3/bin/activate && conda activate nosuch",
+        ],
+    );
+    batch.expect_code(0);
+    assert_eq!(exit_status(&output, past), "exit_environment_error");
+    assert_eq!(
+        lines_with(&batch.stderr, &format!("error: {past}")),
+        [format!(
+            "error: {past}: cannot start the sandbox: env.activate failed (exit 1): \
+             EnvironmentNameNotFound: Could not find conda environment: nosuch"
+        )
+        .as_str()]
+    );
+    assert!(observations(&output, past).is_empty());
     assert!(containers_of(&run).is_empty());
 }
 
