@@ -23,4 +23,5 @@ pub mod instance;
 pub mod lint;
 pub mod model;
 pub mod sandbox;
+pub mod tls;
 pub mod trajectory;

@@ -225,6 +225,7 @@ impl Endpoint {
     ) -> Result<Self, ModelError> {
         let timeout = Duration::try_from_secs_f64(config.request_timeout_s)
             .map_err(|error| ModelError::config(format!("invalid request_timeout_s: {error}")))?;
+        crate::tls::install_provider();
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(30)))
