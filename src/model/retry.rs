@@ -328,6 +328,11 @@ impl Endpoint {
             .text()
             .await
             .map_err(|error| Failure::transport(&error))?;
+        // Scrubbed before anything cuts or quotes it: a key cut in half is not recognised.
+        let text = match &self.key {
+            Some(key) => key.redact(&text),
+            None => text,
+        };
         if (200..300).contains(&status) {
             return serde_json::from_str(&text).map_err(|error| {
                 Failure::malformed(format!(
