@@ -467,3 +467,35 @@ fn selection_applies_shuffle_then_filter_then_slice_then_shard() {
     // give p-6 p-2, and re.search would keep xp-5.
     assert_eq!(ids(&select(named(&names), &selection)), vec!["p-6", "p-4"]);
 }
+
+#[test]
+fn a_jsonl_line_that_is_not_utf8_fails_alone_and_the_others_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instances.jsonl");
+    let record = |id: &str| {
+        format!(
+            r#"{{"instance_id":"{id}","problem_statement":"p","repo":"o/r","base_commit":"abc"}}"#
+        )
+    };
+    let mut bytes = format!("{}\n", record("a")).into_bytes();
+    bytes.extend_from_slice(b"{\"instance_id\":\"b\xff\",\"problem_statement\":\"p\"}\n");
+    bytes.extend_from_slice(format!("{}\n", record("c")).as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let loaded = load_instances_file(&path).unwrap();
+    let ids: Vec<&str> = loaded.instances.iter().map(|i| i.instance_id.as_str()).collect();
+    assert_eq!(ids, ["a", "c"]);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors, ["line 2: the line is not valid UTF-8"]);
+}
+
+#[test]
+fn a_json_array_that_is_not_utf8_names_the_line_of_the_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instances.json");
+    std::fs::write(&path, b"[\n{\"instance_id\": \"a\"},\n{\"instance_id\": \"\xc3(\"}\n]\n").unwrap();
+    let error = load_instances_file(&path).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "instances file is not valid UTF-8 (first bad byte on line 3)"
+    );
+}
