@@ -213,12 +213,14 @@ fn parse_non_utf8(
         text.push('\n');
     }
     let mut loaded = parse_instances(&text, Some(base_dir))?;
-    loaded.errors.extend(bad_lines.into_iter().map(|line| InstanceError {
-        location: RecordLocation::Line(line),
-        instance_id: None,
-        field: None,
-        message: "the line is not valid UTF-8".to_owned(),
-    }));
+    loaded
+        .errors
+        .extend(bad_lines.into_iter().map(|line| InstanceError {
+            location: RecordLocation::Line(line),
+            instance_id: None,
+            field: None,
+            message: "the line is not valid UTF-8".to_owned(),
+        }));
     loaded.errors.sort_by_key(|error| match error.location {
         RecordLocation::Line(line) | RecordLocation::Index(line) => line,
     });

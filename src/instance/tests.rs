@@ -482,7 +482,11 @@ fn a_jsonl_line_that_is_not_utf8_fails_alone_and_the_others_load() {
     bytes.extend_from_slice(format!("{}\n", record("c")).as_bytes());
     std::fs::write(&path, bytes).unwrap();
     let loaded = load_instances_file(&path).unwrap();
-    let ids: Vec<&str> = loaded.instances.iter().map(|i| i.instance_id.as_str()).collect();
+    let ids: Vec<&str> = loaded
+        .instances
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
     assert_eq!(ids, ["a", "c"]);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
     assert_eq!(errors, ["line 2: the line is not valid UTF-8"]);
@@ -492,7 +496,11 @@ fn a_jsonl_line_that_is_not_utf8_fails_alone_and_the_others_load() {
 fn a_json_array_that_is_not_utf8_names_the_line_of_the_bad_byte() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("instances.json");
-    std::fs::write(&path, b"[\n{\"instance_id\": \"a\"},\n{\"instance_id\": \"\xc3(\"}\n]\n").unwrap();
+    std::fs::write(
+        &path,
+        b"[\n{\"instance_id\": \"a\"},\n{\"instance_id\": \"\xc3(\"}\n]\n",
+    )
+    .unwrap();
     let error = load_instances_file(&path).unwrap_err();
     assert_eq!(
         error.to_string(),
