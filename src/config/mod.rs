@@ -249,6 +249,10 @@ pub struct EnvConfig {
     pub cpus: f64,
     /// Maximum number of processes in the container.
     pub pids: i64,
+    /// Disk quota per container in MiB: what a task may write on top of its image. No single
+    /// file may grow past it, and the task ends (`exit_environment_error`) once everything it
+    /// wrote is over it (checked every few seconds).
+    pub disk_mb: u64,
     /// Give the container a network. Off by default: the container has only `lo`.
     pub network: bool,
     /// Bytes of a command's output kept from the start while it streams.
@@ -277,6 +281,7 @@ impl Default for EnvConfig {
             memory_mb: 4096,
             cpus: 2.0,
             pids: 1024,
+            disk_mb: 8192,
             network: false,
             output_head_bytes: 512 * 1024,
             output_tail_bytes: 512 * 1024,
