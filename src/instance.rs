@@ -322,10 +322,31 @@ fn instance_from_value(
     })
 }
 
+/// Why an instance id cannot name a directory, if it cannot. Every command that writes files
+/// writes them under `<output>/<id>/`, so `.`, `..`, path separators and NUL are refused when
+/// the instances file is read, whichever command reads it.
+pub fn unsafe_id(id: &str) -> Option<&'static str> {
+    if id == "." || id == ".." {
+        Some("is `.` or `..`")
+    } else if id.contains(['/', '\\']) {
+        Some("contains a path separator")
+    } else if id.contains('\0') {
+        Some("contains a NUL byte")
+    } else {
+        None
+    }
+}
+
 fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instance, FieldError> {
     let instance_id = record.required_string("instance_id")?;
     if instance_id.trim().is_empty() {
         return Err(field_error("instance_id", "must not be empty"));
+    }
+    if let Some(reason) = unsafe_id(&instance_id) {
+        return Err(field_error(
+            "instance_id",
+            format!("{reason}, so it cannot name an output directory"),
+        ));
     }
     let repo_path = record.optional_string("repo_path")?.map(|raw| {
         let path = PathBuf::from(raw);

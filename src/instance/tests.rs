@@ -507,3 +507,34 @@ fn a_json_array_that_is_not_utf8_names_the_line_of_the_bad_byte() {
         "instances file is not valid UTF-8 (first bad byte on line 3)"
     );
 }
+
+#[test]
+fn an_instance_id_that_is_not_a_plain_name_is_refused_for_every_command() {
+    let record = |id: &str| {
+        serde_json::json!({
+            "instance_id": id, "problem_statement": "p", "repo": "o/r", "base_commit": "abc"
+        })
+        .to_string()
+    };
+    let text = ["ok-1", "../escape", "/etc/cron.d/x", "a\\b", "..", "."]
+        .map(record)
+        .join("\n");
+    let loaded = parse_instances(&text, None).unwrap();
+    let ids: Vec<&str> = loaded
+        .instances
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    assert_eq!(ids, ["ok-1"]);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        [
+            "instance \"../escape\" (line 2): field \"instance_id\": contains a path separator, so it cannot name an output directory",
+            "instance \"/etc/cron.d/x\" (line 3): field \"instance_id\": contains a path separator, so it cannot name an output directory",
+            "instance \"a\\\\b\" (line 4): field \"instance_id\": contains a path separator, so it cannot name an output directory",
+            "instance \"..\" (line 5): field \"instance_id\": is `.` or `..`, so it cannot name an output directory",
+            "instance \".\" (line 6): field \"instance_id\": is `.` or `..`, so it cannot name an output directory",
+        ]
+    );
+}
