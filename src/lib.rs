@@ -24,4 +24,5 @@ pub mod lint;
 pub mod model;
 pub mod sandbox;
 pub mod source;
+pub mod tls;
 pub mod trajectory;

@@ -312,7 +312,8 @@ fn a_bare_lite_record_runs_in_its_swebench_image_with_the_testbed_env_and_its_go
 }
 
 #[test]
-fn an_image_past_base_commit_is_checked_out_at_it_and_a_dirty_one_or_a_failing_activation_is_refused() {
+fn an_image_past_base_commit_is_checked_out_at_it_and_a_dirty_one_or_a_failing_activation_is_refused()
+ {
     let standin = standin();
     let base = swebench_image("psf__requests-90001");
     let (past, dirty) = ("psf__requests-90002", "psf__requests-90004");

@@ -167,11 +167,7 @@ impl RunContext {
                 commit: instance.base_commit.clone(),
             }),
             repo_dir: instance.repo_dir(&env.repo_dir),
-            limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
-            },
+            limits: ResourceLimits::from_env(env),
             network: env.network,
             env: env
                 .variables

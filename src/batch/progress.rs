@@ -21,16 +21,45 @@ pub fn turn_line(
     cost: f64,
 ) -> String {
     let first = step.action.lines().next().unwrap_or_default();
-    let mut action: String = first.chars().take(100).collect();
-    if action.len() < first.len() || step.action.lines().nth(1).is_some() {
+    let cut: String = first.chars().take(100).collect();
+    let mut action = escape_controls(&cut);
+    if cut.len() < first.len() || step.action.lines().nth(1).is_some() {
         action.push_str(" …");
     }
     let lines = step.observation.lines().count();
+    let instance_id = escape_controls(instance_id);
     format!(
         "[{instance_id}] step {step_number}: {action} → {lines} line{} in {:.1} s (cost ${cost:.2})",
         if lines == 1 { "" } else { "s" },
         step.execution_time
     )
+}
+
+/// `text` with every control character written out (`\x1b`, `\r`, `\u{9b}`), so that what a
+/// model wrote (or an instance id) cannot move the cursor, recolour, retitle or clear the
+/// terminal it is printed on. Tabs are kept.
+pub fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            // C1 controls (a terminal reads U+009B as CSI) and the bidirectional overrides,
+            // which reorder what is shown.
+            c if ('\u{80}'..='\u{9f}').contains(&c)
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c) =>
+            {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// How progress is shown.
@@ -302,7 +331,7 @@ impl Progress {
         if self.bar_shown {
             let _ = write!(self.out, "\r\x1b[2K");
         }
-        let _ = writeln!(self.out, "{text}");
+        let _ = writeln!(self.out, "{}", escape_controls(text));
         self.bar_shown = false;
         self.draw_bar();
     }
@@ -366,6 +395,15 @@ mod tests {
         assert_eq!(
             turn_line("x", 1, &step("edit 68:68\n    y\nend_of_edit", "ok"), 0.0),
             "[x] step 1: edit 68:68 … → 1 line in 0.3 s (cost $0.00)"
+        );
+        assert_eq!(
+            turn_line(
+                "x\u{1b}]0;t\u{7}",
+                2,
+                &step("echo \u{1b}[2J\u{1b}[31mred\r\u{9b}0m\u{202e}", ""),
+                0.0
+            ),
+            "[x\\x1b]0;t\\x07] step 2: echo \\x1b[2J\\x1b[31mred\\r\\u{9b}0m\\u{202e} → 0 lines in 0.3 s (cost $0.00)"
         );
         let long = "é".repeat(150);
         let line = turn_line("x", 1, &step(&long, ""), 0.0);

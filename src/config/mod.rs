@@ -51,6 +51,10 @@ pub struct AgentConfig {
     /// Observations longer than this many characters are cut in the middle, with a note of how
     /// much was elided.
     pub max_observation_length: usize,
+    /// What the trajectory stores of an observation: whole up to this many characters, else
+    /// its head and tail around a note of how much was elided (the model's copy is cut at
+    /// `max_observation_length`).
+    pub max_stored_observation_length: usize,
     /// When the loop stops: steps, wall time, format errors, turns without an action, command
     /// timeouts, stalls.
     pub limits: Limits,
@@ -68,6 +72,8 @@ impl Default for AgentConfig {
             enable_bash_tool: true,
             history: HistoryConfig::default(),
             max_observation_length: crate::agent::history::DEFAULT_MAX_OBSERVATION_LENGTH,
+            max_stored_observation_length:
+                crate::agent::history::DEFAULT_MAX_STORED_OBSERVATION_LENGTH,
             limits: Limits::default(),
             nudges: NudgeTexts::default(),
         }
@@ -127,6 +133,10 @@ pub struct AciConfig {
     /// as v0.1–0.4 did. Off (v0.7): `\r\n` and Python's other line boundaries become `\n` and
     /// the final line break is dropped.
     pub raw_output: bool,
+    /// The widest line a window shows, in characters: a longer line is cut there and ends
+    /// with ` [... N more characters on this line]` (SWE-agent cuts none; real source lines
+    /// are far shorter than the default, 2000).
+    pub max_line_length: usize,
     /// The edit lint gate.
     pub lint: LintConfig,
     /// Search summarisation.
@@ -147,6 +157,7 @@ impl Default for AciConfig {
             overlap: 2,
             scroll_warning: true,
             raw_output: false,
+            max_line_length: crate::aci::window::DEFAULT_MAX_LINE_LENGTH,
             lint: LintConfig::default(),
             search: SearchConfig::default(),
             blocklist: Blocklist::default(),
@@ -238,6 +249,10 @@ pub struct EnvConfig {
     pub cpus: f64,
     /// Maximum number of processes in the container.
     pub pids: i64,
+    /// Disk quota per container in MiB: what a task may write on top of its image. No single
+    /// file may grow past it, and the task ends (`exit_environment_error`) once everything it
+    /// wrote is over it (checked every few seconds).
+    pub disk_mb: u64,
     /// Give the container a network. Off by default: the container has only `lo`.
     pub network: bool,
     /// Bytes of a command's output kept from the start while it streams.
@@ -318,6 +333,7 @@ impl Default for EnvConfig {
             memory_mb: 4096,
             cpus: 2.0,
             pids: 1024,
+            disk_mb: 8192,
             network: false,
             output_head_bytes: 512 * 1024,
             output_tail_bytes: 512 * 1024,

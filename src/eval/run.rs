@@ -390,11 +390,7 @@ impl Job<'_> {
             image: String::new(),
             repo: None,
             repo_dir,
-            limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
-            },
+            limits: ResourceLimits::from_env(env),
             // Tests never get a network, whatever env.network says for agent runs.
             network: false,
             env: env

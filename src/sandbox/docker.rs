@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
-    DownloadFromContainerOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, EventsOptionsBuilder, InspectContainerOptionsBuilder,
+    KillContainerOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
     RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, RestartContainerOptionsBuilder,
     UploadToContainerOptionsBuilder,
 };
@@ -42,6 +43,9 @@ pub const LABEL_PID_START: &str = "aci.pid_start";
 /// Capabilities added back after dropping all: what root needs to unpack archives, install
 /// packages and run git on files of other owners. Nothing that reaches outside the container.
 const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
+
+/// How often the disk watchdog measures what a container wrote.
+const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(3);
 
 /// Environment of every session: no pagers, no progress bars, a fixed locale.
 const SESSION_ENV: [&str; 8] = [
@@ -90,12 +94,22 @@ impl DockerRuntime {
         }
         // From here on the transport owns the container: it removes it at teardown, and when
         // the sandbox is dropped without one.
+        let over_quota = Arc::new(Mutex::new(None));
+        let disk_watchdog = tokio::spawn(watch_disk(
+            self.clone(),
+            container_id.clone(),
+            spec.limits.disk_mb,
+            Arc::clone(&over_quota),
+        ));
         let transport = DockerTransport {
             runtime: self.clone(),
             container_id,
             instance_id: spec.instance_id.clone(),
             workdir: spec.repo_dir.clone(),
             torn_down: false,
+            own_restart_at: Mutex::new(unix_now()),
+            over_quota,
+            disk_watchdog,
         };
         let baseline = repo::Baseline::for_source(spec.repo.as_ref());
         ShellSandbox::open(transport, spec, spec.repo_dir.clone(), baseline).await
@@ -144,6 +158,13 @@ impl DockerRuntime {
             cap_drop: Some(vec!["ALL".to_owned()]),
             cap_add: Some(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            // No file may grow past the disk quota (RLIMIT_FSIZE, in bytes); the watchdog
+            // ([`watch_disk`]) bounds what all files add up to.
+            ulimits: Some(vec![ResourcesUlimits {
+                name: Some("fsize".to_owned()),
+                soft: Some(disk_bytes(spec.limits.disk_mb)),
+                hard: Some(disk_bytes(spec.limits.disk_mb)),
+            }]),
             init: Some(true),
             ..Default::default()
         };
@@ -629,6 +650,63 @@ fn first_file_of_tar(tar: &[u8]) -> std::io::Result<Vec<u8>> {
     Err(std::io::Error::other("the archive holds no regular file"))
 }
 
+fn disk_bytes(disk_mb: u64) -> i64 {
+    i64::try_from(disk_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)
+}
+
+/// Seconds since the Unix epoch, as the daemon's event filters take them.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |elapsed| elapsed.as_secs_f64())
+}
+
+/// Ends a task whose container wrote more than `disk_mb` MiB on top of its image: every
+/// [`DISK_CHECK_INTERVAL`] it asks the daemon for the container's writable layer size (the
+/// storage driver here, fuse-overlayfs, has no quota of its own) and, once it is over, records
+/// why in `over_quota` and kills the container. Runs until then or until the container is gone;
+/// the transport aborts it at teardown.
+async fn watch_disk(
+    runtime: DockerRuntime,
+    container_id: String,
+    disk_mb: u64,
+    over_quota: Arc<Mutex<Option<String>>>,
+) {
+    let limit = u64::try_from(disk_bytes(disk_mb)).unwrap_or(u64::MAX);
+    loop {
+        tokio::time::sleep(DISK_CHECK_INTERVAL).await;
+        let options = InspectContainerOptionsBuilder::default().size(true).build();
+        let Ok(container) = runtime
+            .docker
+            .inspect_container(&container_id, Some(options))
+            .await
+        else {
+            return;
+        };
+        let written = container
+            .size_rw
+            .and_then(|bytes| u64::try_from(bytes).ok())
+            .unwrap_or(0);
+        if written > limit {
+            let reason = format!(
+                "the container wrote {} MiB, over its disk quota (env.disk_mb = {disk_mb})",
+                written / (1024 * 1024)
+            );
+            *over_quota
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
+            let options = KillContainerOptionsBuilder::default()
+                .signal("KILL")
+                .build();
+            let _ = runtime
+                .docker
+                .kill_container(&container_id, Some(options))
+                .await;
+            return;
+        }
+    }
+}
+
 /// A container name people can read in `docker ps`: `aci-<instance>-<run>-<pid>-<n>`. The pid
 /// and counter keep it unique when two `aci` processes share a run id (a rerun while the first
 /// is still going), and are kept when a long id is shortened.
@@ -688,10 +766,50 @@ pub struct DockerTransport {
     instance_id: String,
     workdir: String,
     torn_down: bool,
+    /// When aci last restarted the container itself (Unix seconds): kills and stops the
+    /// daemon logged before then were aci's own.
+    own_restart_at: Mutex<f64>,
+    /// Why the disk watchdog ended the task, once it has.
+    over_quota: Arc<Mutex<Option<String>>>,
+    disk_watchdog: tokio::task::JoinHandle<()>,
 }
 
 impl DockerTransport {
+    fn quota_reason(&self) -> Option<String> {
+        self.over_quota
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether someone other than aci (`docker stop`, `docker kill`, the daemon) stopped or
+    /// killed the container since aci last restarted it, as the daemon's event log says.
+    async fn stopped_from_outside(&self) -> bool {
+        let since = *self
+            .own_restart_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let filters = HashMap::from([
+            ("container".to_owned(), vec![self.container_id.clone()]),
+            ("type".to_owned(), vec!["container".to_owned()]),
+            (
+                "event".to_owned(),
+                vec!["kill".to_owned(), "stop".to_owned()],
+            ),
+        ]);
+        let options = EventsOptionsBuilder::default()
+            .since(&format!("{since:.9}"))
+            .until(&format!("{:.9}", unix_now()))
+            .filters(&filters)
+            .build();
+        let mut events = self.runtime.docker.events(Some(options));
+        matches!(events.next().await, Some(Ok(_)))
+    }
+
     async fn death_reason(&self) -> Option<String> {
+        if let Some(reason) = self.quota_reason() {
+            return Some(reason);
+        }
         let inspected = self
             .runtime
             .docker
@@ -710,6 +828,8 @@ impl DockerTransport {
         );
         if state.oom_killed == Some(true) {
             reason.push_str(" after running out of memory");
+        } else if self.stopped_from_outside().await {
+            reason.push_str(": it was stopped from outside aci (docker stop or docker kill)");
         }
         Some(reason)
     }
@@ -777,6 +897,21 @@ impl Transport for DockerTransport {
     }
 
     async fn reset(&self) -> Result<(), SandboxError> {
+        // A restart would also bring back a container an operator stopped (its session can
+        // end before the daemon marks it stopped): that ends the task instead.
+        let died = |reason: String| SandboxError::ContainerDied {
+            instance_id: self.instance_id.clone(),
+            reason,
+        };
+        if let Some(reason) = self.quota_reason() {
+            return Err(died(reason));
+        }
+        if self.stopped_from_outside().await {
+            return Err(died(
+                "the container was stopped from outside aci (docker stop or docker kill)"
+                    .to_owned(),
+            ));
+        }
         // Kill every process but init: a wedged session, or a fork bomb the interrupt could
         // not even start beside. The file system, and so the repository, stays as it is.
         let options = RestartContainerOptionsBuilder::default().t(0).build();
@@ -784,17 +919,24 @@ impl Transport for DockerTransport {
             .docker
             .restart_container(&self.container_id, Some(options))
             .await
-            .map_err(docker_error)
+            .map_err(docker_error)?;
+        *self
+            .own_restart_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = unix_now();
+        Ok(())
     }
 
     async fn teardown(mut self) -> Result<(), SandboxError> {
         self.torn_down = true;
+        self.disk_watchdog.abort();
         self.runtime.remove_container(&self.container_id).await
     }
 }
 
 impl Drop for DockerTransport {
     fn drop(&mut self) {
+        self.disk_watchdog.abort();
         if self.torn_down {
             return;
         }

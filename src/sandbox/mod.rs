@@ -107,6 +107,10 @@ pub struct ResourceLimits {
     pub cpus: f64,
     /// Maximum number of processes in the container.
     pub pids: i64,
+    /// Disk quota in MiB: how much the container may write on top of its image. No file may
+    /// grow past it (the kernel's file-size limit), and a watchdog ends the task when all it
+    /// wrote together is over it.
+    pub disk_mb: u64,
 }
 
 impl Default for ResourceLimits {
@@ -115,6 +119,19 @@ impl Default for ResourceLimits {
             memory_mb: 4096,
             cpus: 2.0,
             pids: 1024,
+            disk_mb: 8192,
+        }
+    }
+}
+
+impl ResourceLimits {
+    /// The limits `env` sets (`env.memory_mb`, `env.cpus`, `env.pids`, `env.disk_mb`).
+    pub fn from_env(env: &crate::config::EnvConfig) -> Self {
+        Self {
+            memory_mb: env.memory_mb,
+            cpus: env.cpus,
+            pids: env.pids,
+            disk_mb: env.disk_mb,
         }
     }
 }
@@ -438,7 +455,8 @@ mod tests {
             ResourceLimits {
                 memory_mb: 4096,
                 cpus: 2.0,
-                pids: 1024
+                pids: 1024,
+                disk_mb: 8192,
             }
         );
         assert!(!spec.network);

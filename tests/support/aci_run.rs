@@ -116,11 +116,7 @@ pub async fn start_aci(
             commit: None,
         }),
         repo_dir: env.repo_dir.clone(),
-        limits: ResourceLimits {
-            memory_mb: env.memory_mb,
-            cpus: env.cpus,
-            pids: env.pids,
-        },
+        limits: ResourceLimits::from_env(env),
         network: env.network,
         env: env.variables.clone().into_iter().collect(),
         output_limit: OutputLimit {
