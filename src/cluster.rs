@@ -12,20 +12,30 @@ use std::time::Duration;
 
 use crate::config::EnvConfig;
 use crate::image::LABEL_IMAGE;
-use crate::sandbox::docker::{DockerRuntime, RegistryCredentials};
+use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
 use crate::sandbox::k8s::manifest::PullPolicy;
 use crate::sandbox::k8s::status::StartLimits;
 use crate::sandbox::k8s::{K8sRuntime, K8sSettings, PendingPod, PodSandbox};
 use crate::sandbox::{AnySandbox, SandboxError, SandboxSpec};
 
-/// The engine's view of `env.k8s`, with `--namespace` and `--registry` applied.
+/// The pods' `imagePullPolicy` for `env.pull`: the kubelet pulls as aci would.
+pub fn pod_pull_policy(pull: crate::config::PullPolicy) -> PullPolicy {
+    match pull {
+        crate::config::PullPolicy::Missing => PullPolicy::IfNotPresent,
+        crate::config::PullPolicy::Always => PullPolicy::Always,
+        crate::config::PullPolicy::Never => PullPolicy::Never,
+    }
+}
+
+/// The engine's view of `env.k8s` (with `--namespace` and `--registry` applied) and of
+/// `env.pull`.
 pub fn k8s_settings(env: &EnvConfig) -> K8sSettings {
     let k8s = &env.k8s;
     let nonempty = |text: &str| (!text.is_empty()).then(|| text.to_owned());
     K8sSettings {
         namespace: nonempty(&k8s.namespace),
         context: nonempty(&k8s.context),
-        pull_policy: PullPolicy::IfNotPresent,
+        pull_policy: pod_pull_policy(env.pull),
         start_limits: StartLimits {
             pull: seconds(k8s.pull_timeout),
             schedule: seconds(k8s.schedule_timeout),
@@ -52,7 +62,7 @@ pub struct Cluster {
     /// `env.k8s.registry` (or `--registry`); `None`: the nodes have the local tags.
     pub registry: Option<String>,
     /// Credentials for the registry, from `docker login`.
-    pub credentials: Option<RegistryCredentials>,
+    pub credentials: Option<RegistryLogin>,
     /// Local tags known to be in the registry, by reference; one lock per tag so that two
     /// tasks needing the same image push it once.
     published: Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>,
@@ -64,7 +74,7 @@ impl Cluster {
         docker: DockerRuntime,
         k8s: K8sRuntime,
         registry: Option<String>,
-        credentials: Option<RegistryCredentials>,
+        credentials: Option<RegistryLogin>,
     ) -> Self {
         Self {
             docker,
@@ -170,7 +180,7 @@ pub async fn publish_one(
     tag: &str,
     reference: &str,
     local_digests: &[String],
-    credentials: Option<&RegistryCredentials>,
+    credentials: Option<&RegistryLogin>,
 ) -> Result<Published, SandboxError> {
     let (repository, _) = crate::sandbox::docker::split_reference(reference);
     if let Some(digest) = docker.registry_digest(reference, credentials).await?
@@ -230,5 +240,33 @@ impl Engine {
             }
             Engine::K8s(cluster) => cluster.delete_run(run_id).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_pull_becomes_the_pods_pull_policy_and_the_limits_their_start_limits() {
+        let mut env = EnvConfig::default();
+        assert_eq!(k8s_settings(&env).pull_policy, PullPolicy::IfNotPresent);
+        env.pull = crate::config::PullPolicy::Always;
+        assert_eq!(k8s_settings(&env).pull_policy, PullPolicy::Always);
+        env.pull = crate::config::PullPolicy::Never;
+        env.k8s.pull_timeout = 30.0;
+        env.k8s.schedule_timeout = -1.0;
+        env.k8s.namespace = "swe".to_owned();
+        let settings = k8s_settings(&env);
+        assert_eq!(settings.pull_policy, PullPolicy::Never);
+        assert_eq!(
+            settings.start_limits,
+            StartLimits {
+                pull: Duration::from_secs(30),
+                schedule: Duration::ZERO
+            }
+        );
+        assert_eq!(settings.namespace.as_deref(), Some("swe"));
+        assert_eq!(settings.context, None);
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod env;
 pub mod prune;
+pub mod pull;
 pub mod push;
 
 use std::collections::HashMap;

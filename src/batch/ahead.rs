@@ -10,23 +10,24 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
-use super::sandbox_spec;
+use super::{StartError, sandbox_spec};
 use crate::cluster::Cluster;
 use crate::config::EnvConfig;
-use crate::image::env::{EnvImage, EnvRequest, ensure_env_image};
+use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::sandbox::SandboxError;
 use crate::sandbox::k8s::PendingPod;
+use crate::source::{PrepareRequest, Prepared, prepare};
 
-/// A pod created for an instance, and the environment image it runs.
-pub struct Prepared {
+/// A pod created for an instance, and what was prepared for it.
+pub struct AheadPod {
     /// The pod, maybe still pulling.
     pub pod: PendingPod,
-    /// The environment image, for the trajectory.
-    pub env_image: EnvImage,
+    /// Its repository's origin and its environment image, for the trajectory.
+    pub prepared: Prepared,
 }
 
-type Preparing = JoinHandle<Result<Prepared, SandboxError>>;
+type Preparing = JoinHandle<Result<AheadPod, StartError>>;
 
 #[derive(Default)]
 struct Queue {
@@ -78,8 +79,8 @@ impl K8sRun {
     pub async fn take(
         &self,
         instance: &Instance,
-        on_step: &(dyn Fn(&str) + Send + Sync),
-    ) -> Result<Prepared, SandboxError> {
+        request: &PrepareRequest<'_>,
+    ) -> Result<AheadPod, StartError> {
         let id = &instance.instance_id;
         let ahead = match self.queue.lock() {
             Ok(mut queue) => {
@@ -92,19 +93,11 @@ impl K8sRun {
         };
         match ahead {
             Some(handle) => handle.await.map_err(|e| {
-                SandboxError::Session(format!("creating the pod ahead failed: {e}"))
+                StartError::Sandbox(SandboxError::Session(format!(
+                    "creating the pod ahead failed: {e}"
+                )))
             })?,
-            None => {
-                prepare(
-                    &self.cluster,
-                    &self.env,
-                    &self.run_id,
-                    instance,
-                    false,
-                    on_step,
-                )
-                .await
-            }
+            None => create_pod(&self.cluster, instance, request, false).await,
         }
     }
 
@@ -118,7 +111,14 @@ impl K8sRun {
             let run_id = self.run_id.clone();
             let id = next.instance_id.clone();
             let handle = tokio::spawn(async move {
-                prepare(&cluster, &env, &run_id, &next, true, &|_: &str| {}).await
+                let notes = Notes::quiet();
+                let request = PrepareRequest {
+                    env: &env,
+                    run_id: &run_id,
+                    on_step: &|_: &str| {},
+                    notes: &notes,
+                };
+                create_pod(&cluster, &next, &request, true).await
             });
             queue.preparing.insert(id, handle);
         }
@@ -143,27 +143,24 @@ impl K8sRun {
     }
 }
 
-/// Finds or builds the instance's environment image, publishes it, and creates its pod.
-async fn prepare(
+/// Prepares the instance as for Docker (its image, its repository, its environment image),
+/// publishes the environment image, and creates the pod.
+async fn create_pod(
     cluster: &Cluster,
-    env: &EnvConfig,
-    run_id: &str,
     instance: &Instance,
+    request: &PrepareRequest<'_>,
     created_ahead: bool,
-    on_step: &(dyn Fn(&str) + Send + Sync),
-) -> Result<Prepared, SandboxError> {
-    let request = EnvRequest {
-        env,
-        run_id,
-        on_step,
-    };
-    let env_image = ensure_env_image(&cluster.docker, instance, &request)
+) -> Result<AheadPod, StartError> {
+    let prepared = prepare(Some(&cluster.docker), instance, request)
         .await
-        .map_err(|e| SandboxError::Docker(e.to_string()))?;
-    let mut spec = sandbox_spec(env, run_id, instance);
-    env_image.apply_to(&mut spec);
+        .map_err(StartError::Prepare)?;
+    let mut spec = sandbox_spec(request.env, request.run_id, &prepared.instance);
+    spec.checkout.clone_from(&prepared.checkout);
+    if let Some(env_image) = &prepared.env_image {
+        env_image.apply_to(&mut spec);
+    }
     let pod = cluster
-        .create(&spec, env.instance_timeout, created_ahead)
+        .create(&spec, request.env.instance_timeout, created_ahead)
         .await?;
-    Ok(Prepared { pod, env_image })
+    Ok(AheadPod { pod, prepared })
 }

@@ -1,21 +1,22 @@
-//! `aci images push`: the images a set of instances runs in, built when missing and pushed to
-//! a registry for `--engine k8s`: the Debian base images, the language images, and each
-//! instance's environment image, as `<registry>/<tag>`. What the registry already has (the same
-//! digest under the same tag) is not pushed again.
+//! `aci images push`: the images a set of instances runs in, built (or pulled, as `env.pull`
+//! says) when missing and pushed to a registry for `--engine k8s`: the Debian base images, the
+//! language images, and each instance's environment image, as `<registry>/<tag>`. What the
+//! registry already has (the same digest under the same tag) is not pushed again.
 //!
 //! Credentials are `docker login`'s: `$DOCKER_CONFIG/config.json` (or `~/.docker/config.json`),
 //! its `auths`, `credHelpers` and `credsStore`.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
-use super::env::{EnvRequest, base_image, ensure_env_image};
+use super::env::base_image;
+use super::pull::{Notes, docker_config_path, login_for};
 use super::{BuiltImage, ImageError, LABEL_IMAGE, LANGUAGE_IMAGES, build};
 use crate::cluster::{Published, publish_one};
 use crate::config::EnvConfig;
 use crate::instance::Instance;
 use crate::sandbox::SandboxError;
-use crate::sandbox::docker::{DockerRuntime, RegistryCredentials};
+use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
+use crate::source::{PrepareRequest, prepare};
 
 /// Why images could not be pushed.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +68,7 @@ pub async fn push(
     instances: &[Instance],
     env: &EnvConfig,
     registry: &str,
-    credentials: Option<&RegistryCredentials>,
+    credentials: Option<&RegistryLogin>,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<PushReport, PushError> {
     let registry = registry.trim_end_matches('/');
@@ -92,15 +93,24 @@ pub async fn push(
     }
     let mut report = PushReport::default();
     let quiet = |_: &str| {};
+    let notes = Notes::quiet();
     for instance in instances {
-        let request = EnvRequest {
+        // As a run prepares it: its image pulled as `env.pull` says, its repository found, its
+        // environment image built when missing.
+        let request = PrepareRequest {
             env,
             run_id: "aci-images-push",
             on_step: &quiet,
+            notes: &notes,
         };
-        match ensure_env_image(docker, instance, &request).await {
-            Ok(image) if !tags.contains(&image.tag) => tags.push(image.tag),
-            Ok(_) => {}
+        match prepare(Some(docker), instance, &request).await {
+            Ok(prepared) => {
+                if let Some(image) = prepared.env_image
+                    && !tags.contains(&image.tag)
+                {
+                    tags.push(image.tag);
+                }
+            }
             Err(error) => report
                 .failed
                 .push((instance.instance_id.clone(), error.to_string())),
@@ -131,12 +141,11 @@ pub fn registry_host(registry: &str) -> &str {
     registry.split('/').next().unwrap_or(registry)
 }
 
-/// The credentials `docker login` stored for `registry`, if any.
-pub fn credentials_for(registry: &str) -> Result<Option<RegistryCredentials>, PushError> {
-    let dir = std::env::var_os("DOCKER_CONFIG")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".docker")));
-    let Some(path) = dir.map(|dir| dir.join("config.json")) else {
+/// The credentials `docker login` stored for `registry`: its credential helper's
+/// (`credHelpers`, else `credsStore`), else its `auths` entry ([`login_for`]); none without a
+/// Docker config.
+pub fn credentials_for(registry: &str) -> Result<Option<RegistryLogin>, PushError> {
+    let Some(path) = docker_config_path() else {
         return Ok(None);
     };
     let text = match std::fs::read_to_string(&path) {
@@ -155,41 +164,14 @@ pub fn credentials_for(registry: &str) -> Result<Option<RegistryCredentials>, Pu
     let helper = config["credHelpers"][host]
         .as_str()
         .or_else(|| config["credsStore"].as_str());
-    if let Some(helper) = helper {
-        return helper_credentials(helper, host).map(Some);
+    match helper {
+        Some(helper) => helper_credentials(helper, host).map(Some),
+        None => Ok(login_for(&text, host)),
     }
-    Ok(stored_credentials(&config, host))
-}
-
-/// Credentials from the `auths` section of a Docker client configuration.
-pub fn stored_credentials(config: &serde_json::Value, host: &str) -> Option<RegistryCredentials> {
-    let auths = config["auths"].as_object()?;
-    let entry = auths.iter().find_map(|(key, value)| {
-        let key_host = key
-            .trim_start_matches("https://")
-            .trim_start_matches("http://")
-            .split('/')
-            .next()
-            .unwrap_or_default();
-        (key_host == host).then_some(value)
-    })?;
-    let mut credentials = RegistryCredentials {
-        server: host.to_owned(),
-        ..RegistryCredentials::default()
-    };
-    if let Some(auth) = entry["auth"].as_str() {
-        let decoded = data_encoding::BASE64.decode(auth.as_bytes()).ok()?;
-        let decoded = String::from_utf8(decoded).ok()?;
-        let (user, password) = decoded.split_once(':')?;
-        credentials.username = Some(user.to_owned());
-        credentials.password = Some(password.to_owned());
-    }
-    credentials.identity_token = entry["identitytoken"].as_str().map(str::to_owned);
-    Some(credentials)
 }
 
 /// Asks `docker-credential-<helper>` for the credentials of `host`.
-fn helper_credentials(helper: &str, host: &str) -> Result<RegistryCredentials, PushError> {
+fn helper_credentials(helper: &str, host: &str) -> Result<RegistryLogin, PushError> {
     use std::io::Write;
     let program = format!("docker-credential-{helper}");
     let failed =
@@ -219,13 +201,13 @@ fn helper_credentials(helper: &str, host: &str) -> Result<RegistryCredentials, P
     let user = value["Username"].as_str().unwrap_or_default();
     let secret = value["Secret"].as_str().unwrap_or_default().to_owned();
     Ok(if user == "<token>" {
-        RegistryCredentials {
+        RegistryLogin {
             server: host.to_owned(),
             identity_token: Some(secret),
-            ..RegistryCredentials::default()
+            ..RegistryLogin::default()
         }
     } else {
-        RegistryCredentials {
+        RegistryLogin {
             server: host.to_owned(),
             username: Some(user.to_owned()),
             password: Some(secret),
@@ -251,32 +233,5 @@ mod tests {
         assert_eq!(base_of("aci-base:bookworm"), None);
         assert_eq!(base_of("aci-env-python:0123"), None);
         assert_eq!(base_of("swebench/sweb.eval.x86_64.a:latest"), None);
-    }
-
-    #[test]
-    fn stored_credentials_are_found_by_registry_host() {
-        let config = serde_json::json!({"auths": {
-            "https://index.docker.io/v1/": {"auth": data_encoding::BASE64.encode(b"hub:pw")},
-            "ghcr.io": {"auth": data_encoding::BASE64.encode(b"me:ghp_token")},
-            "registry.example:5000": {"identitytoken": "refresh"},
-        }});
-        assert_eq!(
-            stored_credentials(&config, registry_host("ghcr.io/me")),
-            Some(RegistryCredentials {
-                server: "ghcr.io".to_owned(),
-                username: Some("me".to_owned()),
-                password: Some("ghp_token".to_owned()),
-                identity_token: None,
-            })
-        );
-        assert_eq!(
-            stored_credentials(&config, "registry.example:5000").and_then(|c| c.identity_token),
-            Some("refresh".to_owned())
-        );
-        assert_eq!(
-            stored_credentials(&config, "index.docker.io").and_then(|c| c.username),
-            Some("hub".to_owned())
-        );
-        assert_eq!(stored_credentials(&config, "localhost:5000"), None);
     }
 }

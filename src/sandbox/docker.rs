@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    ListImagesOptionsBuilder, PushImageOptionsBuilder, RemoveContainerOptionsBuilder,
-    RemoveImageOptionsBuilder, RestartContainerOptionsBuilder, TagImageOptionsBuilder,
-    UploadToContainerOptionsBuilder,
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, EventsOptionsBuilder, InspectContainerOptionsBuilder,
+    KillContainerOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
+    PushImageOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    RestartContainerOptionsBuilder, TagImageOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -25,6 +26,10 @@ use tokio::sync::mpsc;
 
 use super::transport::{Channel, Frame, SESSION_ENV, Transport};
 use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
+
+mod types;
+
+pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin};
 
 /// Label holding the run id.
 pub const LABEL_RUN_ID: &str = "aci.run_id";
@@ -39,6 +44,9 @@ pub const LABEL_PID_START: &str = "aci.pid_start";
 /// packages and run git on files of other owners. Nothing that reaches outside the container.
 const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
 
+/// How often the disk watchdog measures what a container wrote.
+const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(3);
+
 fn docker_error(error: bollard::errors::Error) -> SandboxError {
     SandboxError::Docker(error.to_string())
 }
@@ -48,46 +56,6 @@ fn docker_error(error: bollard::errors::Error) -> SandboxError {
 pub struct DockerRuntime {
     docker: Docker,
     live: Arc<Mutex<Vec<String>>>,
-}
-
-/// An image build: [`DockerRuntime::build_image`].
-pub struct BuildRequest<'a> {
-    /// The tag to give the image.
-    pub tag: &'a str,
-    /// The Dockerfile's name inside the context.
-    pub dockerfile: &'a str,
-    /// The build context, a tar archive.
-    pub context: Vec<u8>,
-    /// `ARG` values.
-    pub build_args: &'a HashMap<String, String>,
-    /// Labels put on the image.
-    pub labels: &'a HashMap<String, String>,
-    /// Whether `RUN` steps get a network (to reach package mirrors).
-    pub network: bool,
-}
-
-/// One image as [`DockerRuntime::list_images_labelled`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageSummary {
-    /// The image id (`sha256:…`).
-    pub id: String,
-    /// Its tags (`repo:tag`), without the `<none>:<none>` placeholder.
-    pub tags: Vec<String>,
-    /// Its labels.
-    pub labels: HashMap<String, String>,
-    /// Its size in bytes, shared layers included.
-    pub size: u64,
-}
-
-/// What [`DockerRuntime::inspect_image`] reports.
-#[derive(Debug, Clone)]
-pub struct ImageInfo {
-    /// The image id (`sha256:…`).
-    pub id: String,
-    /// Repository digests, when the image came from a registry.
-    pub digests: Vec<String>,
-    /// The image's labels.
-    pub labels: HashMap<String, String>,
 }
 
 impl DockerRuntime {
@@ -114,12 +82,22 @@ impl DockerRuntime {
         }
         // From here on the transport owns the container: it removes it at teardown, and when
         // the sandbox is dropped without one.
+        let over_quota = Arc::new(Mutex::new(None));
+        let disk_watchdog = tokio::spawn(watch_disk(
+            self.clone(),
+            container_id.clone(),
+            spec.limits.disk_mb,
+            Arc::clone(&over_quota),
+        ));
         let transport = DockerTransport {
             runtime: self.clone(),
             container_id,
             instance_id: spec.instance_id.clone(),
             workdir: spec.repo_dir.clone(),
             torn_down: false,
+            own_restart_at: Mutex::new(unix_now()),
+            over_quota,
+            disk_watchdog,
         };
         let baseline = repo::Baseline::for_source(spec.repo.as_ref());
         ShellSandbox::open(transport, spec, spec.repo_dir.clone(), baseline).await
@@ -168,6 +146,13 @@ impl DockerRuntime {
             cap_drop: Some(vec!["ALL".to_owned()]),
             cap_add: Some(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            // No file may grow past the disk quota (RLIMIT_FSIZE, in bytes); the watchdog
+            // ([`watch_disk`]) bounds what all files add up to.
+            ulimits: Some(vec![ResourcesUlimits {
+                name: Some("fsize".to_owned()),
+                soft: Some(disk_bytes(spec.limits.disk_mb)),
+                hard: Some(disk_bytes(spec.limits.disk_mb)),
+            }]),
             init: Some(true),
             ..Default::default()
         };
@@ -346,6 +331,115 @@ impl DockerRuntime {
         }
     }
 
+    /// Pulls `image` (`name:tag` or `name@digest`) from its registry, with `login` when given,
+    /// passing each progress message to `on_event`.
+    ///
+    /// # Errors
+    /// The daemon's message: the registry cannot be reached, the image is not there, access
+    /// was denied.
+    pub async fn pull_image(
+        &self,
+        image: &str,
+        login: Option<&RegistryLogin>,
+        mut on_event: impl FnMut(PullEvent) + Send,
+    ) -> Result<(), SandboxError> {
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(image)
+            .build();
+        let credentials = login.map(|login| bollard::auth::DockerCredentials {
+            username: login.username.clone(),
+            password: login.password.clone(),
+            identitytoken: login.identity_token.clone(),
+            serveraddress: Some(login.server.clone()),
+            ..Default::default()
+        });
+        let mut stream = self.docker.create_image(Some(options), None, credentials);
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|error| match error {
+                bollard::errors::Error::DockerStreamError { error } => SandboxError::Docker(error),
+                bollard::errors::Error::DockerResponseServerError { message, .. } => {
+                    SandboxError::Docker(message)
+                }
+                other => docker_error(other),
+            })?;
+            let detail = info.progress_detail.unwrap_or_default();
+            on_event(PullEvent {
+                id: info.id,
+                status: info.status.unwrap_or_default(),
+                current: detail.current.and_then(|n| u64::try_from(n).ok()),
+                total: detail.total.and_then(|n| u64::try_from(n).ok()),
+            });
+        }
+        Ok(())
+    }
+
+    /// The bytes of the file at `path` in `image`, read from a container that is created and
+    /// never started (nothing in the image runs); `None` when the image has no such file.
+    pub async fn image_file(
+        &self,
+        image: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, SandboxError> {
+        let labels = HashMap::from([
+            (LABEL_RUN_ID.to_owned(), "probe".to_owned()),
+            (LABEL_PID.to_owned(), std::process::id().to_string()),
+            (LABEL_PID_START.to_owned(), own_start_time().to_string()),
+        ]);
+        let body = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            cmd: Some(vec!["true".to_owned()]),
+            entrypoint: Some(vec![]),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".to_owned()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_container(
+                None::<bollard::query_parameters::CreateContainerOptions>,
+                body,
+            )
+            .await
+            .map_err(|e| {
+                SandboxError::Docker(format!("cannot create a container from {image}: {e}"))
+            })?;
+        self.track(&created.id, true);
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        let mut stream = self
+            .docker
+            .download_from_container(&created.id, Some(options));
+        let mut tar = Vec::new();
+        let mut missing = false;
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => tar.extend_from_slice(&bytes),
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404, ..
+                }) => {
+                    missing = true;
+                    break;
+                }
+                Err(error) => {
+                    let _ = self.remove_container(&created.id).await;
+                    return Err(docker_error(error));
+                }
+            }
+        }
+        self.remove_container(&created.id).await?;
+        if missing {
+            return Ok(None);
+        }
+        first_file_of_tar(&tar)
+            .map(Some)
+            .map_err(|e| SandboxError::Docker(format!("cannot read {path} from {image}: {e}")))
+    }
+
     /// Builds an image from a tar build context with the classic builder. `on_step` receives
     /// each `Step N/M : …` line. Returns the image id.
     pub async fn build_image(
@@ -409,7 +503,7 @@ impl DockerRuntime {
     pub async fn registry_digest(
         &self,
         reference: &str,
-        credentials: Option<&RegistryCredentials>,
+        credentials: Option<&RegistryLogin>,
     ) -> Result<Option<String>, SandboxError> {
         match self
             .docker
@@ -438,7 +532,7 @@ impl DockerRuntime {
         &self,
         local: &str,
         reference: &str,
-        credentials: Option<&RegistryCredentials>,
+        credentials: Option<&RegistryLogin>,
     ) -> Result<String, SandboxError> {
         let (repo, tag) = split_reference(reference);
         let options = TagImageOptionsBuilder::default()
@@ -600,20 +694,7 @@ async fn exec_once(
     Ok(out)
 }
 
-/// Credentials for a registry, as `docker login` stores them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RegistryCredentials {
-    /// The registry host (`ghcr.io`, `localhost:5000`).
-    pub server: String,
-    /// The user name.
-    pub username: Option<String>,
-    /// The password or access token.
-    pub password: Option<String>,
-    /// An identity token (OAuth refresh token) instead of a password.
-    pub identity_token: Option<String>,
-}
-
-fn to_bollard(credentials: &RegistryCredentials) -> bollard::auth::DockerCredentials {
+fn to_bollard(credentials: &RegistryLogin) -> bollard::auth::DockerCredentials {
     bollard::auth::DockerCredentials {
         username: credentials.username.clone(),
         password: credentials.password.clone(),
@@ -629,6 +710,78 @@ pub fn split_reference(reference: &str) -> (&str, &str) {
     match reference.rfind(':') {
         Some(at) if !reference[at..].contains('/') => (&reference[..at], &reference[at + 1..]),
         _ => (reference, "latest"),
+    }
+}
+
+/// The content of the first regular file in a tar archive (the daemon's archive of one file).
+fn first_file_of_tar(tar: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut archive = tar::Archive::new(tar);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if entry.header().entry_type().is_file() {
+            let mut content = Vec::new();
+            entry.read_to_end(&mut content)?;
+            return Ok(content);
+        }
+    }
+    Err(std::io::Error::other("the archive holds no regular file"))
+}
+
+fn disk_bytes(disk_mb: u64) -> i64 {
+    i64::try_from(disk_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)
+}
+
+/// Seconds since the Unix epoch, as the daemon's event filters take them.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |elapsed| elapsed.as_secs_f64())
+}
+
+/// Ends a task whose container wrote more than `disk_mb` MiB on top of its image: every
+/// [`DISK_CHECK_INTERVAL`] it asks the daemon for the container's writable layer size (the
+/// storage driver here, fuse-overlayfs, has no quota of its own) and, once it is over, records
+/// why in `over_quota` and kills the container. Runs until then or until the container is gone;
+/// the transport aborts it at teardown.
+async fn watch_disk(
+    runtime: DockerRuntime,
+    container_id: String,
+    disk_mb: u64,
+    over_quota: Arc<Mutex<Option<String>>>,
+) {
+    let limit = u64::try_from(disk_bytes(disk_mb)).unwrap_or(u64::MAX);
+    loop {
+        tokio::time::sleep(DISK_CHECK_INTERVAL).await;
+        let options = InspectContainerOptionsBuilder::default().size(true).build();
+        let Ok(container) = runtime
+            .docker
+            .inspect_container(&container_id, Some(options))
+            .await
+        else {
+            return;
+        };
+        let written = container
+            .size_rw
+            .and_then(|bytes| u64::try_from(bytes).ok())
+            .unwrap_or(0);
+        if written > limit {
+            let reason = format!(
+                "the container wrote {} MiB, over its disk quota (env.disk_mb = {disk_mb})",
+                written / (1024 * 1024)
+            );
+            *over_quota
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
+            let options = KillContainerOptionsBuilder::default()
+                .signal("KILL")
+                .build();
+            let _ = runtime
+                .docker
+                .kill_container(&container_id, Some(options))
+                .await;
+            return;
+        }
     }
 }
 
@@ -691,10 +844,50 @@ pub struct DockerTransport {
     instance_id: String,
     workdir: String,
     torn_down: bool,
+    /// When aci last restarted the container itself (Unix seconds): kills and stops the
+    /// daemon logged before then were aci's own.
+    own_restart_at: Mutex<f64>,
+    /// Why the disk watchdog ended the task, once it has.
+    over_quota: Arc<Mutex<Option<String>>>,
+    disk_watchdog: tokio::task::JoinHandle<()>,
 }
 
 impl DockerTransport {
+    fn quota_reason(&self) -> Option<String> {
+        self.over_quota
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether someone other than aci (`docker stop`, `docker kill`, the daemon) stopped or
+    /// killed the container since aci last restarted it, as the daemon's event log says.
+    async fn stopped_from_outside(&self) -> bool {
+        let since = *self
+            .own_restart_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let filters = HashMap::from([
+            ("container".to_owned(), vec![self.container_id.clone()]),
+            ("type".to_owned(), vec!["container".to_owned()]),
+            (
+                "event".to_owned(),
+                vec!["kill".to_owned(), "stop".to_owned()],
+            ),
+        ]);
+        let options = EventsOptionsBuilder::default()
+            .since(&format!("{since:.9}"))
+            .until(&format!("{:.9}", unix_now()))
+            .filters(&filters)
+            .build();
+        let mut events = self.runtime.docker.events(Some(options));
+        matches!(events.next().await, Some(Ok(_)))
+    }
+
     async fn death_reason(&self) -> Option<String> {
+        if let Some(reason) = self.quota_reason() {
+            return Some(reason);
+        }
         let inspected = self
             .runtime
             .docker
@@ -713,6 +906,8 @@ impl DockerTransport {
         );
         if state.oom_killed == Some(true) {
             reason.push_str(" after running out of memory");
+        } else if self.stopped_from_outside().await {
+            reason.push_str(": it was stopped from outside aci (docker stop or docker kill)");
         }
         Some(reason)
     }
@@ -780,6 +975,21 @@ impl Transport for DockerTransport {
     }
 
     async fn reset(&self) -> Result<(), SandboxError> {
+        // A restart would also bring back a container an operator stopped (its session can
+        // end before the daemon marks it stopped): that ends the task instead.
+        let died = |reason: String| SandboxError::ContainerDied {
+            instance_id: self.instance_id.clone(),
+            reason,
+        };
+        if let Some(reason) = self.quota_reason() {
+            return Err(died(reason));
+        }
+        if self.stopped_from_outside().await {
+            return Err(died(
+                "the container was stopped from outside aci (docker stop or docker kill)"
+                    .to_owned(),
+            ));
+        }
         // Kill every process but init: a wedged session, or a fork bomb the interrupt could
         // not even start beside. The file system, and so the repository, stays as it is.
         let options = RestartContainerOptionsBuilder::default().t(0).build();
@@ -787,17 +997,24 @@ impl Transport for DockerTransport {
             .docker
             .restart_container(&self.container_id, Some(options))
             .await
-            .map_err(docker_error)
+            .map_err(docker_error)?;
+        *self
+            .own_restart_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = unix_now();
+        Ok(())
     }
 
     async fn teardown(mut self) -> Result<(), SandboxError> {
         self.torn_down = true;
+        self.disk_watchdog.abort();
         self.runtime.remove_container(&self.container_id).await
     }
 }
 
 impl Drop for DockerTransport {
     fn drop(&mut self) {
+        self.disk_watchdog.abort();
         if self.torn_down {
             return;
         }

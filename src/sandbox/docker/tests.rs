@@ -1,4 +1,5 @@
-//! Unit tests of the Docker side that need no daemon: names, references, process start times.
+//! Unit tests of the Docker helpers that need no daemon: container names, image references and
+//! process start times.
 
 use super::*;
 

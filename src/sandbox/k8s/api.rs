@@ -60,6 +60,7 @@ struct ExecSocket {
 
 impl Api {
     pub(super) fn new(config: &ClusterConfig) -> Result<Self, SandboxError> {
+        crate::tls::install_provider();
         let mut builder = Client::builder()
             .http1_only()
             .connect_timeout(Duration::from_secs(15))

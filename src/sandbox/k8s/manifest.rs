@@ -186,14 +186,18 @@ fn annotations(spec: &SandboxSpec) -> Value {
 }
 
 /// The task pod: `sleep infinity` in the task's image, never restarted, with the deadline,
-/// `env`'s limits as both requests and limits, the owner and sandbox labels, no service
+/// `env`'s limits (memory, CPU, disk as ephemeral storage) as both requests and limits, the owner and sandbox labels, no service
 /// account token, no service links, and the Docker engine's hardening (all capabilities
 /// dropped but four, no privilege escalation, the runtime's default seccomp profile).
 pub fn pod(spec: &SandboxSpec, template: &PodTemplate<'_>) -> Value {
-    let resources = json!({
+    let mut resources = json!({
         "cpu": cpu_quantity(spec.limits.cpus),
         "memory": format!("{}Mi", spec.limits.memory_mb),
     });
+    if spec.limits.disk_mb > 0 {
+        // What the kubelet lets the pod write beside its image before it evicts it.
+        resources["ephemeral-storage"] = json!(format!("{}Mi", spec.limits.disk_mb));
+    }
     let env: Vec<Value> = SESSION_ENV
         .iter()
         .filter_map(|pair| pair.split_once('='))
@@ -343,6 +347,7 @@ mod tests {
                 memory_mb: 512,
                 cpus: 1.5,
                 pids: 64,
+                disk_mb: 2048,
             },
             repo_dir: "/work/repo".to_owned(),
             ..SandboxSpec::new("run/1", "demo__calc-1", "aci-env-rust:abc")
@@ -367,7 +372,7 @@ mod tests {
                 json!({"name": name, "value": value})
             })
             .collect();
-        let limits = json!({"cpu": "1500m", "memory": "512Mi"});
+        let limits = json!({"cpu": "1500m", "memory": "512Mi", "ephemeral-storage": "2048Mi"});
         assert_eq!(
             pod,
             json!({

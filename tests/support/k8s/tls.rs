@@ -116,7 +116,7 @@ pub fn make(dir: &Path) -> Certificates {
 /// A TLS acceptor that presents the server certificate and requires a client certificate
 /// signed by the CA.
 pub fn acceptor(certs: &Certificates) -> TlsAcceptor {
-    let provider = Arc::new(crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(crypto::ring::default_provider());
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&certs.ca) {
         roots.add(cert.unwrap()).unwrap();
