@@ -65,6 +65,7 @@ impl Registry {
             .enable_all()
             .build()
             .unwrap();
+        aci::tls::install_provider();
         runtime.block_on(async {
             let response = reqwest::Client::new()
                 .get(format!("http://{}{path}", self.host))
