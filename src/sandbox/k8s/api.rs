@@ -268,19 +268,7 @@ impl Api {
         stdin: bool,
     ) -> Result<ExecSocket, SandboxError> {
         let path = format!("/api/v1/namespaces/{namespace}/pods/{pod}/exec");
-        let mut url = self.url(&path)?;
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("container", CONTAINER)
-                .append_pair("stdin", if stdin { "true" } else { "false" })
-                .append_pair("stdout", "true")
-                .append_pair("stderr", "true")
-                .append_pair("tty", "false");
-            for arg in argv {
-                query.append_pair("command", arg);
-            }
-        }
+        let url = self.exec_url(&path, argv, stdin)?;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -321,26 +309,7 @@ impl Api {
                 let value = response.json().await.unwrap_or(Value::Null);
                 return Err(refused(&Method::GET, &path, status, &value));
             }
-            let header = |name| {
-                response
-                    .headers()
-                    .get(name)
-                    .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            if header(SEC_WEBSOCKET_ACCEPT) != derive_accept_key(key.as_bytes()) {
-                return Err(api_error(format!(
-                    "exec in {pod}: the server's WebSocket accept key is wrong"
-                )));
-            }
-            let chosen = header(SEC_WEBSOCKET_PROTOCOL);
-            let protocol = StreamProtocol::from_header(&chosen).ok_or_else(|| {
-                api_error(format!(
-                    "exec in {pod}: the server chose the stream protocol {chosen:?}; aci speaks \
-                     {OFFERED_PROTOCOLS}"
-                ))
-            })?;
+            let protocol = accepted_protocol(&response, &key, pod)?;
             let upgraded = tokio::time::timeout(HANDSHAKE_TIMEOUT, response.upgrade())
                 .await
                 .map_err(|_| api_error(format!("exec in {pod}: the upgrade timed out")))?
@@ -348,6 +317,24 @@ impl Api {
             let socket = WebSocketStream::from_raw_socket(upgraded, Role::Client, None).await;
             return Ok(ExecSocket { socket, protocol });
         }
+    }
+
+    /// The exec URL of `argv` in the task container, its stdin attached when `stdin`.
+    fn exec_url(&self, path: &str, argv: &[String], stdin: bool) -> Result<Url, SandboxError> {
+        let mut url = self.url(path)?;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("container", CONTAINER)
+                .append_pair("stdin", if stdin { "true" } else { "false" })
+                .append_pair("stdout", "true")
+                .append_pair("stderr", "true")
+                .append_pair("tty", "false");
+            for arg in argv {
+                query.append_pair("command", arg);
+            }
+        }
+        Ok(url)
     }
 
     /// Opens a session: bash over one exec stream, stdin kept open.
@@ -427,6 +414,35 @@ impl Api {
         }
         Ok(out)
     }
+}
+
+/// The stream protocol of a `101 Switching Protocols` answer to the exec handshake sent with
+/// `key`, once its accept key is checked.
+fn accepted_protocol(
+    response: &reqwest::Response,
+    key: &str,
+    pod: &str,
+) -> Result<StreamProtocol, SandboxError> {
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    if header(SEC_WEBSOCKET_ACCEPT) != derive_accept_key(key.as_bytes()) {
+        return Err(api_error(format!(
+            "exec in {pod}: the server's WebSocket accept key is wrong"
+        )));
+    }
+    let chosen = header(SEC_WEBSOCKET_PROTOCOL);
+    StreamProtocol::from_header(&chosen).ok_or_else(|| {
+        api_error(format!(
+            "exec in {pod}: the server chose the stream protocol {chosen:?}; aci speaks \
+             {OFFERED_PROTOCOLS}"
+        ))
+    })
 }
 
 /// An open watch: the answer's body, JSON events one per line.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -40,35 +40,7 @@ where
         [_, _, _, ns, _, name, _] => (ns.clone(), name.clone()),
         _ => return,
     };
-    let refuse = |code: u16, reason: &str, message: String| (code, status(code, reason, &message));
-    let container = match state.pod(&ns, &name) {
-        None => Err(refuse(
-            404,
-            "NotFound",
-            format!("pods \"{name}\" not found"),
-        )),
-        Some(pod) => {
-            let phase = pod.object["status"]["phase"]
-                .as_str()
-                .unwrap_or("Pending")
-                .to_owned();
-            match pod.container {
-                Some(id) if phase == "Running" => Ok(id),
-                _ if phase == "Pending" => Err(refuse(
-                    400,
-                    "BadRequest",
-                    format!("pod {name} does not have a host assigned"),
-                )),
-                _ => Err(refuse(
-                    400,
-                    "BadRequest",
-                    format!(
-                        "cannot exec into a container in a completed pod; current phase is {phase}"
-                    ),
-                )),
-            }
-        }
-    };
+    let container = running_container(&state, &ns, &name);
     let offered: Vec<String> = request
         .header("sec-websocket-protocol")
         .unwrap_or_default()
@@ -123,6 +95,35 @@ where
     .await;
 }
 
+/// The container of a running pod, or the answer the API server gives when there is none.
+fn running_container(state: &State, ns: &str, name: &str) -> Result<String, (u16, Value)> {
+    let refuse = |code: u16, reason: &str, message: String| (code, status(code, reason, &message));
+    let Some(pod) = state.pod(ns, name) else {
+        return Err(refuse(
+            404,
+            "NotFound",
+            format!("pods \"{name}\" not found"),
+        ));
+    };
+    let phase = pod.object["status"]["phase"]
+        .as_str()
+        .unwrap_or("Pending")
+        .to_owned();
+    match pod.container {
+        Some(id) if phase == "Running" => Ok(id),
+        _ if phase == "Pending" => Err(refuse(
+            400,
+            "BadRequest",
+            format!("pod {name} does not have a host assigned"),
+        )),
+        _ => Err(refuse(
+            400,
+            "BadRequest",
+            format!("cannot exec into a container in a completed pod; current phase is {phase}"),
+        )),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn bridge<S>(
     socket: WebSocketStream<S>,
@@ -135,7 +136,7 @@ async fn bridge<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sink, mut source) = socket.split();
+    let (mut sink, source) = socket.split();
     let with_stdin = request.query("stdin") == Some("true");
     let options = CreateExecOptions {
         cmd: Some(request.query_all("command")),
@@ -168,27 +169,7 @@ async fn bridge<S>(
             return;
         }
     }
-    let stdin = tokio::spawn(async move {
-        let mut input = input;
-        while let Some(Ok(message)) = source.next().await {
-            match message {
-                Message::Binary(data) => match data.first() {
-                    Some(0) => {
-                        if input.write_all(&data[1..]).await.is_err() {
-                            break;
-                        }
-                        let _ = input.flush().await;
-                    }
-                    Some(255) if v5 && data.get(1) == Some(&0) => {
-                        let _ = input.shutdown().await;
-                    }
-                    _ => {}
-                },
-                Message::Close(_) => break,
-                _ => {}
-            }
-        }
-    });
+    let stdin = tokio::spawn(forward_stdin(source, input, v5));
     let mut output = output;
     let mut recent: Vec<u8> = Vec::new();
     while let Some(item) = output.next().await {
@@ -229,14 +210,46 @@ async fn bridge<S>(
         .ok()
         .and_then(|e| e.exit_code)
         .unwrap_or(-1);
-    let body = if code == 0 {
-        json!({"metadata": {}, "status": "Success"})
-    } else {
-        json!({"metadata": {}, "status": "Failure",
-               "message": format!("command terminated with non-zero exit code: error executing command {:?}, exit code {code}", request.query_all("command")),
-               "reason": "NonZeroExitCode",
-               "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}})
-    };
+    let body = final_status(code, &request.query_all("command"));
     let _ = sink.send(binary(3, body.to_string().as_bytes())).await;
     let _ = sink.close().await;
+}
+
+/// Moves the client's stdin messages into the exec's stdin; `[255, 0]` under v5 closes it.
+async fn forward_stdin<S>(
+    mut source: futures_util::stream::SplitStream<WebSocketStream<S>>,
+    mut input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    v5: bool,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    while let Some(Ok(message)) = source.next().await {
+        match message {
+            Message::Binary(data) => match data.first() {
+                Some(0) => {
+                    if input.write_all(&data[1..]).await.is_err() {
+                        break;
+                    }
+                    let _ = input.flush().await;
+                }
+                Some(255) if v5 && data.get(1) == Some(&0) => {
+                    let _ = input.shutdown().await;
+                }
+                _ => {}
+            },
+            Message::Close(_) => break,
+            _ => {}
+        }
+    }
+}
+
+/// The `Status` an API server sends on channel 3 when the command `argv` exited with `code`.
+fn final_status(code: i64, argv: &[String]) -> Value {
+    if code == 0 {
+        return json!({"metadata": {}, "status": "Success"});
+    }
+    json!({"metadata": {}, "status": "Failure",
+           "message": format!("command terminated with non-zero exit code: error executing command {argv:?}, exit code {code}"),
+           "reason": "NonZeroExitCode",
+           "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}})
 }

@@ -249,12 +249,40 @@ where
 
 async fn route(state: &Arc<State>, request: &Request) -> (u16, Value) {
     let segments: Vec<&str> = request.path.trim_matches('/').split('/').collect();
-    let method = request.method.as_str();
-    match (method, segments.as_slice()) {
-        ("POST", ["api", "v1", "namespaces", ns, "pods"]) => {
-            kubelet::create_pod(state, ns, &request.body).await
+    let answer = match segments.as_slice() {
+        ["api", "v1", "namespaces", ns, "pods", rest @ ..] => {
+            route_pods(state, request, ns, rest).await
         }
-        ("GET", ["api", "v1", "namespaces", ns, "pods"]) => {
+        [
+            "apis",
+            "networking.k8s.io",
+            "v1",
+            "namespaces",
+            ns,
+            "networkpolicies",
+            rest @ ..,
+        ] => route_policies(state, request, ns, rest),
+        _ => None,
+    };
+    answer.unwrap_or_else(|| {
+        let message = format!(
+            "the server could not find the requested resource ({} {})",
+            request.method, request.path
+        );
+        (404, status(404, "NotFound", &message))
+    })
+}
+
+/// `…/namespaces/NS/pods[/NAME]`.
+async fn route_pods(
+    state: &Arc<State>,
+    request: &Request,
+    ns: &str,
+    rest: &[&str],
+) -> Option<(u16, Value)> {
+    Some(match (request.method.as_str(), rest) {
+        ("POST", []) => kubelet::create_pod(state, ns, &request.body).await,
+        ("GET", []) => {
             let pods = state.pods.lock().unwrap();
             let items: Vec<Value> = pods
                 .iter()
@@ -263,35 +291,25 @@ async fn route(state: &Arc<State>, request: &Request) -> (u16, Value) {
                 .collect();
             (200, list("PodList", "v1", state, items))
         }
-        ("GET", ["api", "v1", "namespaces", ns, "pods", name]) => match state.pod(ns, name) {
+        ("GET", [name]) => match state.pod(ns, name) {
             Some(pod) => (200, pod.object),
             None => not_found("pods", name),
         },
-        ("DELETE", ["api", "v1", "namespaces", ns, "pods", name]) => {
-            kubelet::delete_pod(state, ns, name).await
-        }
-        (
-            "POST",
-            [
-                "apis",
-                "networking.k8s.io",
-                "v1",
-                "namespaces",
-                ns,
-                "networkpolicies",
-            ],
-        ) => create_policy(state, ns, &request.body),
-        (
-            "GET",
-            [
-                "apis",
-                "networking.k8s.io",
-                "v1",
-                "namespaces",
-                ns,
-                "networkpolicies",
-            ],
-        ) => {
+        ("DELETE", [name]) => kubelet::delete_pod(state, ns, name).await,
+        _ => return None,
+    })
+}
+
+/// `…/namespaces/NS/networkpolicies[/NAME]`.
+fn route_policies(
+    state: &State,
+    request: &Request,
+    ns: &str,
+    rest: &[&str],
+) -> Option<(u16, Value)> {
+    Some(match (request.method.as_str(), rest) {
+        ("POST", []) => create_policy(state, ns, &request.body),
+        ("GET", []) => {
             let policies = state.policies.lock().unwrap();
             let items: Vec<Value> = policies
                 .iter()
@@ -303,40 +321,15 @@ async fn route(state: &Arc<State>, request: &Request) -> (u16, Value) {
                 list("NetworkPolicyList", "networking.k8s.io/v1", state, items),
             )
         }
-        (
-            "DELETE",
-            [
-                "apis",
-                "networking.k8s.io",
-                "v1",
-                "namespaces",
-                ns,
-                "networkpolicies",
-                name,
-            ],
-        ) => {
-            let removed = state
-                .policies
-                .lock()
-                .unwrap()
-                .remove(&((*ns).to_owned(), (*name).to_owned()));
-            match removed {
+        ("DELETE", [name]) => {
+            let key = (ns.to_owned(), (*name).to_owned());
+            match state.policies.lock().unwrap().remove(&key) {
                 Some(policy) => (200, policy),
                 None => not_found("networkpolicies.networking.k8s.io", name),
             }
         }
-        _ => (
-            404,
-            status(
-                404,
-                "NotFound",
-                &format!(
-                    "the server could not find the requested resource ({method} {})",
-                    request.path
-                ),
-            ),
-        ),
-    }
+        _ => return None,
+    })
 }
 
 fn not_found(kind: &str, name: &str) -> (u16, Value) {

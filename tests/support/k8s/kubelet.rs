@@ -214,40 +214,8 @@ async fn run_pod(state: Arc<State>, ns: String, name: String) {
         pod.object["status"]["startTime"] = Value::String(now_rfc3339());
         pod.object["status"]["containerStatuses"] = waiting("ContainerCreating", None, &image);
     });
-    let mut backoff = false;
-    loop {
-        if state.pod(&ns, &name).is_none() {
-            return;
-        }
-        let failure = if state.never_pulls(&image) {
-            Err((
-                "ErrImagePull".to_owned(),
-                format!(
-                    "rpc error: code = NotFound desc = failed to pull and unpack image \"{image}\": not found"
-                ),
-            ))
-        } else {
-            ensure_image(&state, &image, &policy).await
-        };
-        match failure {
-            Ok(()) => break,
-            Err((reason, message)) => {
-                let (reason, message) = if backoff && reason == "ErrImagePull" {
-                    (
-                        "ImagePullBackOff".to_owned(),
-                        format!("Back-off pulling image \"{image}\""),
-                    )
-                } else {
-                    (reason, message)
-                };
-                backoff = !backoff;
-                state.update_pod(&ns, &name, |pod| {
-                    pod.object["status"]["containerStatuses"] =
-                        waiting(&reason, Some(&message), &image);
-                });
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
+    if !pull(&state, &ns, &name, &image, &policy).await {
+        return;
     }
     let labels = pod.object["metadata"]["labels"].clone();
     let network = if denied_egress(&state, &ns, &labels) {
@@ -271,27 +239,7 @@ async fn run_pod(state: Arc<State>, ns: String, name: String) {
             return;
         }
     };
-    let mut kept = false;
-    state.update_pod(&ns, &name, |pod| {
-        kept = true;
-        pod.container = Some(id.clone());
-        pod.network = network.to_owned();
-        let now = now_rfc3339();
-        pod.object["status"] = json!({
-            "phase": "Running",
-            "qosClass": "Guaranteed",
-            "startTime": pod.object["status"]["startTime"],
-            "podIP": "10.244.0.2",
-            "conditions": [
-                {"type": "PodScheduled", "status": "True"},
-                {"type": "Initialized", "status": "True"},
-                {"type": "ContainersReady", "status": "True"},
-                {"type": "Ready", "status": "True"},
-            ],
-            "containerStatuses": [{"name": "task", "image": image, "ready": true, "started": true,
-                "restartCount": 0, "state": {"running": {"startedAt": now}}}],
-        });
-    });
+    let kept = mark_running(&state, &ns, &name, &id, network, &image);
     if !kept {
         // Deleted while its container started.
         remove_container(&state, &id).await;
@@ -312,6 +260,69 @@ async fn run_pod(state: Arc<State>, ns: String, name: String) {
             .await;
         });
     }
+}
+
+/// Gets the pod's image, as a kubelet does: waiting `ErrImagePull` / `ImagePullBackOff`
+/// between attempts. `false` when the pod was deleted meanwhile.
+async fn pull(state: &State, ns: &str, name: &str, image: &str, policy: &str) -> bool {
+    let mut backoff = false;
+    loop {
+        if state.pod(ns, name).is_none() {
+            return false;
+        }
+        let failure = if state.never_pulls(image) {
+            Err((
+                "ErrImagePull".to_owned(),
+                format!(
+                    "rpc error: code = NotFound desc = failed to pull and unpack image \"{image}\": not found"
+                ),
+            ))
+        } else {
+            ensure_image(state, image, policy).await
+        };
+        let Err((reason, message)) = failure else {
+            return true;
+        };
+        let (reason, message) = if backoff && reason == "ErrImagePull" {
+            (
+                "ImagePullBackOff".to_owned(),
+                format!("Back-off pulling image \"{image}\""),
+            )
+        } else {
+            (reason, message)
+        };
+        backoff = !backoff;
+        state.update_pod(ns, name, |pod| {
+            pod.object["status"]["containerStatuses"] = waiting(&reason, Some(&message), image);
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Records the pod as running in container `id`; `false` when it was deleted meanwhile.
+fn mark_running(state: &State, ns: &str, name: &str, id: &str, network: &str, image: &str) -> bool {
+    let mut kept = false;
+    state.update_pod(ns, name, |pod| {
+        kept = true;
+        pod.container = Some(id.to_owned());
+        pod.network = network.to_owned();
+        let now = now_rfc3339();
+        pod.object["status"] = json!({
+            "phase": "Running",
+            "qosClass": "Guaranteed",
+            "startTime": pod.object["status"]["startTime"],
+            "podIP": "10.244.0.2",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Initialized", "status": "True"},
+                {"type": "ContainersReady", "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
+            "containerStatuses": [{"name": "task", "image": image, "ready": true, "started": true,
+                "restartCount": 0, "state": {"running": {"startedAt": now}}}],
+        });
+    });
+    kept
 }
 
 async fn start_container(
