@@ -77,6 +77,18 @@ pub struct Grade {
     pub untrusted_reason: Option<String>,
 }
 
+impl Grade {
+    /// This grade, for a log that [`super::canary::verify`] does not trust: an evaluation error
+    /// with the reason `untrusted test run: <detail>`, never resolved.
+    pub fn into_untrusted(self, detail: &str) -> Self {
+        Self {
+            resolved: false,
+            error: Some(format!("{}: {detail}", super::canary::UNTRUSTED_TEST_RUN)),
+            ..self
+        }
+    }
+}
+
 /// Reads `log` with `parser` and grades it (see [`grade`]).
 pub fn grade_log(
     log: &str,

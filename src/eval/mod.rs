@@ -4,6 +4,7 @@
 //! reports out. Effectful parts: [`container`] (one evaluation in a fresh container), [`run`]
 //! (bounded concurrency, resume, files) and [`from_logs`] (grading logs that already exist).
 
+pub mod canary;
 pub mod container;
 pub mod from_logs;
 pub mod grade;

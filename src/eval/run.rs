@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use super::canary::{CANARY_SCHEME, CanaryNames, add_canaries, canary_plan, verify};
 use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
 use super::grade::{grade_log, test_files_touched};
 use super::plan::{GradingPlan, grading_plan};
@@ -21,7 +22,7 @@ use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, eval_key, instance_report_json,
     parse_instance_report, run_summary, run_summary_json,
 };
-use super::script::{EvalScriptSpec, eval_script};
+use super::script::{EvalScriptSpec, eval_steps, render_eval_script};
 use super::spec;
 use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
@@ -298,7 +299,7 @@ impl Job<'_> {
             Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
         };
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
-        let script = eval_script(&EvalScriptSpec {
+        let mut steps = eval_steps(&EvalScriptSpec {
             repo_dir: &repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
@@ -308,10 +309,19 @@ impl Job<'_> {
             test_cmd: &plan.test_cmd,
             test_directives: &plan.test_directives,
         });
-        let key = eval_key(id, self.patch, &script, &image.id);
+        // The key covers the script without the canaries, whose names change every run.
+        let key_script = format!("{}# {CANARY_SCHEME}\n", render_eval_script(&steps));
+        let key = eval_key(id, self.patch, &key_script, &image.id);
         if let Some(report) = self.reusable_report(&key) {
             return Ok((report, true));
         }
+        let canary = canary_plan(
+            &plan,
+            self.instance.test_patch.as_deref(),
+            CanaryNames::draw(),
+        );
+        add_canaries(&mut steps, &canary);
+        let script = render_eval_script(&steps);
         let written = self
             .write("patch.diff", self.patch)
             .and_then(|()| self.write("eval.sh", &script));
@@ -335,12 +345,23 @@ impl Job<'_> {
             }
         };
         let log = run.test_log(settings.timeout);
-        let grade = grade_log(
+        let graded: Vec<&String> = self
+            .instance
+            .fail_to_pass
+            .iter()
+            .chain(&self.instance.pass_to_pass)
+            .collect();
+        let mut grade = grade_log(
             &log,
             plan.parser.parser(),
             &self.instance.fail_to_pass,
             &self.instance.pass_to_pass,
         );
+        if grade.error.is_none()
+            && let Err(detail) = verify(&log, plan.parser, &canary.names, &graded)
+        {
+            grade = grade.into_untrusted(&detail);
+        }
         let mut report = InstanceReport::from_grade(&grade, Some(key));
         report.touches_tests = test_files_touched(self.patch, self.instance.test_patch.as_deref());
         let mut run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
