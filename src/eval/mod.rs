@@ -16,6 +16,7 @@ pub mod report;
 pub mod run;
 pub mod script;
 pub mod spec;
+pub mod suspicious;
 
 /// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,
 /// `harness-verdicts.json`): `ACI_SWEBENCH_DATA`, else `../shared/swebench` beside the crate.

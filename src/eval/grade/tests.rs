@@ -333,36 +333,3 @@ fn resolution_follows_the_swe_bench_ratios() {
     }
     assert_eq!(Resolution::Partial.to_string(), "RESOLVED_PARTIAL");
 }
-
-#[test]
-fn patches_that_change_conftest_pytest_ini_or_the_graded_test_files_are_named() {
-    let diff = |path: &str| {
-        format!(
-            "diff --git a/{path} b/{path}\nindex 1..2 100644\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n"
-        )
-    };
-    let new_file = "diff --git a/tests/conftest.py b/tests/conftest.py\nnew file mode 100644\n";
-    let test_patch = diff("tests/test_parser.py");
-    let model = [
-        diff("src/parser.py"),
-        new_file.to_owned(),
-        diff("pytest.ini"),
-        diff("tests/test_parser.py"),
-        diff("tests/test_other.py"),
-    ]
-    .concat();
-    assert_eq!(
-        test_files_touched(&model, Some(&test_patch)),
-        ["pytest.ini", "tests/conftest.py", "tests/test_parser.py"]
-    );
-    assert_eq!(
-        test_files_touched(&diff("src/parser.py"), Some(&test_patch)),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        test_files_touched(&diff("tests/test_parser.py"), None),
-        Vec::<String>::new()
-    );
-    let renamed = "diff --git a/conftest.py b/old_conftest.py\nsimilarity index 100%\n";
-    assert_eq!(test_files_touched(renamed, None), ["conftest.py"]);
-}
