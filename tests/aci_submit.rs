@@ -152,8 +152,13 @@ async fn the_patch_applies_to_a_fresh_checkout_and_gives_the_same_files(kind: Ki
     assert!(text.contains("+    return 2\n"), "{text}");
     for binary in ["latin1.txt", "odd *name?.txt"] {
         let section = &text[text.find(&format!("diff --git a/{binary} ")).unwrap()..];
-        let next = section[1..].find("diff --git ").map_or(section.len(), |i| i + 1);
-        assert!(section[..next].contains("GIT binary patch"), "{binary}: {text}");
+        let next = section[1..]
+            .find("diff --git ")
+            .map_or(section.len(), |i| i + 1);
+        assert!(
+            section[..next].contains("GIT binary patch"),
+            "{binary}: {text}"
+        );
     }
     assert_eq!(
         touched(&text),
