@@ -23,4 +23,6 @@ pub mod instance;
 pub mod lint;
 pub mod model;
 pub mod sandbox;
+pub mod source;
+pub mod tls;
 pub mod trajectory;

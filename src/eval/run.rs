@@ -29,10 +29,12 @@ use super::suspicious::{
 };
 use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
-use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
+use crate::image::env::{EnvImage, EnvImageError};
+use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::{ResourceLimits, SandboxSpec};
+use crate::source::{PrepareError, PrepareRequest, prepare};
 
 /// The commit `eval.sh` resets test files to: the environment image's baseline, which is the
 /// repository at `base_commit` (the model's patch is applied to the work tree, never committed).
@@ -297,35 +299,40 @@ impl Job<'_> {
     async fn run(&self) -> Result<(InstanceReport, bool), EnvImageError> {
         let settings = &self.shared.settings;
         let id = &self.instance.instance_id;
-        let inside_git = git_dir_paths(self.patch);
-        if !inside_git.is_empty() {
-            let reason = format!(
-                "the patch writes inside .git ({}), so it is not applied",
-                inside_git.join(", ")
-            );
-            return Ok((self.error_report(&reason, None), false));
+        if let Some(refused) = self.refuse_git_dir() {
+            return Ok((refused, false));
         }
         let plan = match self.plan() {
             Ok(plan) => plan,
             Err(reason) => return Ok((self.error_report(&reason, None), false)),
         };
         let on_step = Arc::clone(&settings.on_step);
-        let request = EnvRequest {
+        let no_activity = |_: Option<&str>| {};
+        let notes = Notes {
+            line: &*on_step,
+            activity: &no_activity,
+        };
+        let request = PrepareRequest {
             env: &settings.env,
             run_id: &settings.run_id,
             on_step: &*on_step,
+            notes: &notes,
         };
-        let image = match ensure_env_image(&self.shared.runtime, self.instance, &request).await {
-            Ok(image) => image,
-            Err(error) if error.is_run_level() => return Err(error),
+        let prepared = match prepare(Some(&self.shared.runtime), self.instance, &request).await {
+            Ok(prepared) => prepared,
+            Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
             Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
+        };
+        let Some(image) = prepared.env_image else {
+            let reason = "no environment image was prepared";
+            return Ok((self.error_report(reason, None), false));
         };
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
         let mut steps = eval_steps(&EvalScriptSpec {
             repo_dir: &repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
-            activate: None,
+            activate: settings.env.activate.as_deref(),
             eval_commands: &plan.eval_commands,
             reinstall: plan.reinstall.as_deref(),
             test_cmd: &plan.test_cmd,
@@ -350,7 +357,8 @@ impl Job<'_> {
         if let Err(reason) = written {
             return Ok((self.error_report(&reason, Some(key)), false));
         }
-        let spec = self.sandbox_spec(&image, repo_dir);
+        let mut spec = self.sandbox_spec(&image, repo_dir);
+        spec.checkout = prepared.checkout;
         let job = ContainerJob {
             patch: self.patch,
             base_files: &base_files_needed(self.patch),
@@ -421,6 +429,18 @@ impl Job<'_> {
         }
     }
 
+    /// The error report of a patch that names a path inside `.git`, which is never applied.
+    fn refuse_git_dir(&self) -> Option<InstanceReport> {
+        let inside_git = git_dir_paths(self.patch);
+        (!inside_git.is_empty()).then(|| {
+            let reason = format!(
+                "the patch writes inside .git ({}), so it is not applied",
+                inside_git.join(", ")
+            );
+            self.error_report(&reason, None)
+        })
+    }
+
     /// The grading plan (test command, parser, commands before the tests), or why there is none.
     fn plan(&self) -> Result<GradingPlan, String> {
         let table = spec::builtin().map_err(ToString::to_string)?;
@@ -435,11 +455,7 @@ impl Job<'_> {
             image: String::new(),
             repo: None,
             repo_dir,
-            limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
-            },
+            limits: ResourceLimits::from_env(env),
             // Tests never get a network, whatever env.network says for agent runs.
             network: false,
             env: env
@@ -448,6 +464,9 @@ impl Job<'_> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             output_limit: EVAL_OUTPUT_LIMIT,
+            checkout: None,
+            // eval.sh activates the environment itself, as SWE-bench's does.
+            activate: None,
         };
         image.apply_to(&mut spec);
         spec
