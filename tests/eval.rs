@@ -320,6 +320,11 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// A patch that adds a comment line at the top of `file` in the demo repository `repo`: it
 /// applies, and fixes nothing.
 fn comment_patch(repo: &str, file: &str) -> String {
+    prepend_patch(repo, file, "# a comment that fixes nothing")
+}
+
+/// A patch that adds `line` at the top of `file` in the demo repository `repo`.
+fn prepend_patch(repo: &str, file: &str, line: &str) -> String {
     let path = manifest_dir()
         .join("tests/fixtures/demo/repos")
         .join(repo)
@@ -327,8 +332,7 @@ fn comment_patch(repo: &str, file: &str) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let context: Vec<&str> = text.lines().take(3).collect();
     let mut patch = format!(
-        "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -1,3 +1,4 @@\n\
-         +# a comment that fixes nothing\n"
+        "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -1,3 +1,4 @@\n+{line}\n"
     );
     for line in context {
         patch.push_str(&format!(" {line}\n"));
@@ -681,6 +685,46 @@ fn a_conftest_that_passes_every_test_is_an_untrusted_run_and_is_named() {
     let mut expected = summary(&[("error", ids.clone())], ids.clone());
     expected["touching_tests_ids"] = json!(ids);
     assert_eq!(read_json(&out.join("report.json")), expected);
+}
+
+#[test]
+fn a_patch_that_does_not_compile_or_import_is_unresolved_not_an_error() {
+    assert_eq!(gold().output.status.code(), Some(0));
+    let (out, output) = eval_patches(
+        "broken",
+        &[
+            (
+                "demo__inicfg-1",
+                prepend_patch("inicfg", "inicfg/parser.py", "def broken(:"),
+            ),
+            (
+                "demo__calc-1",
+                prepend_patch("calc", "src/parser.rs", "fn broken( {"),
+            ),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    for id in ["demo__calc-1", "demo__inicfg-1"] {
+        // No test reported, the canaries neither; a log that cannot pass is unresolved.
+        let body = &read_json(&out.join(id).join("report.json"))[id];
+        assert_eq!(body["resolved"], false, "{id}");
+        assert_eq!(
+            body["untrusted_reason"]
+                .as_str()
+                .unwrap()
+                .split(" (")
+                .next()
+                .unwrap(),
+            "untrusted test run: the canary test that must pass",
+            "{id}"
+        );
+        assert!(body.get("error").is_none(), "{id}");
+    }
+    let ids = vec!["demo__calc-1".to_owned(), "demo__inicfg-1".to_owned()];
+    assert_eq!(
+        read_json(&out.join("report.json")),
+        summary(&[("unresolved", ids.clone())], ids)
+    );
 }
 
 /// The patch of `tests/fixtures/attacks/<id>.diff`.

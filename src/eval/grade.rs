@@ -77,13 +77,26 @@ pub struct Grade {
 }
 
 impl Grade {
-    /// This grade, for a log that [`super::canary::verify`] does not trust: an evaluation error
-    /// with the reason `untrusted test run: <detail>`, never resolved.
+    /// This grade, for a log that [`super::canary::verify`] does not trust, never resolved, with
+    /// the reason `untrusted test run: <detail>`: an evaluation error when the log reads as
+    /// FULL (every listed test passing), since nothing in it can be believed; otherwise
+    /// unresolved with that reason, since a log that cannot be believed to pass does not resolve
+    /// either way, and a patch that fails to compile or to import (so that no test, canaries
+    /// included, reports) is unresolved, as in SWE-bench.
     pub fn into_untrusted(self, detail: &str) -> Self {
-        Self {
-            resolved: false,
-            error: Some(format!("{}: {detail}", super::canary::UNTRUSTED_TEST_RUN)),
-            ..self
+        let reason = format!("{}: {detail}", super::canary::UNTRUSTED_TEST_RUN);
+        if self.resolution == Resolution::Full {
+            Self {
+                resolved: false,
+                error: Some(reason),
+                ..self
+            }
+        } else {
+            Self {
+                resolved: false,
+                untrusted_reason: Some(reason),
+                ..self
+            }
         }
     }
 }

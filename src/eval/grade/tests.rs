@@ -333,3 +333,31 @@ fn resolution_follows_the_swe_bench_ratios() {
     }
     assert_eq!(Resolution::Partial.to_string(), "RESOLVED_PARTIAL");
 }
+
+#[test]
+fn an_untrusted_log_that_reads_as_resolved_is_an_error_and_any_other_is_unresolved() {
+    let reason =
+        "untrusted test run: the canary test that must pass (test_x) has no result in the log";
+    let full = graded(Resolution::Full, None)
+        .into_untrusted("the canary test that must pass (test_x) has no result in the log");
+    assert_eq!(
+        full,
+        Grade {
+            resolved: false,
+            error: Some(reason.to_owned()),
+            ..graded(Resolution::Full, None)
+        }
+    );
+    // A patch that does not compile: nothing reported, canaries included.
+    for resolution in [Resolution::Partial, Resolution::No] {
+        assert_eq!(
+            graded(resolution, None)
+                .into_untrusted("the canary test that must pass (test_x) has no result in the log"),
+            Grade {
+                resolved: false,
+                untrusted_reason: Some(reason.to_owned()),
+                ..graded(resolution, None)
+            }
+        );
+    }
+}
