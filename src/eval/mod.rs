@@ -1,7 +1,8 @@
 //! Grading patches the way the SWE-bench harness does (v4 semantics, with its known holes
 //! closed). Pure parts: predictions in, the built-in SWE-bench specs and each instance's grading
-//! plan, the eval and apply scripts, log parsing (any harness's log format), grading and the
-//! reports out. Effectful parts: [`container`] (one evaluation in a fresh container), [`run`]
+//! plan, the eval and apply scripts, the canary tests that decide whether a run can be trusted
+//! ([`canary`]), the patch's changes to test infrastructure and to `.git` ([`suspicious`]), log
+//! parsing (any harness's log format), grading and the reports out. Effectful parts: [`container`] (one evaluation in a fresh container), [`run`]
 //! (bounded concurrency, resume, files) and [`from_logs`] (grading logs that already exist).
 
 pub mod canary;
