@@ -6,22 +6,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::protocol::Role;
+
 /// The default for `agent.max_observation_length` (SWE-agent v1's value), in characters.
 pub const DEFAULT_MAX_OBSERVATION_LENGTH: usize = 100_000;
-
-/// Who wrote a history entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The system prompt.
-    System,
-    /// The harness speaking as the user: instance prompt, observations, demonstrations.
-    User,
-    /// The model.
-    Assistant,
-    /// A tool result (function calling).
-    Tool,
-}
 
 /// What a history entry is, as SWE-agent v1's `message_type`. Unknown values read from other
 /// tools' trajectories are kept as [`MessageType::Other`] and written back unchanged.

@@ -18,7 +18,7 @@ use super::report::{
 };
 use super::run::{EvalError, InstanceDone, InstanceStatus};
 use super::spec;
-use crate::batch::output::write_atomic;
+use crate::files::write_atomic;
 use crate::instance::Instance;
 
 /// How deep under `DIR` logs are looked for (the 2.x layout needs four levels).

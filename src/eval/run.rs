@@ -23,7 +23,7 @@ use super::report::{
 };
 use super::script::{EvalScriptSpec, eval_script};
 use super::spec;
-use crate::batch::output::write_atomic;
+use crate::files::write_atomic;
 use crate::config::EnvConfig;
 use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
 use crate::instance::Instance;

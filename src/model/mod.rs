@@ -28,19 +28,7 @@ pub use openai::{OpenAiModel, OpenAiWire};
 pub use replay::{ReplayInput, ReplayModel, ReplayStep};
 pub use retry::{ApiKey, RetryPolicy};
 
-/// Who wrote a [`Message`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The system prompt.
-    System,
-    /// The harness speaking for the user: the task, observations, format errors.
-    User,
-    /// The model.
-    Assistant,
-    /// The result of a tool call (function calling); [`Message::tool_call_id`] names the call.
-    Tool,
-}
+pub use crate::protocol::Role;
 
 /// One tool (function) call the model asked for.
 ///
