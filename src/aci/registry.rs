@@ -9,20 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::args::shlex_quote;
-
-/// The built-in commands, one YAML file and one Rust handler each.
-pub const BUILTIN_COMMANDS: &[&str] = &[
-    "open",
-    "goto",
-    "scroll_up",
-    "scroll_down",
-    "create",
-    "edit",
-    "search_file",
-    "search_dir",
-    "find_file",
-    "submit",
-];
+pub use crate::config::aci::BUILTIN_COMMANDS;
 
 const BUILTIN_YAML: &[(&str, &str)] = &[
     ("open", include_str!("../../aci-commands/open.yaml")),

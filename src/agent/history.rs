@@ -6,10 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::config::agent::{DEFAULT_MAX_OBSERVATION_LENGTH, HistoryConfig};
 pub use crate::protocol::Role;
-
-/// The default for `agent.max_observation_length` (SWE-agent v1's value), in characters.
-pub const DEFAULT_MAX_OBSERVATION_LENGTH: usize = 100_000;
 
 /// What a history entry is, as SWE-agent v1's `message_type`. Unknown values read from other
 /// tools' trajectories are kept as [`MessageType::Other`] and written back unchanged.
@@ -133,31 +131,6 @@ fn primary() -> String {
 
 fn is_false(value: &bool) -> bool {
     !*value
-}
-
-/// `agent.history`: which processor shapes the history sent to the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum HistoryConfig {
-    /// SWE-agent v0's `LastNObservations`: all observations but the instance prompt and the last
-    /// `n` are replaced by `Old output omitted (<k> lines)`. The paper's default.
-    LastNObservations {
-        /// How many of the latest observations are kept whole.
-        #[serde(default = "default_n")]
-        n: usize,
-    },
-    /// Everything is sent as stored.
-    Full,
-}
-
-impl Default for HistoryConfig {
-    fn default() -> Self {
-        HistoryConfig::LastNObservations { n: default_n() }
-    }
-}
-
-fn default_n() -> usize {
-    5
 }
 
 /// The history to send, built from the stored `history` under `config`.

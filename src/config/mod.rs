@@ -2,7 +2,10 @@
 //! `env` — where every field has a doc comment (the reference for users) and a default, and
 //! unknown keys are errors. Layering and `--set` live in [`load`].
 
+pub mod aci;
+pub mod agent;
 pub mod load;
+pub mod model;
 
 use std::collections::BTreeMap;
 
@@ -10,10 +13,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aci::action::Blocklist;
-use crate::agent::history::HistoryConfig;
-use crate::agent::stop::{Limits, NudgeTexts};
-use crate::model::ModelConfig;
+pub use aci::Blocklist;
+pub use agent::{HistoryConfig, Limits, NudgeTexts};
+pub use model::ModelConfig;
 
 pub use load::{ConfigError, resolve, resolve_text};
 
@@ -67,7 +69,7 @@ impl Default for AgentConfig {
             parser: ParserKind::ThoughtAction,
             enable_bash_tool: true,
             history: HistoryConfig::default(),
-            max_observation_length: crate::agent::history::DEFAULT_MAX_OBSERVATION_LENGTH,
+            max_observation_length: agent::DEFAULT_MAX_OBSERVATION_LENGTH,
             limits: Limits::default(),
             nudges: NudgeTexts::default(),
         }
@@ -138,7 +140,7 @@ pub struct AciConfig {
 impl Default for AciConfig {
     fn default() -> Self {
         Self {
-            commands: crate::aci::registry::BUILTIN_COMMANDS
+            commands: aci::BUILTIN_COMMANDS
                 .iter()
                 .map(|c| (*c).to_owned())
                 .collect(),

@@ -23,8 +23,8 @@ use super::report::{
 };
 use super::script::{EvalScriptSpec, eval_script};
 use super::spec;
-use crate::files::write_atomic;
 use crate::config::EnvConfig;
+use crate::files::write_atomic;
 use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
 use crate::instance::Instance;
 use crate::sandbox::docker::DockerRuntime;
