@@ -12,10 +12,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::agent::history::HistoryItem;
 use crate::files;
 
 pub mod edited_files;
+mod history;
+
+pub use history::{HistoryItem, MessageType};
 
 /// A whole `.traj` file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

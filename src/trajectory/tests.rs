@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::agent::history::{MessageType, Role};
+use crate::protocol::Role;
 
 const SWE_AGENT_V0_7: &str = include_str!("../../tests/fixtures/sweagent_v0_7.traj");
 
