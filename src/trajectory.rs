@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::files;
+use crate::protocol::RecordedStatus;
 
 pub mod edited_files;
 mod history;
@@ -73,7 +74,7 @@ pub struct TrajectoryStep {
 pub struct Info {
     /// `submitted`, `exit_cost`, `submitted (exit_cost)`, …; null while the run is going.
     #[serde(default)]
-    pub exit_status: Option<String>,
+    pub exit_status: Option<RecordedStatus>,
     /// The patch, or null when there is none.
     #[serde(default)]
     pub submission: Option<String>,
@@ -161,10 +162,6 @@ pub enum TrajectoryError {
     },
 }
 
-/// Statuses after which resume reruns an instance (reference §7), plus our autosubmitted form of
-/// `early_exit`: it is still an infrastructure failure, not the model's result.
-const RERUN_STATUSES: [&str; 2] = ["early_exit", "submitted (early_exit)"];
-
 /// Writes `trajectory` to `path` atomically and synced ([`files::write_atomic`]).
 ///
 /// # Errors
@@ -223,7 +220,7 @@ pub fn is_finished(path: &Path) -> bool {
     value
         .pointer("/info/exit_status")
         .and_then(Value::as_str)
-        .is_some_and(|status| !RERUN_STATUSES.contains(&status))
+        .is_some_and(|status| !RecordedStatus::from(status).reruns())
 }
 
 #[cfg(test)]

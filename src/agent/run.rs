@@ -23,6 +23,7 @@ use crate::aci::registry::{CommandSpec, Registry};
 use crate::aci::{Aci, StepOutput};
 use crate::config::{AgentConfig, ParserKind};
 use crate::model::{Message, Model, ModelResponse, QueryRequest, ToolCall};
+use crate::protocol::RecordedStatus;
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::trajectory::{Trajectory, TrajectoryStep, edited_files};
 
@@ -271,7 +272,7 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             Ok(response) => response,
             Err(error) => {
                 self.record_exit("", &error.to_string());
-                return Ok(TurnResult::ended(exit_status_named(error.exit_status())));
+                return Ok(TurnResult::ended(error.exit_status()));
             }
         };
         let text = response_text(&response);
@@ -509,15 +510,11 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
 
     /// Autosubmits after every exit but `submit`, and writes the outcome into the trajectory.
     async fn finish(&mut self, exit_status: ExitStatus) -> Option<Vec<u8>> {
-        let (status, submission) = if exit_status == ExitStatus::Submitted {
-            (exit_status.as_str().to_owned(), self.submission.take())
-        } else {
+        let (status, submission) = if exit_status.autosubmits() {
             let patch = self.aci.submit().await.ok().filter(|p| !p.is_empty());
-            let status = match patch {
-                Some(_) => exit_status.autosubmitted(),
-                None => exit_status.as_str().to_owned(),
-            };
-            (status, patch)
+            (RecordedStatus::after(exit_status, patch.is_some()), patch)
+        } else {
+            (RecordedStatus::Exit(exit_status), self.submission.take())
         };
         let info = &mut self.trajectory.info;
         info.exit_status = Some(status);
@@ -664,13 +661,6 @@ fn to_messages(items: &[HistoryItem]) -> Vec<Message> {
             }
         })
         .collect()
-}
-
-fn exit_status_named(name: &str) -> ExitStatus {
-    ExitStatus::ALL
-        .into_iter()
-        .find(|s| s.as_str() == name)
-        .unwrap_or(ExitStatus::ExitError)
 }
 
 /// A sandbox failure ends the instance: a dead container is an environment error.

@@ -5,110 +5,12 @@
 //! get the state for the next turn. Nothing here does I/O or reads a clock: cost and elapsed time
 //! arrive in the [`TurnOutcome`].
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::config::agent::{Limits, NudgeTexts};
-
-/// Why an instance ended: the statuses of SWE-agent (reference §8), plus `exit_step_limit`.
-///
-/// The loop attempts an **autosubmission after every stop except [`ExitStatus::Submitted`]**
-/// (see [`ExitStatus::autosubmits`]): it takes the diff of the working tree, and when that diff
-/// is non-empty the recorded status becomes [`ExitStatus::autosubmitted`], e.g.
-/// `submitted (exit_cost)`. With an empty diff the plain status is recorded. Unlike SWE-agent v1
-/// this includes `exit_command`, so no finished work is ever dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ExitStatus {
-    /// The `submit` command ran (its patch may be empty).
-    Submitted,
-    /// The instance cost limit was reached (reported by the model layer, or seen here).
-    ExitCost,
-    /// The prompt no longer fits the model's context window (reported by the model layer).
-    ExitContext,
-    /// Too many malformed responses, or too many responses without a command.
-    ExitFormat,
-    /// The model API kept failing until its retries were spent.
-    ExitApi,
-    /// An unexpected harness error.
-    ExitError,
-    /// The sandbox failed (container died, exec API error).
-    ExitEnvironmentError,
-    /// Too many commands in a row ran past their timeout.
-    ExitCommandTimeout,
-    /// The instance's wall-clock budget ran out.
-    ExitTotalExecutionTime,
-    /// Ours, not SWE-agent's: the instance used its `max_steps` model responses. SWE-agent has no
-    /// step limit (its workaround, `per_instance_call_limit`, reports `exit_cost`).
-    ExitStepLimit,
-    /// The model gave up with the `exit_forfeit` command.
-    ExitForfeit,
-    /// The model's action was exactly `exit`.
-    ExitCommand,
-    /// Infrastructure failure (e.g. an interrupt that failed); resume reruns these instances.
-    EarlyExit,
-    /// The model's action was `skip`.
-    Skipped,
-}
-
-impl ExitStatus {
-    /// Every status, in the order of reference §8.
-    pub const ALL: [ExitStatus; 14] = [
-        ExitStatus::Submitted,
-        ExitStatus::ExitCost,
-        ExitStatus::ExitContext,
-        ExitStatus::ExitFormat,
-        ExitStatus::ExitApi,
-        ExitStatus::ExitError,
-        ExitStatus::ExitEnvironmentError,
-        ExitStatus::ExitCommandTimeout,
-        ExitStatus::ExitTotalExecutionTime,
-        ExitStatus::ExitStepLimit,
-        ExitStatus::ExitForfeit,
-        ExitStatus::ExitCommand,
-        ExitStatus::EarlyExit,
-        ExitStatus::Skipped,
-    ];
-
-    /// The status as written to `info.exit_status` and `run_batch_exit_statuses.yaml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExitStatus::Submitted => "submitted",
-            ExitStatus::ExitCost => "exit_cost",
-            ExitStatus::ExitContext => "exit_context",
-            ExitStatus::ExitFormat => "exit_format",
-            ExitStatus::ExitApi => "exit_api",
-            ExitStatus::ExitError => "exit_error",
-            ExitStatus::ExitEnvironmentError => "exit_environment_error",
-            ExitStatus::ExitCommandTimeout => "exit_command_timeout",
-            ExitStatus::ExitTotalExecutionTime => "exit_total_execution_time",
-            ExitStatus::ExitStepLimit => "exit_step_limit",
-            ExitStatus::ExitForfeit => "exit_forfeit",
-            ExitStatus::ExitCommand => "exit_command",
-            ExitStatus::EarlyExit => "early_exit",
-            ExitStatus::Skipped => "skipped",
-        }
-    }
-
-    /// Whether the loop attempts an autosubmission after this stop: always, except after
-    /// [`ExitStatus::Submitted`].
-    pub fn autosubmits(self) -> bool {
-        self != ExitStatus::Submitted
-    }
-
-    /// The status recorded when the autosubmission after this stop found a non-empty diff:
-    /// `submitted (<status>)`.
-    pub fn autosubmitted(self) -> String {
-        format!("submitted ({})", self.as_str())
-    }
-}
-
-impl fmt::Display for ExitStatus {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
+pub use crate::protocol::ExitStatus;
 
 /// How the model writes its actions; the no-action nudges remind it of this format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

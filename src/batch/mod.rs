@@ -25,6 +25,7 @@ use crate::config::{Config, ParserKind};
 use crate::image::env::{EnvRequest, ensure_env_image};
 use crate::instance::Instance;
 use crate::model::{self, AnyModel, ReplayInput};
+use crate::protocol::RecordedStatus;
 use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::local::LocalSandbox;
 use crate::sandbox::{
@@ -91,7 +92,7 @@ pub struct InstanceResult {
     /// The instance.
     pub instance_id: String,
     /// Its exit status (`submitted`, `submitted (exit_cost)`, `exit_environment_error`, …).
-    pub exit_status: String,
+    pub exit_status: RecordedStatus,
     /// What the model cost.
     pub cost: f64,
     /// Whether a non-empty patch was submitted.
@@ -304,7 +305,7 @@ pub async fn run_instance_interruptible(
         Ok(started) => started,
         Err(error) => {
             let message = format!("cannot start the sandbox: {error}");
-            let status = ExitStatus::ExitEnvironmentError.as_str();
+            let status = ExitStatus::ExitEnvironmentError;
             return fail(ctx, instance, status, &message);
         }
     };
@@ -332,13 +333,17 @@ pub async fn run_instance_interruptible(
     let (status, submission, cost) = match ended {
         Ended::Episode(result) => match *result {
             Ok(outcome) => (
-                outcome.trajectory.info.exit_status.unwrap_or_default(),
+                outcome
+                    .trajectory
+                    .info
+                    .exit_status
+                    .unwrap_or(RecordedStatus::Exit(ExitStatus::ExitError)),
                 outcome.submission,
                 outcome.trajectory.info.model_stats.instance_cost,
             ),
             Err(error) => {
                 eprintln!("error: {id}: {error}");
-                (ExitStatus::ExitError.as_str().to_owned(), None, 0.0)
+                (RecordedStatus::Exit(ExitStatus::ExitError), None, 0.0)
             }
         },
         Ended::Watchdog => {
@@ -396,7 +401,7 @@ enum Ended {
 fn finish(
     ctx: &RunContext,
     id: String,
-    status: String,
+    status: RecordedStatus,
     submission: Option<Vec<u8>>,
     cost: f64,
 ) -> InstanceResult {
@@ -482,14 +487,10 @@ async fn stop_early(
     info_extra: &serde_json::Map<String, serde_json::Value>,
     exit: ExitStatus,
     note: Option<&str>,
-) -> (String, Option<Vec<u8>>, f64) {
+) -> (RecordedStatus, Option<Vec<u8>>, f64) {
     use crate::model::Model;
     let submission = aci.submit().await.ok().filter(|patch| !patch.is_empty());
-    let status = if submission.is_some() {
-        exit.autosubmitted()
-    } else {
-        exit.as_str().to_owned()
-    };
+    let status = RecordedStatus::after(exit, submission.is_some());
     let mut trajectory = trajectory::read(traj_path).unwrap_or_else(|_| Trajectory {
         environment: "aci".to_owned(),
         ..Trajectory::default()
@@ -519,7 +520,12 @@ async fn stop_early(
 
 /// An instance that could not run at all (or whose task died): its trajectory gets `status`
 /// and `message` as `info.error`, keeping any turns already saved, and an empty prediction.
-fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> InstanceResult {
+fn fail(
+    ctx: &RunContext,
+    instance: &Instance,
+    status: ExitStatus,
+    message: &str,
+) -> InstanceResult {
     eprintln!("error: {}: {message}", instance.instance_id);
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));
@@ -527,7 +533,7 @@ fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> I
         environment: "aci".to_owned(),
         ..Trajectory::default()
     });
-    trajectory.info.exit_status = Some(status.to_owned());
+    trajectory.info.exit_status = Some(RecordedStatus::Exit(status));
     trajectory.info.submission = None;
     trajectory.info.extra.insert(
         "error".to_owned(),
@@ -539,7 +545,7 @@ fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> I
     finish(
         ctx,
         instance.instance_id.clone(),
-        status.to_owned(),
+        RecordedStatus::Exit(status),
         None,
         0.0,
     )

@@ -81,7 +81,7 @@ pub fn write_exit_statuses(output: &Path) -> std::io::Result<ExitStatuses> {
             let status = trajectory
                 .info
                 .exit_status
-                .unwrap_or_else(|| "unfinished".to_owned());
+                .map_or_else(|| "unfinished".to_owned(), String::from);
             statuses
                 .instances_by_exit_status
                 .entry(status)

@@ -22,9 +22,9 @@ use tokio::task::JoinSet;
 
 use super::progress::Progress;
 use super::{InstanceResult, RunContext, fail, output, run_instance_interruptible};
-use crate::agent::stop::ExitStatus;
 use crate::instance::Instance;
 use crate::model::ReplayInput;
+use crate::protocol::{ExitStatus, RecordedStatus};
 use crate::trajectory;
 
 /// A one-way flag that Ctrl-C sets, seen by the scheduler and by every running instance.
@@ -100,10 +100,10 @@ pub enum Outcome {
 }
 
 /// An earlier run's result, read from its trajectory.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Previous {
     /// Its `info.exit_status`.
-    pub exit_status: String,
+    pub exit_status: RecordedStatus,
     /// Whether it has a non-empty submission.
     pub has_patch: bool,
     /// Its `info.model_stats.instance_cost`.
@@ -165,7 +165,7 @@ pub fn previous_result(output: &Path, instance_id: &str) -> Option<Previous> {
     }
     let value: Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
     Some(Previous {
-        exit_status: value.pointer("/info/exit_status")?.as_str()?.to_owned(),
+        exit_status: RecordedStatus::from(value.pointer("/info/exit_status")?.as_str()?),
         has_patch: value
             .pointer("/info/submission")
             .and_then(Value::as_str)
@@ -212,7 +212,7 @@ pub async fn run_batch(
     };
     let on_panic = |instance: &Instance, message: String| {
         let message = format!("the instance's task panicked: {message}");
-        fail(&ctx, instance, ExitStatus::ExitError.as_str(), &message)
+        fail(&ctx, instance, ExitStatus::ExitError, &message)
     };
     let scheduled = schedule(queue, options.workers, interrupt, task, on_panic, progress).await;
     for (index, outcome) in scheduled.outcomes {
@@ -259,7 +259,7 @@ async fn run_one(
                      {id}.json, {id}.traj and {id}/{id}.traj)",
                     replay_dir.display()
                 );
-                return fail(ctx, instance, ExitStatus::ExitError.as_str(), &message);
+                return fail(ctx, instance, ExitStatus::ExitError, &message);
             };
             match ReplayInput::load(&path) {
                 Ok(replay) => Some(replay),

@@ -28,6 +28,7 @@ pub use openai::{OpenAiModel, OpenAiWire};
 pub use replay::{ReplayInput, ReplayModel, ReplayStep};
 pub use retry::{ApiKey, RetryPolicy};
 
+use crate::protocol::ExitStatus;
 pub use crate::protocol::Role;
 
 /// One tool (function) call the model asked for.
@@ -301,13 +302,13 @@ fn status_text(status: Option<u16>) -> String {
 impl ModelError {
     /// The trajectory's `exit_status` for an instance that ends with this error
     /// (reference §8).
-    pub fn exit_status(&self) -> &'static str {
+    pub fn exit_status(&self) -> ExitStatus {
         match self {
-            ModelError::CostLimit { .. } | ModelError::CallLimit { .. } => "exit_cost",
-            ModelError::ContextWindow { .. } => "exit_context",
-            ModelError::Api { .. } | ModelError::Malformed { .. } => "exit_api",
-            ModelError::Config { .. } => "exit_error",
-            ModelError::Interrupted { .. } => "early_exit",
+            ModelError::CostLimit { .. } | ModelError::CallLimit { .. } => ExitStatus::ExitCost,
+            ModelError::ContextWindow { .. } => ExitStatus::ExitContext,
+            ModelError::Api { .. } | ModelError::Malformed { .. } => ExitStatus::ExitApi,
+            ModelError::Config { .. } => ExitStatus::ExitError,
+            ModelError::Interrupted { .. } => ExitStatus::EarlyExit,
         }
     }
 
@@ -458,7 +459,7 @@ mod tests {
             ),
         ];
         for (error, status) in cases {
-            assert_eq!(error.exit_status(), status, "{error}");
+            assert_eq!(error.exit_status().as_str(), status, "{error}");
         }
     }
 

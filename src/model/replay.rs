@@ -315,7 +315,7 @@ mod tests {
         };
         model.query(request).await.unwrap();
         let error = model.query(request).await.unwrap_err();
-        assert_eq!(error.exit_status(), "exit_cost");
+        assert_eq!(error.exit_status().as_str(), "exit_cost");
         assert_eq!(model.remaining(), 1);
     }
 }

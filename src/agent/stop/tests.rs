@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::protocol::RecordedStatus;
 
 // ---------------------------------------------------------------------------------------------
 // Turn builders
@@ -899,12 +900,12 @@ fn every_status_but_submitted_autosubmits_as_submitted_with_the_status() {
     let autosubmitting: Vec<String> = ExitStatus::ALL
         .iter()
         .filter(|s| s.autosubmits())
-        .map(|s| s.autosubmitted())
+        .map(|s| RecordedStatus::after(*s, true).to_string())
         .collect();
     assert_eq!(autosubmitting.len(), ExitStatus::ALL.len() - 1);
     assert_eq!(
         (
-            ExitStatus::ExitCost.autosubmitted(),
+            RecordedStatus::after(ExitStatus::ExitCost, true).to_string(),
             ExitStatus::Submitted.autosubmits(),
             ExitStatus::ExitStepLimit.to_string(),
         ),

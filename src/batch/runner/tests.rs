@@ -22,7 +22,7 @@ fn instances(ids: &[&str]) -> VecDeque<(usize, Instance)> {
 fn result(id: &str, status: &str) -> InstanceResult {
     InstanceResult {
         instance_id: id.to_owned(),
-        exit_status: status.to_owned(),
+        exit_status: status.into(),
         cost: 0.0,
         has_patch: false,
     }
@@ -38,7 +38,7 @@ fn statuses(scheduled: &Scheduled) -> Vec<(usize, String)> {
         .iter()
         .map(|(index, outcome)| {
             let status = match outcome {
-                Outcome::Ran { result, .. } => result.exit_status.clone(),
+                Outcome::Ran { result, .. } => result.exit_status.to_string(),
                 Outcome::Skipped(previous) => format!("skipped ({})", previous.exit_status),
                 Outcome::NotStarted => "not started".to_owned(),
             };
@@ -253,7 +253,7 @@ fn previous_results_come_from_finished_trajectories_only() {
     assert_eq!(
         previous_result(dir.path(), "done"),
         Some(Previous {
-            exit_status: "submitted (exit_cost)".to_owned(),
+            exit_status: "submitted (exit_cost)".into(),
             has_patch: true,
             cost: 1.5
         })
@@ -261,7 +261,7 @@ fn previous_results_come_from_finished_trajectories_only() {
     assert_eq!(
         previous_result(dir.path(), "empty"),
         Some(Previous {
-            exit_status: "submitted".to_owned(),
+            exit_status: "submitted".into(),
             has_patch: false,
             cost: 0.0
         })
