@@ -6,10 +6,25 @@
 //! decider says continue or stop; the trajectory is saved. `submit` writes the diff out as a
 //! patch.
 //!
-//! Dependencies point one way: `main` → `batch`/`eval` → `agent` → `aci`/`lint`/`model`/`sandbox`
-//! → plain data. Only `sandbox::docker` speaks to Docker.
+//! # Layers
+//!
+//! Dependencies point one way: a module imports only modules of lower layers, never one of its
+//! own layer or above. `tests/layering.rs` reads this list and checks every `crate::` path (and
+//! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs`,
+//! `eval_command.rs`) stands on all of them. Only `sandbox::docker` speaks to Docker.
+//!
+//! 1. `files`, `protocol`, `instance`, `lint` — leaves: atomic writes; the data the layers hand
+//!    each other (roles, exit statuses, predictions); task instances; the lint verdict.
+//! 2. `config`, `sandbox`, `trajectory` — the configuration schema and its data types; the
+//!    sandboxes commands run in; `.traj` files.
+//! 3. `model`, `aci`, `image` — the language models; the Agent-Computer Interface over a
+//!    sandbox; environment images.
+//! 4. `agent` — the loop: prompt, parse, act, decide, save.
+//! 5. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
+//! 6. `inspect` — the trajectory inspector over runs and ablations.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+#![warn(missing_docs)]
 
 pub mod ablate;
 pub mod aci;
