@@ -10,7 +10,6 @@ pub mod summary;
 pub use runner::{Interrupt, InterruptHandle};
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use minijinja::context;
 
@@ -164,9 +163,9 @@ impl RunContext {
             }),
             repo_dir: instance.repo_dir(&env.repo_dir),
             limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
+                memory_mb: env.memory_mb.get(),
+                cpus: env.cpus.get(),
+                pids: env.pids.get(),
             },
             network: env.network,
             env: env
@@ -314,8 +313,8 @@ pub async fn run_instance_interruptible(
         sandbox,
         ctx.registry.clone(),
         ctx.config.aci.clone(),
-        Duration::from_secs_f64(env.command_timeout),
-        env.memory_mb,
+        env.command_timeout.duration(),
+        env.memory_mb.get(),
     );
     let mut info_extra = serde_json::Map::new();
     if let Some(record) = env_image {
@@ -375,7 +374,7 @@ async fn drive(
         return Ended::Interrupted;
     }
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
-    let watchdog = Duration::from_secs_f64(ctx.config.env.instance_timeout);
+    let watchdog = ctx.config.env.instance_timeout.duration();
     tokio::select! {
         result = tokio::time::timeout(watchdog, episode(ctx, instance, info_extra, model, aci, &traj_path)) => {
             match result {

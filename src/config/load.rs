@@ -205,7 +205,7 @@ impl Config {
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         let wall = self.agent.limits.max_wall_time_secs;
-        if wall > 0 && self.env.instance_timeout <= wall as f64 {
+        if wall > 0 && self.env.instance_timeout.get() <= wall as f64 {
             warnings.push(format!(
                 "env.instance_timeout ({} s) ends an instance before \
                  agent.limits.max_wall_time_secs ({wall} s) can, so the model is never warned \
@@ -287,7 +287,10 @@ mod tests {
         let a = "env:\n  command_timeout: 5\n  pids: 10\n";
         let b = "env:\n  command_timeout: 7\n";
         let config = resolve_text(&[("a", a), ("b", b)], &["env.pids=99".to_owned()]).unwrap();
-        assert_eq!((config.env.command_timeout, config.env.pids), (7.0, 99));
+        assert_eq!(
+            (config.env.command_timeout.get(), config.env.pids.get()),
+            (7.0, 99)
+        );
         assert_eq!(config.env.repo_dir, "/testbed");
     }
 

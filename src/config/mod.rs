@@ -6,6 +6,7 @@ pub mod aci;
 pub mod agent;
 pub mod load;
 pub mod model;
+pub mod units;
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use aci::Blocklist;
 pub use agent::{HistoryConfig, Limits, NudgeTexts};
 pub use model::ModelConfig;
+pub use units::{Positive, Seconds};
 
 pub use load::{ConfigError, resolve, resolve_text};
 
@@ -224,22 +226,23 @@ pub struct EnvConfig {
     /// Where the repository is checked out in the container; `{repo_name}` is the instance's
     /// `repo` with `/` replaced by `__`.
     pub repo_dir: String,
-    /// Seconds a single command may run before it is killed (the model is told).
-    pub command_timeout: f64,
+    /// Seconds a single command may run before it is killed (the model is told). Like every
+    /// duration here: above 0 and at most 365 days.
+    pub command_timeout: Seconds,
     /// Seconds a whole instance may run (agent loop and all) before the watchdog stops it and
     /// autosubmits. A backstop: keep it above `agent.limits.max_wall_time_secs`, the limit the
     /// model is warned about and that the loop itself enforces between turns.
-    pub instance_timeout: f64,
+    pub instance_timeout: Seconds,
     /// Seconds an environment image build (repository, baseline and `setup`) may take before
     /// it fails that instance. Apart from `instance_timeout`: a short watchdog for quick runs
     /// must not fail a long `pip install`.
-    pub build_timeout: f64,
-    /// Container memory limit in MiB (no swap on top).
-    pub memory_mb: u64,
-    /// Container CPU limit in cores.
-    pub cpus: f64,
-    /// Maximum number of processes in the container.
-    pub pids: i64,
+    pub build_timeout: Seconds,
+    /// Container memory limit in MiB (no swap on top); above 0.
+    pub memory_mb: Positive<u64>,
+    /// Container CPU limit in cores (fractions allowed); above 0.
+    pub cpus: Positive<f64>,
+    /// Maximum number of processes in the container; above 0.
+    pub pids: Positive<i64>,
     /// Give the container a network. Off by default: the container has only `lo`.
     pub network: bool,
     /// Bytes of a command's output kept from the start while it streams.
@@ -262,12 +265,12 @@ impl Default for EnvConfig {
                 ("rust".to_owned(), "aci-rust:bookworm".to_owned()),
             ]),
             repo_dir: "/testbed".to_owned(),
-            command_timeout: 25.0,
-            instance_timeout: 3900.0,
-            build_timeout: 1800.0,
-            memory_mb: 4096,
-            cpus: 2.0,
-            pids: 1024,
+            command_timeout: Seconds::whole(25),
+            instance_timeout: Seconds::whole(3900),
+            build_timeout: Seconds::whole(1800),
+            memory_mb: Positive(4096),
+            cpus: Positive(2.0),
+            pids: Positive(1024),
             network: false,
             output_head_bytes: 512 * 1024,
             output_tail_bytes: 512 * 1024,

@@ -378,9 +378,9 @@ impl Job<'_> {
             repo: None,
             repo_dir,
             limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
+                memory_mb: env.memory_mb.get(),
+                cpus: env.cpus.get(),
+                pids: env.pids.get(),
             },
             // Tests never get a network, whatever env.network says for agent runs.
             network: false,

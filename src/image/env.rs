@@ -427,7 +427,7 @@ async fn build(
         network: true,
     };
     let on_step = request.on_step;
-    let limit = Duration::from_secs_f64(request.env.build_timeout.max(1.0));
+    let limit = Duration::from_secs_f64(request.env.build_timeout.get().max(1.0));
     on_step(&format!(
         "[{instance_id}] building the environment image {tag}"
     ));

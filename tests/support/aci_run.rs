@@ -117,9 +117,9 @@ pub async fn start_aci(
         }),
         repo_dir: env.repo_dir.clone(),
         limits: ResourceLimits {
-            memory_mb: env.memory_mb,
-            cpus: env.cpus,
-            pids: env.pids,
+            memory_mb: env.memory_mb.get(),
+            cpus: env.cpus.get(),
+            pids: env.pids.get(),
         },
         network: env.network,
         env: env.variables.clone().into_iter().collect(),
@@ -138,8 +138,8 @@ pub async fn start_aci(
         sandbox,
         ctx.registry.clone(),
         ctx.config.aci.clone(),
-        Duration::from_secs_f64(env.command_timeout),
-        env.memory_mb,
+        env.command_timeout.duration(),
+        env.memory_mb.get(),
     );
     AciRun {
         aci,
