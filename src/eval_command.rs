@@ -15,7 +15,7 @@ use aci::image::prune::{PruneScope, prune};
 use aci::instance::{self, Instance, Selection, SliceSpec};
 
 use crate::cli::EvalArgs;
-use crate::{Failure, connect_docker, default_run_id, load_instances};
+use crate::{Failure, connect_docker, create_output_dir, default_run_id, load_instances};
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
@@ -41,12 +41,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("aci-eval").join(&run_id));
-    std::fs::create_dir_all(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot create the output directory {}: {e}",
-            output.display()
-        ))
-    })?;
+    create_output_dir(&output)?;
     if let Some(logs) = &args.from_logs {
         let settings = FromLogsSettings {
             logs: logs.clone(),

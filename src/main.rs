@@ -137,30 +137,64 @@ fn base_image_failure(message: &str) -> Failure {
     }
 }
 
-/// What `run`, `batch` and `shell` set up first: the run id (a timestamp by default), the
-/// output directory (created; `aci-runs/<run id>` by default), and the runtime, with the
-/// Docker connection when there is one.
+/// What `run`, `batch` and `shell` set up first.
+struct RunStart {
+    /// The run id: `--run-id`, or a timestamp.
+    run_id: String,
+    /// The output directory, created: `--output`, or `aci-runs/<run id>`.
+    output: PathBuf,
+    /// Where instances run, with the Docker connection when there is one.
+    runtime: Runtime,
+}
+
+/// Picks the run id and the output directory (and creates it), and connects to Docker when
+/// instances run there.
 async fn start_run(
     run_id: Option<String>,
     output: Option<PathBuf>,
     runtime: cli::Runtime,
-) -> Result<(String, PathBuf, Runtime, Option<DockerRuntime>), Failure> {
+) -> Result<RunStart, Failure> {
     let run_id = run_id.unwrap_or_else(default_run_id);
     let output = output.unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
-    std::fs::create_dir_all(&output).map_err(|e| {
+    create_output_dir(&output)?;
+    let runtime = match runtime {
+        cli::Runtime::Docker => Runtime::Docker(connect_docker().await?),
+        cli::Runtime::Local => Runtime::Local,
+    };
+    Ok(RunStart {
+        run_id,
+        output,
+        runtime,
+    })
+}
+
+/// Creates an output directory, or fails naming it.
+fn create_output_dir(output: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(output).map_err(|e| {
         Failure::new(format!(
             "cannot create the output directory {}: {e}",
             output.display()
         ))
+    })
+}
+
+/// What ends `aci run` and `aci batch`: the containers still running are removed, and
+/// `preds.json` and `run_batch_exit_statuses.yaml` are rebuilt from the instances' files.
+async fn finish_run(
+    docker: Option<&DockerRuntime>,
+    output: &Path,
+) -> Result<output::ExitStatuses, Failure> {
+    if let Some(docker) = docker {
+        docker.remove_all_started().await;
+    }
+    output::merge_predictions(output).map_err(|e| {
+        Failure::new(format!(
+            "cannot write {}: {e}",
+            output.join("preds.json").display()
+        ))
     })?;
-    let (runtime, docker) = match runtime {
-        cli::Runtime::Docker => {
-            let docker = connect_docker().await?;
-            (Runtime::Docker(docker.clone()), Some(docker))
-        }
-        cli::Runtime::Local => (Runtime::Local, None),
-    };
-    Ok((run_id, output, runtime, docker))
+    output::write_exit_statuses(output)
+        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))
 }
 
 /// A run id from the current UTC time: `YYYYMMDD-HHMMSS-<pid>`.
@@ -243,21 +277,23 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let replay = args.replay.as_deref().map(ReplayInput::load).transpose()?;
-    let (run_id, output, runtime, docker) = start_run(
+    let started = start_run(
         args.agent.run_id.clone(),
         args.agent.output.clone(),
         args.agent.runtime,
     )
     .await?;
+    let output = started.output.clone();
     let mut ctx = RunContext::new(
         config,
         dirs,
         args.agent.model.clone(),
-        runtime,
-        run_id.clone(),
-        output.clone(),
+        started.runtime,
+        started.run_id,
+        started.output,
     )?;
     ctx.turn_lines = true;
+    let docker = ctx.runtime.docker().cloned();
     write_manifest(
         &ctx,
         &args.agent,
@@ -271,17 +307,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let interrupt = signals.spawn(docker.clone());
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
-    if let Some(docker) = &docker {
-        docker.remove_all_started().await;
-    }
-    output::merge_predictions(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot write {}: {e}",
-            output.join("preds.json").display()
-        ))
-    })?;
-    output::write_exit_statuses(&output)
-        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))?;
+    finish_run(docker.as_ref(), &output).await?;
     let patch = output::patch_path(&output, &result.instance_id);
     println!(
         "{}\t{}\t{}",
@@ -317,15 +343,24 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         shard: args.shard,
     };
     let selected = instance::select(instances, &selection);
-    let (run_id, output, runtime, docker) = start_run(
+    let started = start_run(
         args.agent.run_id.clone(),
         args.agent.output.clone(),
         args.agent.runtime,
     )
     .await?;
+    let output = started.output.clone();
     let model = args.agent.model.clone();
     let ctx_replay_dir = config.model.replay_dir.clone();
-    let ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
+    let ctx = RunContext::new(
+        config,
+        dirs,
+        model,
+        started.runtime,
+        started.run_id,
+        started.output,
+    )?;
+    let docker = ctx.runtime.docker().cloned();
     warn_on_config_change(&output, &ctx.config.hash(), args.redo);
     let refs: Vec<&Instance> = selected.iter().collect();
     write_manifest(
@@ -346,17 +381,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     let mut progress = batch::progress::Progress::stderr(selected.len());
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
-    if let Some(docker) = &docker {
-        docker.remove_all_started().await;
-    }
-    output::merge_predictions(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot write {}: {e}",
-            output.join("preds.json").display()
-        ))
-    })?;
-    let statuses = output::write_exit_statuses(&output)
-        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))?;
+    let statuses = finish_run(docker.as_ref(), &output).await?;
     let context = batch::summary::SummaryContext {
         output: &output,
         total_cost: statuses.total_cost,
@@ -637,15 +662,15 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
             ))
             .hint(format!("the file holds {} instance(s)", instances.len()))
         })?;
-    let (run_id, output, runtime, docker) =
-        start_run(args.run_id.clone(), args.output.clone(), args.runtime).await?;
+    let started = start_run(args.run_id.clone(), args.output.clone(), args.runtime).await?;
+    let output = started.output.clone();
     let ctx = RunContext::new(
         config,
         dirs,
         "human".to_owned(),
-        runtime,
-        run_id,
-        output.clone(),
+        started.runtime,
+        started.run_id,
+        started.output,
     )?;
     eprintln!(
         "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",
@@ -656,7 +681,7 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
         result = batch::run_instance(&ctx, instance, None) => Some(result),
         _ = tokio::signal::ctrl_c() => None,
     };
-    if let Some(docker) = &docker {
+    if let Some(docker) = ctx.runtime.docker() {
         docker.remove_all_started().await;
     }
     let traj = output::traj_path(&output, &instance.instance_id);

@@ -42,6 +42,16 @@ pub enum Runtime {
     Local,
 }
 
+impl Runtime {
+    /// The Docker connection, when instances run on Docker.
+    pub fn docker(&self) -> Option<&DockerRuntime> {
+        match self {
+            Runtime::Docker(docker) => Some(docker),
+            Runtime::Local => None,
+        }
+    }
+}
+
 /// Everything a run of instances shares.
 pub struct RunContext {
     /// The resolved configuration.
