@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::config::agent::{Limits, NudgeTexts};
+use crate::placeholders::{Braces, fill};
 pub use crate::protocol::ExitStatus;
 
 /// How the model writes its actions; the no-action nudges remind it of this format.
@@ -236,7 +237,7 @@ pub fn decide(turn: &TurnOutcome, state: &LoopState, policy: &StopPolicy) -> Dec
                 _ => 1,
             };
             let template = level_text(texts_for(kind, &policy.nudges), level)?;
-            let text = fill(template, &variables);
+            let text = fill(template, &variables, Braces::Literal);
             Some(Nudge { kind, level, text })
         });
     Decision::Continue { nudge }
@@ -388,34 +389,6 @@ fn level_text(levels: &[String], level: u32) -> Option<&str> {
         .get(index)
         .or_else(|| levels.last())
         .map(String::as_str)
-}
-
-/// Replaces each `{name}` in `template` whose name is in `variables`, in one pass; other braces
-/// are kept as they are.
-fn fill(template: &str, variables: &[(&str, String)]) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after_open = &rest[open..];
-        let known = after_open.find('}').and_then(|close| {
-            let name = &after_open[1..close];
-            let value = variables.iter().find(|(key, _)| *key == name)?;
-            Some((close, &value.1))
-        });
-        match known {
-            Some((close, value)) => {
-                out.push_str(value);
-                rest = &after_open[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = &after_open[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Collapses every run of whitespace to one space and trims the ends, so responses that differ

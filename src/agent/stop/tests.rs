@@ -859,15 +859,6 @@ input or never end, run a single test instead of the whole suite, or bound the c
     );
 }
 
-#[test]
-fn fill_replaces_known_placeholders_once_and_keeps_other_braces() {
-    let variables = vec![("n", "{m}".to_owned()), ("m", "2".to_owned())];
-    assert_eq!(
-        fill("a {n} b {unknown} c {m}} {", &variables),
-        "a {m} b {unknown} c 2} {"
-    );
-}
-
 // ---------------------------------------------------------------------------------------------
 // Exit statuses and config
 
