@@ -18,7 +18,7 @@ use crate::aci::registry::Registry;
 use crate::agent::demos;
 use crate::agent::history::HistoryItem;
 use crate::agent::prompt::Prompts;
-use crate::agent::run::{Episode, run_episode};
+use crate::agent::run::{Episode, SUBMISSION_ERROR, record_stop, run_episode};
 use crate::agent::stop::{ActionFormat, ExitStatus, StopPolicy};
 use crate::config::{Config, ParserKind};
 use crate::image::env::{EnvRequest, ensure_env_image};
@@ -341,15 +341,18 @@ pub async fn run_instance_interruptible(
     .await;
     let (status, submission, cost) = match ended {
         Ended::Episode(result) => match *result {
-            Ok(outcome) => (
-                outcome
-                    .trajectory
-                    .info
-                    .exit_status
-                    .unwrap_or(RecordedStatus::Exit(ExitStatus::ExitError)),
-                outcome.submission,
-                outcome.trajectory.info.model_stats.instance_cost,
-            ),
+            Ok(outcome) => {
+                report_submission_error(&id, &outcome.trajectory.info);
+                (
+                    outcome
+                        .trajectory
+                        .info
+                        .exit_status
+                        .unwrap_or(RecordedStatus::Exit(ExitStatus::ExitError)),
+                    outcome.submission,
+                    outcome.trajectory.info.model_stats.instance_cost,
+                )
+            }
             Err(error) => {
                 eprintln!("error: {id}: {error}");
                 (RecordedStatus::Exit(ExitStatus::ExitError), None, 0.0)
@@ -357,13 +360,31 @@ pub async fn run_instance_interruptible(
         },
         Ended::Watchdog => {
             let exit = ExitStatus::ExitTotalExecutionTime;
-            stop_early(&mut aci, &traj_path, &mut model, &info_extra, exit, None).await
+            stop_early(
+                &id,
+                &mut aci,
+                &traj_path,
+                &mut model,
+                &info_extra,
+                exit,
+                None,
+            )
+            .await
         }
         Ended::Interrupted => {
             let note = "interrupted (Ctrl-C); a rerun runs this instance again";
             let exit = ExitStatus::EarlyExit;
             let extra = &info_extra;
-            stop_early(&mut aci, &traj_path, &mut model, extra, exit, Some(note)).await
+            stop_early(
+                &id,
+                &mut aci,
+                &traj_path,
+                &mut model,
+                extra,
+                exit,
+                Some(note),
+            )
+            .await
         }
     };
     let _ = aci.into_sandbox().shutdown().await;
@@ -490,6 +511,7 @@ async fn episode(
 /// The episode was cut short (watchdog or interrupt): keep the turns saved so far, autosubmit,
 /// and record `exit` (or `submitted (<exit>)`), with `note` as `info.error` when given.
 async fn stop_early(
+    id: &str,
     aci: &mut Aci<AnySandbox>,
     traj_path: &Path,
     model: &mut AnyModel,
@@ -498,12 +520,7 @@ async fn stop_early(
     note: Option<&str>,
 ) -> (RecordedStatus, Option<Vec<u8>>, f64) {
     use crate::model::Model;
-    let submission = aci.submit().await.ok().filter(|patch| !patch.is_empty());
-    let status = RecordedStatus::after(exit, submission.is_some());
-    let mut trajectory = trajectory::read(traj_path).unwrap_or_else(|_| Trajectory {
-        environment: "aci".to_owned(),
-        ..Trajectory::default()
-    });
+    let mut trajectory = saved_so_far(traj_path);
     for (key, value) in info_extra {
         trajectory
             .info
@@ -511,19 +528,18 @@ async fn stop_early(
             .entry(key)
             .or_insert_with(|| value.clone());
     }
-    trajectory.info.exit_status = Some(status.clone());
-    trajectory.info.submission = submission
-        .as_ref()
-        .map(|p| String::from_utf8_lossy(p).into_owned());
+    let submission = record_stop(aci, &mut trajectory.info, exit, None).await;
     if let Some(note) = note {
-        trajectory.info.extra.insert(
-            "error".to_owned(),
-            serde_json::Value::String(note.to_owned()),
-        );
+        set_error(&mut trajectory, note);
     }
     // The turn in flight may have made a model call that no save has recorded yet.
     crate::agent::run::record_stats(&mut trajectory.info, model.stats());
-    let _ = trajectory::write_atomic(traj_path, &trajectory);
+    save_ending(traj_path, &trajectory);
+    report_submission_error(id, &trajectory.info);
+    let status = trajectory
+        .info
+        .exit_status
+        .unwrap_or(RecordedStatus::Exit(exit));
     (status, submission, model.stats().instance_cost)
 }
 
@@ -538,19 +554,11 @@ fn fail(
     eprintln!("error: {}: {message}", instance.instance_id);
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));
-    let mut trajectory = trajectory::read(&traj_path).unwrap_or_else(|_| Trajectory {
-        environment: "aci".to_owned(),
-        ..Trajectory::default()
-    });
+    let mut trajectory = saved_so_far(&traj_path);
     trajectory.info.exit_status = Some(RecordedStatus::Exit(status));
     trajectory.info.submission = None;
-    trajectory.info.extra.insert(
-        "error".to_owned(),
-        serde_json::Value::String(message.to_owned()),
-    );
-    if let Err(error) = trajectory::write_atomic(&traj_path, &trajectory) {
-        eprintln!("error: cannot save {}: {error}", traj_path.display());
-    }
+    set_error(&mut trajectory, message);
+    save_ending(&traj_path, &trajectory);
     finish(
         ctx,
         instance.instance_id.clone(),
@@ -558,4 +566,35 @@ fn fail(
         None,
         0.0,
     )
+}
+
+/// The trajectory saved so far of an instance that ends outside the loop, or an empty one.
+fn saved_so_far(traj_path: &Path) -> Trajectory {
+    trajectory::read(traj_path).unwrap_or_else(|_| Trajectory {
+        environment: "aci".to_owned(),
+        ..Trajectory::default()
+    })
+}
+
+/// `info.error`: why the instance ended outside the loop.
+fn set_error(trajectory: &mut Trajectory, message: &str) {
+    trajectory.info.extra.insert(
+        "error".to_owned(),
+        serde_json::Value::String(message.to_owned()),
+    );
+}
+
+/// Writes an instance's final trajectory (synced); a failure is reported, not returned: the
+/// instance's prediction is still written.
+fn save_ending(traj_path: &Path, trajectory: &Trajectory) {
+    if let Err(error) = trajectory::write_atomic(traj_path, trajectory) {
+        eprintln!("error: cannot save {}: {error}", traj_path.display());
+    }
+}
+
+/// The stderr line of a failed autosubmission ([`SUBMISSION_ERROR`] in the trajectory).
+fn report_submission_error(id: &str, info: &crate::trajectory::Info) {
+    if let Some(error) = info.extra.get(SUBMISSION_ERROR).and_then(|v| v.as_str()) {
+        eprintln!("error: {id}: {error}");
+    }
 }
