@@ -543,6 +543,12 @@ async fn write_manifest(
             );
         }
     }
+    let config = serde_json::to_value(&ctx.config).map_err(|e| {
+        Failure::new(format!(
+            "cannot record the configuration in {}: {e}",
+            ctx.output.join("manifest.json").display()
+        ))
+    })?;
     let mut config_files = vec!["configs/default.yaml (built in)".to_owned()];
     config_files.extend(args.configs.iter().map(|p| p.display().to_string()));
     let manifest = output::Manifest {
@@ -558,7 +564,7 @@ async fn write_manifest(
         config_files,
         config_sets: args.sets.clone(),
         config_hash: ctx.config.hash(),
-        config: serde_json::to_value(&ctx.config).unwrap_or_default(),
+        config,
         images,
         seed,
     };

@@ -207,13 +207,21 @@ impl DockerRuntime {
         Ok(created.id)
     }
 
+    /// The started containers' ids. A thread that panicked while holding the lock left the
+    /// list whole (each change is one push or retain), so a poisoned lock is used as it is:
+    /// tracking must go on, or the containers started after the panic would be left behind.
+    fn live_ids(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn track(&self, container_id: &str, live: bool) {
-        if let Ok(mut ids) = self.live.lock() {
-            if live {
-                ids.push(container_id.to_owned());
-            } else {
-                ids.retain(|id| id != container_id);
-            }
+        let mut ids = self.live_ids();
+        if live {
+            ids.push(container_id.to_owned());
+        } else {
+            ids.retain(|id| id != container_id);
         }
     }
 
@@ -259,7 +267,7 @@ impl DockerRuntime {
     /// Removes every container this process started that is still there (for Ctrl-C and for
     /// the end of a run, whatever happened before).
     pub async fn remove_all_started(&self) -> usize {
-        let ids: Vec<String> = self.live.lock().map(|ids| ids.clone()).unwrap_or_default();
+        let ids: Vec<String> = self.live_ids().clone();
         let mut removed = 0;
         for id in ids {
             if self.remove_container(&id).await.is_ok() {
@@ -767,6 +775,30 @@ mod tests {
             .trim()
             .parse()
             .unwrap()
+    }
+
+    #[tokio::test]
+    async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
+        let runtime = DockerRuntime::connect()
+            .await
+            .expect("this test needs the Docker daemon");
+        runtime.track("before", true);
+        let live = Arc::clone(&runtime.live);
+        let panicked = std::thread::spawn(move || {
+            let _held = live.lock().unwrap();
+            panic!("a panic while the list is held");
+        })
+        .join();
+        runtime.track("after", true);
+        runtime.track("before", false);
+        assert_eq!(
+            (
+                panicked.is_err(),
+                runtime.live.is_poisoned(),
+                runtime.live_ids().clone()
+            ),
+            (true, true, vec!["after".to_owned()])
+        );
     }
 
     #[test]
