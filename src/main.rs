@@ -42,9 +42,25 @@ impl Failure {
     }
 }
 
-impl<E: std::error::Error> From<E> for Failure {
+impl<E: std::error::Error + 'static> From<E> for Failure {
     fn from(error: E) -> Self {
-        Self::new(error.to_string())
+        Self {
+            message: error.to_string(),
+            hint: hint_of(&error).map(str::to_owned),
+        }
+    }
+}
+
+/// The hint of an error that has one (its `hint()`); their messages do not repeat it.
+fn hint_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a str> {
+    if let Some(error) = error.downcast_ref::<aci::model::ModelError>() {
+        error.hint()
+    } else if let Some(error) = error.downcast_ref::<config::ConfigError>() {
+        error.hint()
+    } else if let Some(error) = error.downcast_ref::<image::ImageError>() {
+        error.hint()
+    } else {
+        None
     }
 }
 
@@ -64,12 +80,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(failure) => {
-            let (message, inline_hint) = match failure.message.split_once("\nhint: ") {
-                Some((message, hint)) => (message.to_owned(), Some(hint.to_owned())),
-                None => (failure.message, None),
-            };
-            eprintln!("error: {message}");
-            if let Some(hint) = failure.hint.or(inline_hint) {
+            eprintln!("error: {}", failure.message);
+            if let Some(hint) = failure.hint {
                 eprintln!("hint: {hint}");
             }
             ExitCode::from(1)
@@ -109,32 +121,12 @@ async fn images_build(lang: &str, force: bool) -> Result<ExitCode, Failure> {
     let runtime = connect_docker().await?;
     let languages = image::select_languages(lang)?;
     let mut progress = |line: &str| eprintln!("{line}");
-    let built = image::build(&runtime, &languages, force, &mut progress)
-        .await
-        .map_err(|e| match e {
-            image::ImageError::Base(message) => base_image_failure(&message),
-            other => Failure::from(other),
-        })?;
+    let built = image::build(&runtime, &languages, force, &mut progress).await?;
     for image in built {
         let state = if image.built { "built" } else { "up to date" };
         println!("{}\t{}\t{state}", image.tag, image.id);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A failed base-image recipe: its own `error:`/`hint:` lines when it printed them, otherwise
-/// its output with a general hint.
-fn base_image_failure(message: &str) -> Failure {
-    let message = message.strip_prefix("error: ").unwrap_or(message);
-    match message.split_once("\nhint: ") {
-        Some((error, hint)) => {
-            Failure::new(format!("building the base image failed: {error}")).hint(hint)
-        }
-        None => Failure::new(format!("building the base image failed: {message}")).hint(
-            "the base image is built as root on a Debian or Ubuntu host, with debootstrap \
-             (installed with apt-get when missing); see docker/build-base.sh",
-        ),
-    }
 }
 
 /// What `run`, `batch` and `shell` set up first.
@@ -227,7 +219,7 @@ fn default_run_id() -> String {
 fn resolve_config(args: &AgentArgs) -> Result<(Config, Vec<PathBuf>), Failure> {
     let mut config = config::resolve(&args.configs, &args.sets)?;
     for warning in config.warnings() {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}\nhint: {}", warning.message, warning.hint);
     }
     if let Some(api_base) = &args.api_base {
         config.model.api_base = Some(api_base.clone());

@@ -622,7 +622,7 @@ async fn client_errors_fail_at_once_with_a_hint() {
                 1,
                 "{wire:?} {status} is not retried"
             );
-            assert!(error.to_string().contains(hint), "{error}");
+            assert!(error.with_hint().contains(hint), "{error}");
             assert_eq!(error.exit_status().as_str(), "exit_api");
             assert_eq!(error.is_run_level(), matches!(status, 401 | 403));
         }
@@ -682,7 +682,10 @@ async fn openai_insufficient_quota_is_not_retried() {
         ),
         "{error:?}"
     );
-    assert!(error.to_string().contains("out of quota"));
+    assert_eq!(
+        error.hint(),
+        Some("the account is out of quota; retrying will not help")
+    );
     assert_eq!(server.request_count(), 1);
 }
 

@@ -271,7 +271,7 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         let response = match self.model.query(request).await {
             Ok(response) => response,
             Err(error) => {
-                self.record_exit("", &error.to_string());
+                self.record_exit("", &error.with_hint());
                 return Ok(TurnResult::ended(error.exit_status()));
             }
         };

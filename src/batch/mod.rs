@@ -308,7 +308,7 @@ pub async fn run_instance_interruptible(
     }
     let mut model = match model::from_spec(&ctx.model, &model_config, replay) {
         Ok(model) => model,
-        Err(error) => return fail(ctx, instance, error.exit_status(), &error.to_string()),
+        Err(error) => return fail(ctx, instance, error.exit_status(), &error.with_hint()),
     };
     let (sandbox, env_image) = match ctx.start_sandbox(instance).await {
         Ok(started) => started,

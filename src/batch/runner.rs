@@ -263,7 +263,7 @@ async fn run_one(
             };
             match ReplayInput::load(&path) {
                 Ok(replay) => Some(replay),
-                Err(error) => return fail(ctx, instance, error.exit_status(), &error.to_string()),
+                Err(error) => return fail(ctx, instance, error.exit_status(), &error.with_hint()),
             }
         }
     };

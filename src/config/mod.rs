@@ -19,7 +19,7 @@ pub use agent::{HistoryConfig, Limits, NudgeTexts};
 pub use model::ModelConfig;
 pub use units::{Positive, Seconds};
 
-pub use load::{ConfigError, resolve, resolve_text};
+pub use load::{ConfigError, ConfigWarning, resolve, resolve_text};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
