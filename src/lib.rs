@@ -13,9 +13,9 @@
 //! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs`,
 //! `eval_command.rs`) stands on all of them. Only `sandbox::docker` speaks to Docker.
 //!
-//! 1. `files`, `protocol`, `placeholders`, `instance`, `lint` — leaves: atomic writes; the data
-//!    the layers hand each other (roles, exit statuses, predictions); `{name}` fields in config
-//!    texts; task instances; the lint verdict.
+//! 1. `files`, `protocol`, `text`, `instance`, `lint` — leaves: atomic writes; the data the
+//!    layers hand each other (roles, exit statuses, predictions); placeholders and literal
+//!    regular expressions; task instances; the lint verdict.
 //! 2. `config`, `sandbox`, `trajectory` — the configuration schema and its data types; the
 //!    sandboxes commands run in; `.traj` files.
 //! 3. `model`, `aci`, `image` — the language models; the Agent-Computer Interface over a
@@ -39,7 +39,7 @@ pub mod inspect;
 pub mod instance;
 pub mod lint;
 pub mod model;
-pub mod placeholders;
 pub mod protocol;
 pub mod sandbox;
+pub mod text;
 pub mod trajectory;

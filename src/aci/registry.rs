@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::args::shlex_quote;
 pub use crate::config::aci::BUILTIN_COMMANDS;
-use crate::placeholders::{Braces, fill};
+use crate::text::{Braces, fill};
 
 const BUILTIN_YAML: &[(&str, &str)] = &[
     ("open", include_str!("../../aci-commands/open.yaml")),

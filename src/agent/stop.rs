@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::config::agent::{Limits, NudgeTexts};
-use crate::placeholders::{Braces, fill};
 pub use crate::protocol::ExitStatus;
+use crate::text::{Braces, fill};
 
 /// How the model writes its actions; the no-action nudges remind it of this format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -365,8 +365,7 @@ impl Job<'_> {
 
     /// The grading plan (test command, parser, commands before the tests), or why there is none.
     fn plan(&self) -> Result<GradingPlan, String> {
-        let table = spec::builtin().map_err(ToString::to_string)?;
-        grading_plan(self.instance, table).map_err(|error| error.to_string())
+        grading_plan(self.instance, spec::builtin()).map_err(|error| error.to_string())
     }
 
     fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {

@@ -1,5 +1,24 @@
-//! `{name}` placeholders in texts from config and command files: nudge texts and command
-//! docstrings. One pass, so a value that contains `{other}` is not filled again.
+//! Text helpers the layers share: `{name}` placeholders in texts from config and command files
+//! (nudge texts, command docstrings), and the compiled form of the regular expressions written
+//! as literals in the code.
+
+use regex::Regex;
+
+/// `pattern`, compiled. Patterns are literals in the code, so one that does not compile is a
+/// bug, reported with the pattern the first time it is used: as a `LazyLock<Regex>`, that is
+/// by the test that forces every pattern, never silently as "no match".
+///
+/// # Panics
+///
+/// When `pattern` is not a valid regular expression.
+pub fn literal_regex(pattern: &'static str) -> Regex {
+    match Regex::new(pattern) {
+        Ok(regex) => regex,
+        Err(error) => {
+            panic!("the literal regular expression {pattern:?} does not compile: {error}")
+        }
+    }
+}
 
 /// How a template's braces read, apart from the `{name}` fields that are filled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,8 +30,9 @@ pub enum Braces {
     Literal,
 }
 
-/// Replaces each `{name}` of `template` whose name is in `variables`; a field with another
-/// name, and any other brace, stays as written (`braces` says how doubled braces read).
+/// Replaces each `{name}` of `template` whose name is in `variables`, in one pass (a value that
+/// contains `{other}` is not filled again); a field with another name, and any other brace,
+/// stays as written (`braces` says how doubled braces read).
 #[must_use]
 pub fn fill<K: AsRef<str>, V: AsRef<str>>(
     template: &str,
@@ -71,6 +91,16 @@ mod tests {
                 fill("{{n}}", &variables, Braces::Literal),
             ],
             ["a {m} b {unknown} c 2} {", "{{m}}"]
+        );
+    }
+
+    #[test]
+    fn a_literal_regex_that_does_not_compile_panics_naming_its_pattern() {
+        let panic = std::panic::catch_unwind(|| literal_regex("(unclosed")).unwrap_err();
+        let message = panic.downcast_ref::<String>().unwrap();
+        assert!(
+            message.starts_with("the literal regular expression \"(unclosed\" does not compile: "),
+            "{message}"
         );
     }
 
