@@ -214,9 +214,11 @@ pub fn is_finished(path: &Path) -> bool {
     let Ok(bytes) = fs::read(path) else {
         return false;
     };
-    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-        return false;
-    };
+    serde_json::from_slice::<Value>(&bytes).is_ok_and(|value| is_finished_value(&value))
+}
+
+/// [`is_finished`] of a trajectory already read as JSON.
+pub fn is_finished_value(value: &Value) -> bool {
     value
         .pointer("/info/exit_status")
         .and_then(Value::as_str)

@@ -330,6 +330,7 @@ pub async fn run_instance_interruptible(
     if let Some(record) = env_image {
         info_extra.insert("env_image".to_owned(), record);
     }
+    let saver = Saver::start(traj_path.clone());
     let ended = drive(
         ctx,
         instance,
@@ -337,8 +338,12 @@ pub async fn run_instance_interruptible(
         &mut model,
         &mut aci,
         &mut interrupt,
+        &saver,
     )
     .await;
+    // Every save of the episode is on disk before the trajectory is read back or the
+    // prediction is written.
+    saver.finish().await;
     let (status, submission, cost) = match ended {
         Ended::Episode(result) => match *result {
             Ok(outcome) => {
@@ -400,20 +405,66 @@ async fn drive(
     model: &mut AnyModel,
     aci: &mut Aci<AnySandbox>,
     interrupt: &mut Interrupt,
+    saver: &Saver,
 ) -> Ended {
     if interrupt.is_set() {
         return Ended::Interrupted;
     }
-    let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let watchdog = ctx.config.env.instance_timeout.duration();
     tokio::select! {
-        result = tokio::time::timeout(watchdog, episode(ctx, instance, info_extra, model, aci, &traj_path)) => {
+        result = tokio::time::timeout(watchdog, episode(ctx, instance, info_extra, model, aci, saver)) => {
             match result {
                 Ok(result) => Ended::Episode(Box::new(result)),
                 Err(_) => Ended::Watchdog,
             }
         }
         () = interrupt.wait() => Ended::Interrupted,
+    }
+}
+
+/// Saves an instance's trajectory after every turn on a blocking thread, so serialising and
+/// writing a long trajectory never holds up the async runtime. Saves are written in order, each
+/// atomically; when the writer falls behind, only the latest waiting state is written (each
+/// save holds the whole trajectory). The final save (with the exit status) is also synced.
+struct Saver {
+    queue: std::sync::mpsc::Sender<Trajectory>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl Saver {
+    fn start(path: PathBuf) -> Self {
+        let (queue, saves) = std::sync::mpsc::channel::<Trajectory>();
+        let writer = tokio::task::spawn_blocking(move || {
+            while let Ok(mut latest) = saves.recv() {
+                // The final save is the last one sent, so it is never skipped.
+                while let Ok(newer) = saves.try_recv() {
+                    latest = newer;
+                }
+                let written = if latest.info.exit_status.is_some() {
+                    trajectory::write_atomic(&path, &latest)
+                } else {
+                    trajectory::write_atomic_unsynced(&path, &latest)
+                };
+                if let Err(error) = written {
+                    eprintln!("error: cannot save {}: {error}", path.display());
+                }
+            }
+        });
+        Saver { queue, writer }
+    }
+
+    /// Queues `trajectory` to be written.
+    fn save(&self, trajectory: &Trajectory) {
+        // The writer only stops once the queue is closed, in `finish`.
+        let _ = self.queue.send(trajectory.clone());
+    }
+
+    /// Waits until every queued save is written.
+    async fn finish(self) {
+        drop(self.queue);
+        // The writer reports its own errors and does not panic; were it to, the saves written
+        // before stay on disk, and the instance still ends with its prediction.
+        let _ = self.writer.await;
     }
 }
 
@@ -458,9 +509,8 @@ async fn episode(
     info_extra: &serde_json::Map<String, serde_json::Value>,
     model: &mut AnyModel,
     aci: &mut Aci<AnySandbox>,
-    traj_path: &Path,
+    saver: &Saver,
 ) -> Result<crate::agent::run::Outcome, crate::agent::run::LoopError> {
-    // Every turn is saved atomically; the final save (with the exit status) is also synced.
     let mut shown = 0;
     let mut save = |trajectory: &Trajectory| {
         if ctx.turn_lines {
@@ -473,14 +523,7 @@ async fn episode(
             }
             shown = trajectory.trajectory.len();
         }
-        let written = if trajectory.info.exit_status.is_some() {
-            trajectory::write_atomic(traj_path, trajectory)
-        } else {
-            trajectory::write_atomic_unsynced(traj_path, trajectory)
-        };
-        if let Err(error) = written {
-            eprintln!("error: cannot save {}: {error}", traj_path.display());
-        }
+        saver.save(trajectory);
     };
     let config = &ctx.config;
     let variables = context! {
@@ -596,5 +639,46 @@ fn save_ending(traj_path: &Path, trajectory: &Trajectory) {
 fn report_submission_error(id: &str, info: &crate::trajectory::Info) {
     if let Some(error) = info.extra.get(SUBMISSION_ERROR).and_then(|v| v.as_str()) {
         eprintln!("error: {id}: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_steps(steps: usize, exit_status: Option<RecordedStatus>) -> Trajectory {
+        let mut trajectory = Trajectory {
+            environment: "aci".to_owned(),
+            ..Trajectory::default()
+        };
+        trajectory.trajectory = (0..steps)
+            .map(|n| trajectory::TrajectoryStep {
+                action: format!("echo {n}"),
+                ..trajectory::TrajectoryStep::default()
+            })
+            .collect();
+        trajectory.info.exit_status = exit_status;
+        trajectory
+    }
+
+    #[tokio::test]
+    async fn the_saver_leaves_the_last_save_on_disk_once_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.traj");
+        let saver = Saver::start(path.clone());
+        for steps in 0..50 {
+            saver.save(&with_steps(steps, None));
+        }
+        let last = with_steps(50, Some(ExitStatus::Submitted.into()));
+        saver.save(&last);
+        saver.finish().await;
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            (trajectory::read(&path).unwrap(), names),
+            (last, vec![std::ffi::OsString::from("x.traj")])
+        );
     }
 }
