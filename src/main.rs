@@ -160,6 +160,27 @@ async fn start_run(
     })
 }
 
+/// The context of a run of `model` under `config`: [`start_run`], then the templates, commands
+/// and demonstrations.
+async fn run_context(
+    config: Config,
+    dirs: Vec<PathBuf>,
+    model: String,
+    run_id: Option<String>,
+    output: Option<PathBuf>,
+    runtime: cli::Runtime,
+) -> Result<RunContext, Failure> {
+    let started = start_run(run_id, output, runtime).await?;
+    Ok(RunContext::new(
+        config,
+        dirs,
+        model,
+        started.runtime,
+        started.run_id,
+        started.output,
+    )?)
+}
+
 /// Creates an output directory, or fails naming it.
 fn create_output_dir(output: &Path) -> Result<(), Failure> {
     std::fs::create_dir_all(output).map_err(|e| {
@@ -269,21 +290,11 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let replay = args.replay.as_deref().map(ReplayInput::load).transpose()?;
-    let started = start_run(
-        args.agent.run_id.clone(),
-        args.agent.output.clone(),
-        args.agent.runtime,
-    )
-    .await?;
-    let output = started.output.clone();
-    let mut ctx = RunContext::new(
-        config,
-        dirs,
-        args.agent.model.clone(),
-        started.runtime,
-        started.run_id,
-        started.output,
-    )?;
+    let agent = &args.agent;
+    let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
+    let model = agent.model.clone();
+    let mut ctx = run_context(config, dirs, model, run_id, out, agent.runtime).await?;
+    let output = ctx.output.clone();
     ctx.turn_lines = true;
     let docker = ctx.runtime.docker().cloned();
     write_manifest(
@@ -335,23 +346,12 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         shard: args.shard,
     };
     let selected = instance::select(instances, &selection);
-    let started = start_run(
-        args.agent.run_id.clone(),
-        args.agent.output.clone(),
-        args.agent.runtime,
-    )
-    .await?;
-    let output = started.output.clone();
-    let model = args.agent.model.clone();
     let ctx_replay_dir = config.model.replay_dir.clone();
-    let ctx = RunContext::new(
-        config,
-        dirs,
-        model,
-        started.runtime,
-        started.run_id,
-        started.output,
-    )?;
+    let agent = &args.agent;
+    let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
+    let model = agent.model.clone();
+    let ctx = run_context(config, dirs, model, run_id, out, agent.runtime).await?;
+    let output = ctx.output.clone();
     let docker = ctx.runtime.docker().cloned();
     warn_on_config_change(&output, &ctx.config.hash(), args.redo);
     let refs: Vec<&Instance> = selected.iter().collect();
@@ -660,16 +660,10 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
             ))
             .hint(format!("the file holds {} instance(s)", instances.len()))
         })?;
-    let started = start_run(args.run_id.clone(), args.output.clone(), args.runtime).await?;
-    let output = started.output.clone();
-    let ctx = RunContext::new(
-        config,
-        dirs,
-        "human".to_owned(),
-        started.runtime,
-        started.run_id,
-        started.output,
-    )?;
+    let (run_id, out) = (args.run_id.clone(), args.output.clone());
+    let human = "human".to_owned();
+    let ctx = run_context(config, dirs, human, run_id, out, args.runtime).await?;
+    let output = ctx.output.clone();
     eprintln!(
         "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",
         instance.instance_id,
