@@ -5,9 +5,13 @@
 #
 # usage: docker/build-base.sh [TAG]        (default tag: aci-base:bookworm); as root. On a
 #        Debian or Ubuntu host without debootstrap, it installs it with apt-get first.
+#        docker/build-base.sh --tools-only   installs what the recipe needs on the host
+#        (debootstrap) and builds nothing.
 # env:   ACI_DEBIAN_MIRROR (default http://deb.debian.org/debian), ACI_SUITE (default bookworm)
 set -euo pipefail
 
+tools_only=
+if [ "${1:-}" = --tools-only ]; then tools_only=1; shift; fi
 tag="${1:-aci-base:bookworm}"
 suite="${ACI_SUITE:-bookworm}"
 mirror="${ACI_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
@@ -15,7 +19,6 @@ mirror="${ACI_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # and the submission, patch for the evaluation's fallback apply, procps to find hung commands.
 packages="ca-certificates,git,patch,procps,less,file,xz-utils"
 
-command -v docker >/dev/null || { echo "error: the docker CLI is not installed" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || {
     echo "error: building $tag needs root (debootstrap makes a root file system)" >&2
     echo "hint: run it as root, e.g. sudo target/release/aci images build" >&2
@@ -42,6 +45,9 @@ if ! command -v debootstrap >/dev/null; then
         exit 1
     fi
 fi
+
+[ -n "$tools_only" ] && exit 0
+command -v docker >/dev/null || { echo "error: the docker CLI is not installed" >&2; exit 1; }
 
 root="$(mktemp -d /tmp/aci-rootfs.XXXXXX)"
 trap 'rm -rf "$root"' EXIT

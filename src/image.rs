@@ -9,6 +9,7 @@
 
 pub mod env;
 pub mod prune;
+pub mod pull;
 
 use std::collections::HashMap;
 use std::path::Path;

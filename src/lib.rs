@@ -13,16 +13,16 @@
 //! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs`,
 //! `eval_command.rs`) stands on all of them. Only `sandbox::docker` speaks to Docker.
 //!
-//! 1. `files`, `protocol`, `text`, `instance`, `lint` — leaves: atomic writes; the data the
-//!    layers hand each other (roles, exit statuses, predictions); placeholders and literal
-//!    regular expressions; task instances; the lint verdict.
-//! 2. `config`, `sandbox`, `trajectory` — the configuration schema and its data types; the
-//!    sandboxes commands run in; `.traj` files.
-//! 3. `model`, `aci`, `image` — the language models; the Agent-Computer Interface over a
-//!    sandbox; environment images.
-//! 4. `agent` — the loop: prompt, parse, act, decide, save.
-//! 5. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
-//! 6. `inspect` — the trajectory inspector over runs and ablations.
+//! 1. `files`, `protocol`, `text`, `tls`, `instance`, `lint` — leaves: atomic writes; the data
+//!    the layers hand each other (roles, exit statuses, predictions); placeholders and literal
+//!    regular expressions; the TLS provider; task instances; the lint verdict.
+//! 2. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
+//! 3. `sandbox`, `model` — the sandboxes commands run in; the language models.
+//! 4. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
+//! 5. `agent`, `source` — the loop: prompt, parse, act, decide, save; where an instance's
+//!    repository and images come from.
+//! 6. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
+//! 7. `inspect` — the trajectory inspector over runs and ablations.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 #![warn(missing_docs)]
@@ -41,5 +41,7 @@ pub mod lint;
 pub mod model;
 pub mod protocol;
 pub mod sandbox;
+pub mod source;
 pub mod text;
+pub mod tls;
 pub mod trajectory;

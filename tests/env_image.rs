@@ -207,3 +207,51 @@ async fn an_instance_whose_image_is_missing_names_it_and_says_how_to_build_it() 
         "env-test-1: the image aci-no-such-image:1 does not exist\nhint: run `aci images build`"
     );
 }
+
+/// The README's first command on a fresh Debian machine: `aci images build` runs the compiled-in
+/// base recipe, which must install debootstrap itself instead of failing at once. A bookworm
+/// container without debootstrap stands for that machine: root with a root's capabilities and
+/// a network, for apt (not an aci sandbox, which has neither).
+#[test]
+fn the_base_recipe_installs_debootstrap_on_a_fresh_debian_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("build-base.sh"), aci::image::BASE_SCRIPT).unwrap();
+    let script = format!("{}:/recipe:ro", dir.path().display());
+    let run = |command: &str| {
+        let output = std::process::Command::new("docker")
+            .args([
+                "run",
+                "--rm",
+                "--label",
+                "aci.test=fresh-machine",
+                "-v",
+                &script,
+            ])
+            .args(["aci-base:bookworm", "bash", "-c", command])
+            .output()
+            .expect("the docker CLI runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code(), text)
+    };
+    assert_eq!(
+        run("command -v debootstrap || echo absent"),
+        (Some(0), "absent\n".to_owned())
+    );
+    // The recipe installs it, says so in one line, and goes on; run again, it says nothing.
+    assert_eq!(
+        run(
+            "bash /recipe/build-base.sh --tools-only && command -v debootstrap \
+             && bash /recipe/build-base.sh --tools-only"
+        ),
+        (
+            Some(0),
+            "[base] debootstrap is not installed: installing it with apt-get (once, for \
+             aci-base:bookworm)\n/usr/sbin/debootstrap\n"
+                .to_owned()
+        )
+    );
+}

@@ -3,7 +3,9 @@
 //! Processors return a new list; the stored history (and so the trajectory) is never modified.
 //! Long observations are cut once, when they enter the history, by [`truncate_observation`].
 
-pub use crate::config::agent::{DEFAULT_MAX_OBSERVATION_LENGTH, HistoryConfig};
+pub use crate::config::agent::{
+    DEFAULT_MAX_OBSERVATION_LENGTH, DEFAULT_MAX_STORED_OBSERVATION_LENGTH, HistoryConfig,
+};
 pub use crate::protocol::Role;
 pub use crate::trajectory::{HistoryItem, MessageType};
 
@@ -105,6 +107,26 @@ interactive pagers.</NOTE>\n"
         &observation[tail_start..]
     );
     (text, elided)
+}
+
+/// The copy of an observation the trajectory stores: whole up to `max_chars` characters,
+/// otherwise its head and tail around a note of how much was elided. The trajectory is
+/// rewritten after every turn, so what one turn stores stays bounded whatever a command
+/// printed or a window showed.
+pub fn cap_stored_observation(observation: &str, max_chars: usize) -> String {
+    let total = observation.chars().count();
+    if total <= max_chars {
+        return observation.to_owned();
+    }
+    let elided = total - max_chars;
+    let head_end = byte_offset(observation, max_chars / 2);
+    let tail_start = byte_offset(observation, total - (max_chars - max_chars / 2));
+    format!(
+        "{}\n<aci: {elided} characters elided from the middle of this observation in the \
+         trajectory (agent.max_stored_observation_length = {max_chars})>\n{}",
+        &observation[..head_end],
+        &observation[tail_start..]
+    )
 }
 
 /// The byte offset of character number `chars` in `text` (its length when past the end).

@@ -3,6 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The default of `aci.max_line_length`: the widest line a window shows, in characters. A
+/// longer line (minified code, a data file) is cut there and ends with [`crate::aci::window::cut_marker`], so a
+/// window of 100 lines stays a few hundred kilobytes at most. SWE-agent cuts no line.
+pub const DEFAULT_MAX_LINE_LENGTH: usize = 2000;
+
 /// The built-in commands, one YAML file and one Rust handler each.
 pub const BUILTIN_COMMANDS: &[&str] = &[
     "open",

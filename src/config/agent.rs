@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 /// The default for `agent.max_observation_length` (SWE-agent v1's value), in characters.
 pub const DEFAULT_MAX_OBSERVATION_LENGTH: usize = 100_000;
 
+/// The default for `agent.max_stored_observation_length`, in characters.
+pub const DEFAULT_MAX_STORED_OBSERVATION_LENGTH: usize = 1_000_000;
+
 /// `agent.history`: which processor shapes the history sent to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
