@@ -66,7 +66,10 @@ fn every_out_of_range_duration_or_limit_is_one_error_line_naming_the_key_and_exi
             "expected a number above 0, got 0".to_owned(),
         ),
         ("env.pids=0", "expected a number above 0, got 0".to_owned()),
-        ("env.disk_mb=0", "expected a number above 0, got 0".to_owned()),
+        (
+            "env.disk_mb=0",
+            "expected a number above 0, got 0".to_owned(),
+        ),
         (
             "env.pids=-1",
             "expected a number above 0, got -1".to_owned(),
