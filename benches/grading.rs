@@ -34,7 +34,7 @@ fn data_dir() -> PathBuf {
 
 /// Every log with its instance and parser.
 fn logs(instances: &[Instance]) -> Vec<(&Instance, LogParser, String)> {
-    let table = builtin().unwrap();
+    let table = builtin();
     let mut logs = Vec::new();
     for entry in std::fs::read_dir(data_dir().join("harness-logs")).unwrap() {
         let path = entry.unwrap().path();
@@ -107,7 +107,7 @@ fn bench_canaries(c: &mut Criterion) {
         .iter()
         .find(|i| i.instance_id == "demo__ringbuf-1")
         .unwrap();
-    let plan = grading_plan(ringbuf, builtin().unwrap()).unwrap();
+    let plan = grading_plan(ringbuf, builtin()).unwrap();
     let spec = EvalScriptSpec {
         repo_dir: "/testbed",
         base_ref: "HEAD",

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::canary::{CANARY_SCHEME, CanaryNames, CanaryPlan, add_canaries, canary_plan, verify};
@@ -27,8 +26,8 @@ use super::spec;
 use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
-use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
+use crate::files::write_atomic;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
@@ -187,27 +186,28 @@ pub async fn evaluate(
         .iter()
         .map(|p| (p.instance_id.as_str(), p))
         .collect();
-    let semaphore = Arc::new(Semaphore::new(workers));
+    // At most `workers` tasks exist at once, started in instance order as others finish; once
+    // an image build fails for every instance (`stop`), no more start.
+    let mut pending = instances.into_iter();
     let mut tasks = JoinSet::new();
-    for instance in instances {
-        let prediction = by_id.remove(instance.instance_id.as_str()).cloned();
-        let shared = Arc::clone(&shared);
-        let semaphore = Arc::clone(&semaphore);
-        tasks.spawn(async move {
-            let _permit = semaphore.acquire_owned().await.ok()?;
-            if shared.stop.load(Ordering::SeqCst) {
-                return None;
-            }
-            Some(evaluate_one(&shared, instance, prediction).await)
-        });
-    }
     let mut outcomes = BTreeMap::new();
     let mut resolved_touching_tests = Vec::new();
     let mut touching_tests = Vec::new();
-    while let Some(joined) = tasks.join_next().await {
+    loop {
+        while tasks.len() < workers && !shared.stop.load(Ordering::SeqCst) {
+            let Some(instance) = pending.next() else {
+                break;
+            };
+            let prediction = by_id.remove(instance.instance_id.as_str()).cloned();
+            let shared = Arc::clone(&shared);
+            tasks.spawn(async move { evaluate_one(&shared, instance, prediction).await });
+        }
+        let Some(joined) = tasks.join_next().await else {
+            break;
+        };
         // A task that panicked leaves its instance without an outcome: the summary counts it as
         // an error.
-        if let Ok(Some(done)) = joined {
+        if let Ok(done) = joined {
             progress(&done);
             if let Some(outcome) = done.outcome() {
                 outcomes.insert(done.instance_id.clone(), outcome);
@@ -443,8 +443,7 @@ impl Job<'_> {
 
     /// The grading plan (test command, parser, commands before the tests), or why there is none.
     fn plan(&self) -> Result<GradingPlan, String> {
-        let table = spec::builtin().map_err(ToString::to_string)?;
-        grading_plan(self.instance, table).map_err(|error| error.to_string())
+        grading_plan(self.instance, spec::builtin()).map_err(|error| error.to_string())
     }
 
     fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {

@@ -26,6 +26,7 @@ use super::{
     CARGO_TEST_LINE, ParserName, TestStatus, cargo_outcome, clean_lines, leading_pytest_status,
 };
 use crate::eval::script::{END_MARKER, START_MARKER};
+use crate::text::literal_regex;
 
 /// Counts of one log, by what they count (`passed`, `failed`, `ran`, …), in a fixed order per
 /// runner, so that two tallies of the same runner compare field by field.
@@ -86,18 +87,16 @@ fn passed_failed(passed: usize, failed: usize) -> Tally {
     Tally(vec![("passed", passed), ("failed", failed)])
 }
 
-static PYTEST_SUMMARY: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
-    Regex::new(r"^=*\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*) in \d+(?:\.\d+)?s(?: \([0-9:.]+\))?\s*=*$")
+pub(crate) static PYTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    literal_regex(r"^=*\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*) in \d+(?:\.\d+)?s(?: \([0-9:.]+\))?\s*=*$")
 });
 
-static COUNT: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"(\d+) ([a-z][a-z ]*[a-z])"));
+pub(crate) static COUNT: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"(\d+) ([a-z][a-z ]*[a-z])"));
 
 /// `word → count` for `N word, M other` text.
 fn counts(text: &str) -> Vec<(String, usize)> {
-    let Ok(regex) = COUNT.as_ref() else {
-        return Vec::new();
-    };
+    let regex = &*COUNT;
     text.split(',')
         .filter_map(|part| {
             let captures = regex.captures(part.trim())?;
@@ -115,7 +114,7 @@ fn count_of(counts: &[(String, usize)], word: &str) -> usize {
 }
 
 fn pytest_summary(lines: &[String]) -> Option<Tally> {
-    let regex = PYTEST_SUMMARY.as_ref().ok()?;
+    let regex = &*PYTEST_SUMMARY;
     let line = lines
         .iter()
         .rev()
@@ -156,11 +155,11 @@ fn pytest_lines(lines: &[String]) -> Tally {
     passed_failed(passed, failed)
 }
 
-static CARGO_RESULT: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; "));
+pub(crate) static CARGO_RESULT: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; "));
 
 fn cargo_summary(lines: &[String]) -> Option<Tally> {
-    let regex = CARGO_RESULT.as_ref().ok()?;
+    let regex = &*CARGO_RESULT;
     let mut found = None;
     for line in lines {
         if let Some(captures) = regex.captures(line.trim()) {
@@ -176,9 +175,7 @@ fn cargo_summary(lines: &[String]) -> Option<Tally> {
 /// own output split, settled by the next line that is only an outcome).
 fn cargo_lines(lines: &[String]) -> Tally {
     let (mut passed, mut failed) = (0, 0);
-    let Ok(test_line) = CARGO_TEST_LINE.as_ref() else {
-        return passed_failed(0, 0);
-    };
+    let test_line = &*CARGO_TEST_LINE;
     let mut pending = 0usize;
     let mut add = |status| match status {
         TestStatus::Passed => passed += 1,
@@ -201,11 +198,11 @@ fn cargo_lines(lines: &[String]) -> Tally {
     passed_failed(passed, failed)
 }
 
-static UNITTEST_RAN: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"^Ran (\d+) tests? in "));
+pub(crate) static UNITTEST_RAN: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"^Ran (\d+) tests? in "));
 
 fn unittest_summary(lines: &[String]) -> Option<Tally> {
-    let regex = UNITTEST_RAN.as_ref().ok()?;
+    let regex = &*UNITTEST_RAN;
     let (index, ran) = lines.iter().enumerate().rev().find_map(|(index, line)| {
         let captures = regex.captures(line.trim())?;
         Some((index, captures[1].parse::<usize>().ok()?))
@@ -249,11 +246,11 @@ fn unittest_lines(lines: &[String]) -> Tally {
     Tally(vec![("ran", started), ("failed or errored", failed)])
 }
 
-static SYMPY_SUMMARY: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"tests finished: (.*?),? in \d+(?:\.\d+)? seconds"));
+pub(crate) static SYMPY_SUMMARY: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"tests finished: (.*?),? in \d+(?:\.\d+)? seconds"));
 
 fn sympy_summary(lines: &[String]) -> Option<Tally> {
-    let regex = SYMPY_SUMMARY.as_ref().ok()?;
+    let regex = &*SYMPY_SUMMARY;
     let line = lines.iter().rev().find_map(|line| regex.captures(line))?;
     let found = counts(&line[1]);
     Some(passed_failed(
