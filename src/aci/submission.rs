@@ -5,8 +5,6 @@
 //! and reproduces the exact bytes), marked through `.git/info/attributes`, which outranks every
 //! attribute file of the repository.
 
-use crate::eval::script::patch_files;
-
 /// Every path (before and after) of the file sections of `patch` whose bytes are not UTF-8, each
 /// once, in patch order. Names are read as git quotes them (`core.quotePath`), so a section's
 /// header is ASCII even when its content is not.
@@ -16,16 +14,81 @@ pub fn non_utf8_paths(patch: &[u8]) -> Vec<String> {
         if std::str::from_utf8(section).is_ok() {
             continue;
         }
-        let text = String::from_utf8_lossy(section);
-        for change in patch_files(&text) {
-            for path in [change.old_path, change.new_path].into_iter().flatten() {
-                if !paths.contains(&path) {
-                    paths.push(path);
-                }
+        for path in header_paths(&String::from_utf8_lossy(section)) {
+            if !paths.contains(&path) {
+                paths.push(path);
             }
         }
     }
     paths
+}
+
+/// The names a text section of `git diff` gives before its first hunk: `--- a/X`, `+++ b/Y`
+/// (with git's tab after a name with a space), `rename`/`copy` `from`/`to`; quoted names
+/// unquoted, `/dev/null` left out.
+fn header_paths(section: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for line in section.lines() {
+        if line.starts_with("@@ ") {
+            break;
+        }
+        let (raw, prefix) = if let Some(rest) = line.strip_prefix("--- ") {
+            (rest, "a/")
+        } else if let Some(rest) = line.strip_prefix("+++ ") {
+            (rest, "b/")
+        } else if let Some(rest) = ["rename from ", "rename to ", "copy from ", "copy to "]
+            .iter()
+            .find_map(|marker| line.strip_prefix(marker))
+        {
+            (rest, "")
+        } else {
+            continue;
+        };
+        let name = unquote(raw.trim_end_matches('\t'));
+        if name == "/dev/null" {
+            continue;
+        }
+        let name = name.strip_prefix(prefix).unwrap_or(&name).to_owned();
+        if !paths.contains(&name) {
+            paths.push(name);
+        }
+    }
+    paths
+}
+
+/// Undoes git's C quoting of a name (`"a/caf\303\251.txt"`); an unquoted name is kept.
+fn unquote(name: &str) -> String {
+    let Some(inner) = name
+        .strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+    else {
+        return name.to_owned();
+    };
+    let mut bytes = Vec::with_capacity(inner.len());
+    let mut rest = inner.bytes().peekable();
+    while let Some(byte) = rest.next() {
+        if byte != b'\\' {
+            bytes.push(byte);
+            continue;
+        }
+        match rest.next() {
+            Some(digit @ b'0'..=b'7') => {
+                let mut value = u32::from(digit - b'0');
+                for _ in 0..2 {
+                    if let Some(next @ b'0'..=b'7') = rest.peek().copied() {
+                        value = value * 8 + u32::from(next - b'0');
+                        rest.next();
+                    }
+                }
+                bytes.push(u8::try_from(value).unwrap_or(b'?'));
+            }
+            Some(b't') => bytes.push(b'\t'),
+            Some(b'n') => bytes.push(b'\n'),
+            Some(other) => bytes.push(other),
+            None => bytes.push(b'\\'),
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The patch cut at each `diff --git ` line.
