@@ -486,17 +486,16 @@ impl<S: Sandbox> Aci<S> {
         };
         let after = edit::apply_edit(&before, range.start, range.end, body);
         let problems = self.lint(&path, &before, &after, range, body).await?;
+        let rejection = |window: &WindowState, first_line: &str, problems: &[String]| {
+            edit::lint_failure(window, range, body, &before, &after, problems, first_line)
+        };
         if !problems.is_empty() {
             step.lint_rejected = true;
             // The file was never written, so it is exactly as it was; so is the window.
-            return Ok(Err(edit::lint_failure(
+            return Ok(Err(rejection(
                 &self.window,
-                range,
-                body,
-                &before,
-                &after,
-                &problems,
                 &self.config.lint.rejection_first_line,
+                &problems,
             )));
         }
         self.sandbox.write_file(&path, &after).await?;
@@ -506,14 +505,10 @@ impl<S: Sandbox> Aci<S> {
         {
             self.sandbox.write_file(&path, &before).await?;
             step.lint_rejected = true;
-            return Ok(Err(edit::lint_failure(
+            return Ok(Err(rejection(
                 &self.window,
-                range,
-                body,
-                &before,
-                &after,
-                &problems,
                 &self.config.lint.rejection_first_line,
+                &problems,
             )));
         }
         Ok(Ok(edit::edit_success(&mut self.window, range, &after)))
