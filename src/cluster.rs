@@ -8,10 +8,10 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use crate::config::EnvConfig;
 use crate::image::LABEL_IMAGE;
+use crate::image::push::publish_one;
 use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
 use crate::sandbox::k8s::manifest::PullPolicy;
 use crate::sandbox::k8s::status::StartLimits;
@@ -37,19 +37,11 @@ pub fn k8s_settings(env: &EnvConfig) -> K8sSettings {
         context: nonempty(&k8s.context),
         pull_policy: pod_pull_policy(env.pull),
         start_limits: StartLimits {
-            pull: seconds(k8s.pull_timeout),
-            schedule: seconds(k8s.schedule_timeout),
+            pull: k8s.pull_timeout.duration(),
+            schedule: k8s.schedule_timeout.duration(),
         },
         pull_secret: nonempty(&k8s.image_pull_secret),
         node_selector: k8s.node_selector.clone(),
-    }
-}
-
-fn seconds(secs: f64) -> Duration {
-    if secs.is_finite() && secs > 0.0 {
-        Duration::from_secs_f64(secs.min(1e9))
-    } else {
-        Duration::ZERO
     }
 }
 
@@ -163,35 +155,6 @@ impl Cluster {
     }
 }
 
-/// What [`publish_one`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Published {
-    /// The registry had the tag with this image's digest.
-    Present,
-    /// It was pushed.
-    Pushed,
-}
-
-/// Pushes local `tag` as `reference` unless the registry already has it: a tag whose registry
-/// digest is one of the local image's repository digests (it was pushed or pulled from there)
-/// is the same image.
-pub async fn publish_one(
-    docker: &DockerRuntime,
-    tag: &str,
-    reference: &str,
-    local_digests: &[String],
-    credentials: Option<&RegistryLogin>,
-) -> Result<Published, SandboxError> {
-    let (repository, _) = crate::sandbox::docker::split_reference(reference);
-    if let Some(digest) = docker.registry_digest(reference, credentials).await?
-        && local_digests.contains(&format!("{repository}@{digest}"))
-    {
-        return Ok(Published::Present);
-    }
-    docker.push_image(tag, reference, credentials).await?;
-    Ok(Published::Pushed)
-}
-
 /// Where sandboxes start: the local daemon, or a cluster's pods.
 #[derive(Clone)]
 pub enum Engine {
@@ -245,7 +208,10 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::config::units::Seconds;
 
     #[test]
     fn env_pull_becomes_the_pods_pull_policy_and_the_limits_their_start_limits() {
@@ -254,8 +220,8 @@ mod tests {
         env.pull = crate::config::PullPolicy::Always;
         assert_eq!(k8s_settings(&env).pull_policy, PullPolicy::Always);
         env.pull = crate::config::PullPolicy::Never;
-        env.k8s.pull_timeout = 30.0;
-        env.k8s.schedule_timeout = -1.0;
+        env.k8s.pull_timeout = Seconds::whole(30);
+        env.k8s.schedule_timeout = Seconds::whole(45);
         env.k8s.namespace = "swe".to_owned();
         let settings = k8s_settings(&env);
         assert_eq!(settings.pull_policy, PullPolicy::Never);
@@ -263,7 +229,7 @@ mod tests {
             settings.start_limits,
             StartLimits {
                 pull: Duration::from_secs(30),
-                schedule: Duration::ZERO
+                schedule: Duration::from_secs(45)
             }
         );
         assert_eq!(settings.namespace.as_deref(), Some("swe"));

@@ -2,17 +2,21 @@
 //! cluster (with `--namespace` and `--registry` over `env.k8s`), reaping what dead runs left
 //! there, and deleting a run's pods at its end.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use aci::batch::Runtime;
 use aci::batch::ahead::K8sRun;
-use aci::cluster::{Cluster, Engine, Published, k8s_settings};
+use aci::cluster::{Cluster, Engine, k8s_settings};
 use aci::config::{self, Config, EnvConfig};
-use aci::image::push::{credentials_for, push};
+use aci::image::env::base_image;
+use aci::image::pull::Notes;
+use aci::image::push::{Published, base_images, credentials_for, push_images};
 use aci::sandbox::docker::DockerRuntime;
 use aci::sandbox::k8s::K8sRuntime;
+use aci::source::{PrepareRequest, prepare};
 
 use crate::cli::{self, EngineArgs, PushArgs};
 use crate::{Failure, connect_docker, load_instances};
@@ -109,9 +113,12 @@ pub async fn finish(runtime: &Runtime) {
     }
 }
 
-/// `aci images push`.
+/// `aci images push`: each instance prepared as a run prepares it (its image pulled as
+/// `env.pull` says, its repository found, its environment image built when missing), then the
+/// base, language and environment images pushed.
 pub async fn images_push(args: PushArgs) -> Result<ExitCode, Failure> {
     let config = config::resolve(&args.configs, &args.sets)?;
+    let env = &config.env;
     let instances = load_instances(&args.instances)?;
     if instances.is_empty() {
         return Err(Failure::new(format!(
@@ -122,10 +129,32 @@ pub async fn images_push(args: PushArgs) -> Result<ExitCode, Failure> {
     let docker = connect_docker().await?;
     let credentials = credentials_for(&args.registry).map_err(|e| Failure::new(e.to_string()))?;
     let mut progress = |line: &str| eprintln!("{line}");
-    let report = push(
+    let bases: BTreeSet<String> = instances.iter().map(|i| base_image(i, env)).collect();
+    let mut tags = base_images(&docker, &bases, &mut progress).await?;
+    let mut failed = Vec::new();
+    let quiet = |_: &str| {};
+    let notes = Notes::quiet();
+    let request = PrepareRequest {
+        env,
+        run_id: "aci-images-push",
+        on_step: &quiet,
+        notes: &notes,
+    };
+    for instance in &instances {
+        match prepare(Some(&docker), instance, &request).await {
+            Ok(prepared) => {
+                if let Some(image) = prepared.env_image
+                    && !tags.contains(&image.tag)
+                {
+                    tags.push(image.tag);
+                }
+            }
+            Err(error) => failed.push((instance.instance_id.clone(), error.to_string())),
+        }
+    }
+    let images = push_images(
         &docker,
-        &instances,
-        &config.env,
+        &tags,
         &args.registry,
         credentials.as_ref(),
         &mut progress,
@@ -135,33 +164,32 @@ pub async fn images_push(args: PushArgs) -> Result<ExitCode, Failure> {
         Failure::new(e.to_string())
             .hint("is the registry reachable, and `docker login` done for it?")
     })?;
-    for image in &report.images {
+    for image in &images {
         let state = match image.state {
             Published::Pushed => "pushed",
             Published::Present => "present",
         };
         println!("{}\t{state}", image.reference);
     }
-    for (id, error) in &report.failed {
+    for (id, error) in &failed {
         eprintln!("error: {id}: {error}");
     }
-    let pushed = report
-        .images
+    let pushed = images
         .iter()
         .filter(|image| image.state == Published::Pushed)
         .count();
     eprintln!(
         "{} image(s) in {}: {pushed} pushed, {} already there",
-        report.images.len(),
+        images.len(),
         args.registry,
-        report.images.len() - pushed
+        images.len() - pushed
     );
-    if report.failed.is_empty() {
+    if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
         Err(Failure::new(format!(
             "{} instance(s) of {} have no environment image; the others were pushed",
-            report.failed.len(),
+            failed.len(),
             display(&args.instances)
         )))
     }

@@ -160,7 +160,7 @@ async fn create_pod(
         env_image.apply_to(&mut spec);
     }
     let pod = cluster
-        .create(&spec, request.env.instance_timeout, created_ahead)
+        .create(&spec, request.env.instance_timeout.get(), created_ahead)
         .await?;
     Ok(AheadPod { pod, prepared })
 }

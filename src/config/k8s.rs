@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::units::Seconds;
+
 /// `env.k8s`: the cluster side of `--engine k8s`. The cluster itself comes from `KUBECONFIG`
 /// (or `~/.kube/config`, or the in-cluster service account).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,10 +23,10 @@ pub struct K8sConfig {
     pub context: String,
     /// Seconds a scheduled pod may take to pull its image and start before its instance ends
     /// with `exit_environment_error`.
-    pub pull_timeout: f64,
+    pub pull_timeout: Seconds,
     /// Seconds a pod may stay unschedulable (no node has room) before its instance ends with
     /// `exit_environment_error`.
-    pub schedule_timeout: f64,
+    pub schedule_timeout: Seconds,
     /// Pods created ahead of the running ones, so that their image pulls overlap the running
     /// tasks; 0: as many as `--workers`.
     pub ahead: usize,
@@ -40,8 +42,8 @@ impl Default for K8sConfig {
             namespace: String::new(),
             registry: String::new(),
             context: String::new(),
-            pull_timeout: 600.0,
-            schedule_timeout: 600.0,
+            pull_timeout: Seconds::whole(600),
+            schedule_timeout: Seconds::whole(600),
             ahead: 0,
             image_pull_secret: String::new(),
             node_selector: BTreeMap::new(),

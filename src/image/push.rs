@@ -8,15 +8,10 @@
 
 use std::collections::BTreeSet;
 
-use super::env::base_image;
-use super::pull::{Notes, docker_config_path, login_for};
+use super::pull::{docker_config_path, login_for};
 use super::{BuiltImage, ImageError, LABEL_IMAGE, LANGUAGE_IMAGES, build};
-use crate::cluster::{Published, publish_one};
-use crate::config::EnvConfig;
-use crate::instance::Instance;
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
-use crate::source::{PrepareRequest, prepare};
 
 /// Why images could not be pushed.
 #[derive(Debug, thiserror::Error)]
@@ -43,15 +38,6 @@ pub struct PushedImage {
     pub state: Published,
 }
 
-/// What [`push`] did.
-#[derive(Debug, Default)]
-pub struct PushReport {
-    /// The images, in push order.
-    pub images: Vec<PushedImage>,
-    /// Instances whose environment image could not be had, with why.
-    pub failed: Vec<(String, String)>,
-}
-
 /// The Debian base image under a language image aci builds: `aci-<lang>:<release>` sits on
 /// `aci-base:<release>`.
 pub fn base_of(language_tag: &str) -> Option<String> {
@@ -60,19 +46,14 @@ pub fn base_of(language_tag: &str) -> Option<String> {
     (language != "base" && !language.starts_with("env-")).then(|| format!("aci-base:{release}"))
 }
 
-/// Builds what is missing and pushes, in order, the base images, the language images and the
-/// environment images of `instances` to `registry`. An instance whose environment image cannot
-/// be had is reported in [`PushReport::failed`]; the others are pushed.
-pub async fn push(
+/// The images under `bases` (the instances' base images), in push order: each Debian base,
+/// then the language images, then the other bases. aci's language images are built when
+/// missing or out of date, and their base with them.
+pub async fn base_images(
     docker: &DockerRuntime,
-    instances: &[Instance],
-    env: &EnvConfig,
-    registry: &str,
-    credentials: Option<&RegistryLogin>,
+    bases: &BTreeSet<String>,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<PushReport, PushError> {
-    let registry = registry.trim_end_matches('/');
-    let bases: BTreeSet<String> = instances.iter().map(|i| base_image(i, env)).collect();
+) -> Result<Vec<String>, PushError> {
     let languages: Vec<_> = LANGUAGE_IMAGES
         .iter()
         .filter(|image| bases.contains(image.tag))
@@ -84,41 +65,30 @@ pub async fn push(
         build(docker, &languages, false, progress).await?
     };
     let mut tags: Vec<String> = built.into_iter().map(|image| image.tag).collect();
-    for base in &bases {
+    for base in bases {
         for tag in base_of(base).into_iter().chain([base.clone()]) {
             if !tags.contains(&tag) {
                 tags.push(tag);
             }
         }
     }
-    let mut report = PushReport::default();
-    let quiet = |_: &str| {};
-    let notes = Notes::quiet();
-    for instance in instances {
-        // As a run prepares it: its image pulled as `env.pull` says, its repository found, its
-        // environment image built when missing.
-        let request = PrepareRequest {
-            env,
-            run_id: "aci-images-push",
-            on_step: &quiet,
-            notes: &notes,
-        };
-        match prepare(Some(docker), instance, &request).await {
-            Ok(prepared) => {
-                if let Some(image) = prepared.env_image
-                    && !tags.contains(&image.tag)
-                {
-                    tags.push(image.tag);
-                }
-            }
-            Err(error) => report
-                .failed
-                .push((instance.instance_id.clone(), error.to_string())),
-        }
-    }
+    Ok(tags)
+}
+
+/// Pushes each of `tags` that aci built (labelled `aci.image`) to `registry` as
+/// `<registry>/<tag>`, unless the registry has it already ([`publish_one`]). Others (an
+/// instance's own image, which lives in its own registry) are left out.
+pub async fn push_images(
+    docker: &DockerRuntime,
+    tags: &[String],
+    registry: &str,
+    credentials: Option<&RegistryLogin>,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<Vec<PushedImage>, PushError> {
+    let registry = registry.trim_end_matches('/');
+    let mut pushed = Vec::new();
     for tag in tags {
-        // Only what aci built: an instance's own image lives in its own registry already.
-        let Some(info) = docker.inspect_image(&tag).await? else {
+        let Some(info) = docker.inspect_image(tag).await? else {
             continue;
         };
         if !info.labels.contains_key(LABEL_IMAGE) {
@@ -126,14 +96,43 @@ pub async fn push(
         }
         let reference = format!("{registry}/{tag}");
         progress(&format!("{tag} → {reference}"));
-        let state = publish_one(docker, &tag, &reference, &info.digests, credentials).await?;
-        report.images.push(PushedImage {
-            tag,
+        let state = publish_one(docker, tag, &reference, &info.digests, credentials).await?;
+        pushed.push(PushedImage {
+            tag: tag.clone(),
             reference,
             state,
         });
     }
-    Ok(report)
+    Ok(pushed)
+}
+
+/// What [`publish_one`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// The registry had the tag with this image's digest.
+    Present,
+    /// It was pushed.
+    Pushed,
+}
+
+/// Pushes local `tag` as `reference` unless the registry already has it: a tag whose registry
+/// digest is one of the local image's repository digests (it was pushed or pulled from there)
+/// is the same image.
+pub async fn publish_one(
+    docker: &DockerRuntime,
+    tag: &str,
+    reference: &str,
+    local_digests: &[String],
+    credentials: Option<&RegistryLogin>,
+) -> Result<Published, SandboxError> {
+    let (repository, _) = crate::sandbox::docker::split_reference(reference);
+    if let Some(digest) = docker.registry_digest(reference, credentials).await?
+        && local_digests.contains(&format!("{repository}@{digest}"))
+    {
+        return Ok(Published::Present);
+    }
+    docker.push_image(tag, reference, credentials).await?;
+    Ok(Published::Pushed)
 }
 
 /// The registry host of `registry` (`ghcr.io/me` → `ghcr.io`).
