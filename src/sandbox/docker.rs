@@ -354,14 +354,9 @@ impl DockerRuntime {
         let options = CreateImageOptionsBuilder::default()
             .from_image(image)
             .build();
-        let credentials = login.map(|login| bollard::auth::DockerCredentials {
-            username: login.username.clone(),
-            password: login.password.clone(),
-            identitytoken: login.identity_token.clone(),
-            serveraddress: Some(login.server.clone()),
-            ..Default::default()
-        });
-        let mut stream = self.docker.create_image(Some(options), None, credentials);
+        let mut stream = self
+            .docker
+            .create_image(Some(options), None, login.map(to_bollard));
         while let Some(item) = stream.next().await {
             let info = item.map_err(|error| match error {
                 bollard::errors::Error::DockerStreamError { error } => SandboxError::Docker(error),
@@ -702,6 +697,7 @@ async fn exec_once(
     Ok(out)
 }
 
+/// A registry login as bollard sends it (the `X-Registry-Auth` header).
 fn to_bollard(credentials: &RegistryLogin) -> bollard::auth::DockerCredentials {
     bollard::auth::DockerCredentials {
         username: credentials.username.clone(),
