@@ -269,7 +269,7 @@ mod tests {
             error(&[("configs/x.yaml", text)], &[]),
             "configs/x.yaml:3:3: env: unknown field `comand_timeout`, expected one of `image`, `images`, \
              `repo_dir`, `command_timeout`, `instance_timeout`, `build_timeout`, `memory_mb`, `cpus`, `pids`, `network`, \
-             `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`\nhint: did you mean `command_timeout`?"
+             `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`, `specs`, `build_logs`\nhint: did you mean `command_timeout`?"
         );
     }
 

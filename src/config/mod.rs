@@ -249,6 +249,15 @@ pub struct EnvConfig {
     /// Free space (GB) the Docker root must have before aci builds an environment image; under
     /// it the run stops with a hint to `aci images prune`.
     pub min_free_disk_gb: f64,
+    /// Extra SWE-bench spec files, in the format of the built-in `specs/swebench.yaml`, read
+    /// after it in order: a repository a file names replaces the built-in entry of that name.
+    /// Grading and environment images both use them. Relative paths resolve against the
+    /// working directory.
+    pub specs: Vec<PathBuf>,
+    /// The directory where the whole log of each environment image build is kept, one file
+    /// per image (`<tag>.log`). Null: `$XDG_CACHE_HOME/aci/build-logs`, else
+    /// `~/.cache/aci/build-logs`.
+    pub build_logs: Option<PathBuf>,
 }
 
 impl Default for EnvConfig {
@@ -271,6 +280,8 @@ impl Default for EnvConfig {
             output_tail_bytes: 512 * 1024,
             variables: BTreeMap::new(),
             min_free_disk_gb: 10.0,
+            specs: Vec::new(),
+            build_logs: None,
         }
     }
 }

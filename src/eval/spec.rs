@@ -4,8 +4,9 @@
 //! test command and the log parser. Grading reads the test command and parser from it; building
 //! an environment from the same entry needs nothing more.
 
-use std::collections::BTreeMap;
-use std::sync::LazyLock;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use serde::Deserialize;
 
@@ -170,6 +171,14 @@ pub enum SpecError {
         /// What is wrong.
         message: String,
     },
+    /// An extra spec file (`env.specs`) cannot be read or is invalid.
+    #[error("{}: {message}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl SpecTable {
@@ -228,6 +237,17 @@ impl SpecTable {
     pub fn repos(&self) -> impl Iterator<Item = &RepoSpecs> {
         self.repos.values()
     }
+
+    /// Adds the repositories of `other`, each replacing the entry of the same name whole
+    /// (its parser, directives and every version), and its requirement replacements.
+    pub fn extend(&mut self, other: SpecTable) {
+        self.repos.extend(other.repos);
+        for replacement in other.requirement_replacements {
+            if !self.requirement_replacements.contains(&replacement) {
+                self.requirement_replacements.push(replacement);
+            }
+        }
+    }
 }
 
 static BUILTIN: LazyLock<Result<SpecTable, SpecError>> =
@@ -239,6 +259,40 @@ static BUILTIN: LazyLock<Result<SpecTable, SpecError>> =
 /// The compiled-in file is invalid (a unit test keeps this from shipping).
 pub fn builtin() -> Result<&'static SpecTable, &'static SpecError> {
     BUILTIN.as_ref()
+}
+
+/// The built-in table with `files` (`env.specs`) read after it, in order, each repository of
+/// a file replacing the entry of the same name ([`SpecTable::extend`]). Read once per list of
+/// files; without files it is the built-in table.
+///
+/// # Errors
+/// The built-in table is invalid, or a file cannot be read or is not a valid spec file; the
+/// error names the file.
+pub fn table(files: &[PathBuf]) -> Result<Arc<SpecTable>, SpecError> {
+    static TABLES: LazyLock<Mutex<HashMap<Vec<PathBuf>, Arc<SpecTable>>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    if let Some(table) = TABLES.lock().ok().and_then(|t| t.get(files).cloned()) {
+        return Ok(table);
+    }
+    let mut table = builtin().map_err(Clone::clone)?.clone();
+    for path in files {
+        table.extend(read_spec_file(path)?);
+    }
+    let table = Arc::new(table);
+    if let Ok(mut tables) = TABLES.lock() {
+        tables.insert(files.to_vec(), Arc::clone(&table));
+    }
+    Ok(table)
+}
+
+fn read_spec_file(path: &Path) -> Result<SpecTable, SpecError> {
+    let file_error = |message: String| SpecError::File {
+        path: path.to_owned(),
+        message,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| file_error(format!("cannot read the SWE-bench spec file: {e}")))?;
+    SpecTable::from_yaml(&text).map_err(|e| file_error(e.to_string()))
 }
 
 #[derive(Deserialize)]
