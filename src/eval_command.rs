@@ -60,6 +60,8 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         );
     };
     let config = config::resolve(&args.configs, &args.sets)?;
+    // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
+    aci::eval::spec::table(&config.env.specs)?;
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         return Err(Failure::new(format!(
             "invalid --timeout {}: expected a positive number of seconds",

@@ -24,3 +24,4 @@ pub mod lint;
 pub mod model;
 pub mod sandbox;
 pub mod trajectory;
+pub mod validate;

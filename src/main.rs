@@ -8,6 +8,7 @@
 
 mod cli;
 mod eval_command;
+mod validate_command;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -79,12 +80,17 @@ fn main() -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
-        Command::Images(ImagesCommand::Build { lang, force }) => images_build(&lang, force).await,
+        Command::Images(ImagesCommand::Build {
+            lang,
+            force,
+            debian,
+        }) => images_build(&lang, force, debian).await,
         Command::Run(args) => run(args).await,
         Command::Images(ImagesCommand::Prune { run_id, all }) => {
             eval_command::images_prune(run_id, all).await
         }
         Command::Eval(args) => eval_command::eval(args).await,
+        Command::Validate(args) => validate_command::validate(args).await,
         Command::Batch(args) => batch_command(args).await,
         Command::Ablate(args) => ablate_command(args).await,
         Command::Shell(args) => shell(args).await,
@@ -105,11 +111,16 @@ async fn connect_docker() -> Result<DockerRuntime, Failure> {
     Ok(runtime)
 }
 
-async fn images_build(lang: &str, force: bool) -> Result<ExitCode, Failure> {
-    let runtime = connect_docker().await?;
-    let languages = image::select_languages(lang)?;
+async fn images_build(
+    lang: &str,
+    force: bool,
+    debian: image::release::DebianRelease,
+) -> Result<ExitCode, Failure> {
     let mut progress = |line: &str| eprintln!("{line}");
-    let built = image::build(&runtime, &languages, force, &mut progress)
+    let languages =
+        image::languages_in_release(image::select_languages(lang)?, debian, &mut progress)?;
+    let runtime = connect_docker().await?;
+    let built = image::build_release(&runtime, debian, &languages, force, &mut progress)
         .await
         .map_err(|e| match e {
             image::ImageError::Base(message) => base_image_failure(&message),

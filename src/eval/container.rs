@@ -24,6 +24,8 @@ pub const PATCH_PATH: &str = "/tmp/patch.diff";
 pub const APPLY_SCRIPT_PATH: &str = "/tmp/apply_patch.sh";
 /// Where `eval.sh` is written in the container (as in SWE-bench).
 pub const EVAL_SCRIPT_PATH: &str = "/eval.sh";
+/// What `run_instance.log` says in place of the apply chain's output for an empty patch.
+pub const NO_PATCH: &str = "no patch to apply: the tests run on the base commit";
 
 /// What happened in the container.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -68,8 +70,8 @@ impl ContainerRun {
     }
 }
 
-/// Starts a container as `spec` says, applies `patch` and, when it applied, runs `eval_script`
-/// with `timeout`. The container is removed whatever happens.
+/// Starts a container as `spec` says, applies `patch` (nothing when it is empty) and, when it
+/// applied, runs `eval_script` with `timeout`. The container is removed whatever happens.
 ///
 /// # Errors
 /// The container could not be started, died, or its session failed: an infrastructure error.
@@ -95,20 +97,15 @@ async fn apply_and_test(
     eval_script: &str,
     timeout: Duration,
 ) -> Result<ContainerRun, SandboxError> {
-    sandbox.write_file(PATCH_PATH, patch.as_bytes()).await?;
-    let apply = apply_patch_script(repo_dir, PATCH_PATH);
-    sandbox
-        .write_file(APPLY_SCRIPT_PATH, apply.as_bytes())
-        .await?;
-    let applied = sandbox
-        .run_merged(&format!("bash {APPLY_SCRIPT_PATH}"), APPLY_TIMEOUT)
-        .await?;
-    let apply_output = applied.text();
-    let mut run = ContainerRun {
-        applied: patch_applied(&apply_output) && applied.exit_code == Some(0),
-        apply_output,
-        oom_killed: applied.oom_killed,
-        ..ContainerRun::default()
+    let mut run = if patch.is_empty() {
+        // Nothing to apply: the tests run on the base commit (`aci validate`'s empty patch).
+        ContainerRun {
+            apply_output: format!("{NO_PATCH}\n"),
+            applied: true,
+            ..ContainerRun::default()
+        }
+    } else {
+        apply(sandbox, repo_dir, patch).await?
     };
     if !run.applied {
         return Ok(run);
@@ -124,6 +121,29 @@ async fn apply_and_test(
     run.oom_killed |= tested.oom_killed;
     run.elided_bytes = tested.elided_bytes;
     Ok(run)
+}
+
+/// The apply chain on `patch`.
+async fn apply(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    patch: &str,
+) -> Result<ContainerRun, SandboxError> {
+    sandbox.write_file(PATCH_PATH, patch.as_bytes()).await?;
+    let apply = apply_patch_script(repo_dir, PATCH_PATH);
+    sandbox
+        .write_file(APPLY_SCRIPT_PATH, apply.as_bytes())
+        .await?;
+    let applied = sandbox
+        .run_merged(&format!("bash {APPLY_SCRIPT_PATH}"), APPLY_TIMEOUT)
+        .await?;
+    let apply_output = applied.text();
+    Ok(ContainerRun {
+        applied: patch_applied(&apply_output) && applied.exit_code == Some(0),
+        apply_output,
+        oom_killed: applied.oom_killed,
+        ..ContainerRun::default()
+    })
 }
 
 #[cfg(test)]
