@@ -126,13 +126,30 @@ async fn download_sdist(into: &Path) -> PathBuf {
 }
 
 /// The project as a SWE-bench task: a git repository whose base commit has the bug, the fix
-/// as `patch`, a new test as `test_patch`. Both patches are made here by git from the
-/// project's own files.
+/// as `patch`, a new test as `test_patch` (both made here by git from the project's own
+/// files), and a later commit, the environment setup commit, that adds the requirements files
+/// the spec installs.
 struct Task {
     repo: PathBuf,
     base_commit: String,
+    environment_setup_commit: String,
     patch: String,
     test_patch: String,
+}
+
+/// `git commit` with a fixed date, so that the commit is the same on every run and a rerun
+/// reuses the images.
+fn commit_dated(repo: &Path, message: &str) -> String {
+    let dated = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(["commit", "-qm", message])
+        .env("GIT_AUTHOR_DATE", "2020-06-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2020-06-01T00:00:00Z")
+        .current_dir(repo)
+        .status()
+        .unwrap();
+    assert!(dated.success());
+    git(repo, &["rev-parse", "HEAD"]).trim().to_owned()
 }
 
 async fn task(dir: &Path) -> Task {
@@ -153,24 +170,7 @@ async fn task(dir: &Path) -> Task {
     std::fs::remove_dir_all(repo.join("inflection.egg-info")).unwrap();
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "-A"]);
-    // A fixed date makes the base commit the same on every run, so a rerun reuses the images.
-    let dated = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.invalid",
-            "commit",
-            "-qm",
-        ])
-        .arg("inflection 0.5.1, dasherize replacing one underscore")
-        .env("GIT_AUTHOR_DATE", "2020-06-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2020-06-01T00:00:00Z")
-        .current_dir(&repo)
-        .status()
-        .unwrap();
-    assert!(dated.success());
-    let base_commit = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
+    let base_commit = commit_dated(&repo, "inflection 0.5.1, dasherize replacing one underscore");
     std::fs::write(&module, &source).unwrap();
     let patch = git(&repo, &["diff"]);
     git(&repo, &["checkout", "-q", "--", "."]);
@@ -180,9 +180,21 @@ async fn task(dir: &Path) -> Task {
     std::fs::write(&tests, text).unwrap();
     let test_patch = git(&repo, &["diff"]);
     git(&repo, &["checkout", "-q", "--", "."]);
+    // The requirements, read by SWE-bench's rules: dev.txt includes test.txt by `-r`, and
+    // `-e .` is dropped (the spec's install step installs the project).
+    std::fs::create_dir_all(repo.join("requirements")).unwrap();
+    std::fs::write(repo.join("requirements/dev.txt"), "-r test.txt
+-e .
+").unwrap();
+    std::fs::write(repo.join("requirements/test.txt"), "pytest==8.3.5
+").unwrap();
+    git(&repo, &["add", "requirements"]);
+    let environment_setup_commit = commit_dated(&repo, "requirements files");
+    git(&repo, &["checkout", "-q", &base_commit]);
     Task {
         repo,
         base_commit,
+        environment_setup_commit,
         patch,
         test_patch,
     }
@@ -195,7 +207,7 @@ fn record(task: &Task, id: &str, repo: &str) -> Value {
                               becomes a dash",
         "repo": repo, "version": "0.5",
         "base_commit": task.base_commit,
-        "environment_setup_commit": task.base_commit,
+        "environment_setup_commit": task.environment_setup_commit,
         "repo_path": task.repo,
         "patch": task.patch, "test_patch": task.test_patch,
         "FAIL_TO_PASS": [
@@ -211,14 +223,22 @@ fn record(task: &Task, id: &str, repo: &str) -> Value {
     })
 }
 
-/// A spec file with one repository, in the format of specs/swebench.yaml.
-fn spec_file(dir: &Path, repo: &str, python: &str, pip_packages: &[&str]) -> PathBuf {
+/// A spec file with one repository, in the format of specs/swebench.yaml: `packages` (a YAML
+/// value, or nothing) and `pip_packages`.
+fn spec_file(
+    dir: &Path,
+    repo: &str,
+    python: &str,
+    packages: Option<&str>,
+    pip_packages: &[&str],
+) -> PathBuf {
     let path = dir.join("specs.yaml");
+    let packages = packages.map_or_else(String::new, |p| format!("        packages: {p}\n"));
     let text = format!(
         "source: aci tests\nrepos:\n  {repo}:\n    log_parser: pytest\n    directives: paths\n    \
-         specs:\n      - versions: [\"0.5\"]\n        python: \"{python}\"\n        install: \
-         \"python -m pip install -e .\"\n        pip_packages: {}\n        test_cmd: \
-         \"pytest -rA\"\n",
+         requirements_paths: [requirements.txt, requirements/dev.txt]\n    specs:\n      - \
+         versions: [\"0.5\"]\n        python: \"{python}\"\n{packages}        install: \"python -m \
+         pip install -e .\"\n        pip_packages: {}\n        test_cmd: \"pytest -rA\"\n",
         serde_json::to_string(pip_packages).unwrap()
     );
     std::fs::write(&path, text).unwrap();
@@ -292,7 +312,7 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
     let dir = scratch("inflection");
     let task = task(&dir).await;
     let repo_name = "jpvanhal/inflection";
-    let specs = spec_file(&dir, repo_name, "3.11", &["pytest==8.3.5"]);
+    let specs = spec_file(&dir, repo_name, "3.11", Some("requirements.txt"), &[]);
     let logs = dir.join("build-logs");
     let record = record(&task, "jpvanhal__inflection-1", repo_name);
     let instances = write_instances(&dir, std::slice::from_ref(&record));
@@ -354,7 +374,7 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
     assert!(
         image
             .base_image
-            .starts_with("aci-spec-jpvanhal__inflection:0.5-"),
+            .starts_with("aci-spec-jpvanhal__inflection:"),
         "{}",
         image.base_image
     );
@@ -420,7 +440,7 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
 async fn a_spec_whose_python_no_release_has_fails_its_instance_and_says_so() {
     let dir = scratch("py310");
     let repo = support::small_repo();
-    let specs = spec_file(&dir, "t/py310", "3.10", &["pytest==8.3.5"]);
+    let specs = spec_file(&dir, "t/py310", "3.10", None, &["pytest==8.3.5"]);
     let record = json!({
         "instance_id": "t__py310-1", "problem_statement": "", "repo": "t/py310",
         "version": "0.5", "repo_path": repo.path(), "test_patch": "",
@@ -478,7 +498,7 @@ async fn a_pin_pypi_does_not_have_fails_the_build_at_its_step_with_the_last_line
     let runtime = support::docker().await;
     let dir = scratch("bad-pin");
     let repo = support::small_repo();
-    let specs = spec_file(&dir, "t/bad-pin", "3.11", &["pytest==0.0.0"]);
+    let specs = spec_file(&dir, "t/bad-pin", "3.11", None, &["pytest==0.0.0"]);
     let logs = dir.join("logs");
     let record = json!({
         "instance_id": "t__bad-pin-1", "problem_statement": "", "repo": "t/bad-pin",
@@ -502,7 +522,7 @@ async fn a_pin_pypi_does_not_have_fails_the_build_at_its_step_with_the_last_line
         panic!("expected a build error, got {error}");
     };
     assert_eq!(instance_id, "t__bad-pin-1");
-    assert!(tag.starts_with("aci-spec-t__bad-pin:0.5-"), "{tag}");
+    assert!(tag.starts_with("aci-spec-t__bad-pin:"), "{tag}");
     assert!(
         message.starts_with("failed at step `pip install the pip_packages of the spec`: "),
         "{message}"

@@ -9,10 +9,10 @@
 //! shell and `eval.sh` both run in it.
 //!
 //! The layers: `aci-python:<release>` → the spec environment of one (repository, version),
-//! `aci-spec-<owner>__<name>:<version>-<hash12>` (this module) → the instance's repository at
-//! `base_commit` with its baseline and the spec's `pre_install` and `install` as its setup
-//! ([`super::env`]). So the instances of one repository and version share one environment
-//! layer. A spec whose Python no release has, or whose packages come from conda
+//! `aci-spec-<owner>__<name>:<hash12>` (this module; the versions whose specs install the same
+//! things share it) → the instance's repository at `base_commit` with its baseline and the
+//! spec's `pre_install` and `install` as its setup ([`super::env`]). So the instances of one
+//! repository and version share one environment layer. A spec whose Python no release has, or whose packages come from conda
 //! (`environment.yml`, conda build strings), is an error of that instance that says so: no
 //! other Python and no other package source is substituted.
 
@@ -36,7 +36,7 @@ use crate::sandbox::shell_quote;
 
 /// Where the spec's virtual environment is created in the image.
 pub const VENV: &str = "/opt/aci-venv";
-/// Label naming the spec entry an environment was built from: `<repo> <version>`.
+/// Label naming the repository and the Python of a spec environment: `<repo> python<X.Y>`.
 pub const LABEL_SPEC: &str = "aci.spec";
 /// The image's `PATH`: the venv first. The ACI's own tools (`/opt/venv`, with flake8 for the
 /// external lint gate) stay off it, so no other interpreter answers for the project's.
@@ -335,24 +335,23 @@ impl SpecEnv {
             .collect()
     }
 
-    /// `aci-spec-<owner>__<name>:<version>-<hash12>`, lower-case, with every character Docker
-    /// does not allow as `-`.
+    /// `aci-spec-<owner>__<name>:<hash12>`, lower-case, with every character Docker does not
+    /// allow as `-`. No version in it: the versions whose specs install the same things share
+    /// the image.
     pub fn tag(&self, env_hash: &str) -> String {
-        let clean = |text: &str, extra: &str| -> String {
-            text.chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || extra.contains(c) {
-                        c.to_ascii_lowercase()
-                    } else {
-                        '-'
-                    }
-                })
-                .collect()
-        };
-        let name = clean(&self.repo.replace('/', "__"), "._");
-        let version = clean(&self.version, "._-");
-        let hash = &env_hash[..env_hash.len().min(12)];
-        format!("aci-spec-{name}:{version}-{hash}")
+        let name: String = self
+            .repo
+            .replace('/', "__")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._".contains(c) {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        format!("aci-spec-{name}:{}", &env_hash[..env_hash.len().min(12)])
     }
 
     /// The build's scripts, in order: the venv (and the check that its Python is the spec's),
@@ -687,7 +686,7 @@ pub async fn ensure_spec_env(
         (LABEL_RUN_ID.to_owned(), request.run_id.to_owned()),
         (
             LABEL_SPEC.to_owned(),
-            format!("{} {}", spec.repo, spec.version),
+            format!("{} python{}", spec.repo, spec.python),
         ),
     ]);
     let context = spec

@@ -269,19 +269,27 @@ fn the_env_hash_changes_with_what_is_installed_and_not_with_per_instance_steps()
 }
 
 #[test]
-fn tags_name_the_repository_and_version_in_characters_docker_allows() {
+fn tags_name_the_repository_and_the_hash_in_characters_docker_allows() {
     let env = SpecEnv {
         repo: "Foo/Bar+Baz".to_owned(),
-        version: "V5.3+dev".to_owned(),
         ..sympy()
     };
     assert_eq!(
         env.tag("0123456789abcdef"),
-        "aci-spec-foo__bar-baz:v5.3-dev-0123456789ab"
+        "aci-spec-foo__bar-baz:0123456789ab"
     );
+    // Versions with the same environment share its tag.
+    let other_version = SpecEnv {
+        version: "1.9".to_owned(),
+        ..sympy()
+    };
     assert_eq!(
         sympy().tag(&"f".repeat(64)),
-        "aci-spec-sympy__sympy:1.1-ffffffffffff"
+        "aci-spec-sympy__sympy:ffffffffffff"
+    );
+    assert_eq!(
+        other_version.tag(&"f".repeat(64)),
+        sympy().tag(&"f".repeat(64))
     );
 }
 
