@@ -86,6 +86,10 @@ pub enum ImagesCommand {
         /// Everything aci built: environment, language and base images.
         #[arg(long)]
         all: bool,
+        /// Also the images aci pulled from a registry (SWE-bench's, `env.image_template`'s),
+        /// which are otherwise never removed.
+        #[arg(long)]
+        pulled: bool,
     },
 }
 
@@ -126,6 +130,22 @@ pub struct AgentArgs {
     /// The run id labelled on containers and recorded in the manifest (default: a timestamp).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// Which images instances run in.
+    #[arg(long, value_enum, default_value_t = Images::Local)]
+    pub images: Images,
+}
+
+/// `--images`: which images instances run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Images {
+    /// aci's own: the language image, with the repository (from repo_path or a mirror clone)
+    /// built into an environment image. The record's own `image` still wins.
+    Local,
+    /// SWE-bench's prebuilt instance images (swebench/sweb.eval.x86_64.<id>:latest, pulled
+    /// when missing, the repository at /testbed) with their conda env `testbed` activated:
+    /// shorthand for env.image_template and env.activate, which config files and --set
+    /// override.
+    Swebench,
 }
 
 /// `aci run`
@@ -198,6 +218,9 @@ pub struct EvalArgs {
     /// Override one config value: `--set env.memory_mb=8192`. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Which images instances are graded in (as for `aci batch`).
+    #[arg(long, value_enum, default_value_t = Images::Local)]
+    pub images: Images,
 }
 
 /// `aci validate`
@@ -230,6 +253,9 @@ pub struct ValidateArgs {
     /// Override one config value: `--set env.specs=[my-specs.yaml]`. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Which images instances are graded in (as for `aci batch`).
+    #[arg(long, value_enum, default_value_t = Images::Local)]
+    pub images: Images,
 }
 
 /// `aci batch`
@@ -310,6 +336,9 @@ pub struct AblateArgs {
     /// Override one config value in every configuration; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Which images instances run and are graded in (as for `aci batch`).
+    #[arg(long, value_enum, default_value_t = Images::Local)]
+    pub images: Images,
 }
 
 /// `aci shell`
@@ -337,6 +366,9 @@ pub struct ShellArgs {
     /// The run id labelled on the container (default: a timestamp).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// Which image the instance runs in (as for `aci batch`).
+    #[arg(long, value_enum, default_value_t = Images::Local)]
+    pub images: Images,
 }
 
 /// `aci inspect`

@@ -7,12 +7,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aci::config;
 use aci::eval::from_logs::{FromLogsSettings, grade_logs};
 use aci::eval::predictions::{Prediction, gold_predictions, parse_predictions};
 use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
 use aci::eval::run::{EvalSettings, InstanceDone, InstanceStatus, evaluate};
-use aci::image::prune::{PruneScope, prune};
+use aci::image::prune::{PruneScope, prune, prune_pulled};
 use aci::instance::{self, Instance, Selection, SliceSpec};
 
 use crate::cli::EvalArgs;
@@ -59,7 +58,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
                 .hint("pass --predictions FILE or --predictions gold"),
         );
     };
-    let config = config::resolve(&args.configs, &args.sets)?;
+    let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
     aci::eval::spec::table(&config.env.specs)?;
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
@@ -289,14 +288,21 @@ fn check_expected(expected: Option<&[String]>, summary: &RunSummary) -> ExitCode
 }
 
 /// `aci images prune`.
-pub async fn images_prune(run_id: Option<String>, all: bool) -> Result<ExitCode, Failure> {
+pub async fn images_prune(
+    run_id: Option<String>,
+    all: bool,
+    pulled: bool,
+) -> Result<ExitCode, Failure> {
     let scope = match (run_id, all) {
         (Some(run_id), _) => PruneScope::Run(run_id),
         (None, true) => PruneScope::All,
         (None, false) => PruneScope::AllEnv,
     };
     let docker = connect_docker().await?;
-    let pruned = prune(&docker, &scope).await?;
+    let mut pruned = prune(&docker, &scope).await?;
+    if pulled {
+        pruned.extend(prune_pulled(&docker).await?);
+    }
     for image in &pruned {
         if image.removed {
             println!("removed\t{}\t{}", image.name, image.id);

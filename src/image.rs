@@ -10,6 +10,7 @@
 pub mod build_log;
 pub mod env;
 pub mod prune;
+pub mod pull;
 pub mod release;
 pub mod spec_env;
 

@@ -61,6 +61,9 @@ pub struct Instance {
     /// The image to run the instance in, overriding the language image.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// SWE-smith's name for `image`; `image` wins when a record has both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_name: Option<String>,
     /// `python`, `rust`, …
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
@@ -83,6 +86,11 @@ impl Instance {
     /// the repo with `/` turned into `__` (`django/django` → `django__django`).
     pub fn repo_dir(&self, template: &str) -> String {
         template.replace("{repo_name}", &self.repo.replace('/', "__"))
+    }
+
+    /// The image the record itself names: `image`, else SWE-smith's `image_name`.
+    pub fn own_image(&self) -> Option<&str> {
+        self.image.as_deref().or(self.image_name.as_deref())
     }
 }
 
@@ -141,6 +149,12 @@ pub enum InstanceFileError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A JSON array file holds bytes that are not UTF-8.
+    #[error("instances file is not valid UTF-8 (first bad byte on line {line})")]
+    NotUtf8 {
+        /// The 1-based line of the first bad byte.
+        line: usize,
+    },
     /// The file starts with `[` but is not a JSON array.
     #[error("instances file is not a valid JSON array: {source}")]
     NotJsonArray {
@@ -161,13 +175,64 @@ pub struct LoadedInstances {
 
 /// Reads an instances file (JSON array or JSONL, told apart by content) and resolves `repo_path`
 /// against the file's directory.
+///
+/// A JSONL line that is not UTF-8 is an error for that line only; a JSON array that is not
+/// UTF-8 is an error naming the line of the first bad byte.
 pub fn load_instances_file(path: &Path) -> Result<LoadedInstances, InstanceFileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| InstanceFileError::Read {
+    let bytes = std::fs::read(path).map_err(|source| InstanceFileError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
-    parse_instances(&text, Some(base_dir))
+    match String::from_utf8(bytes) {
+        Ok(text) => parse_instances(&text, Some(base_dir)),
+        Err(error) => parse_non_utf8(error.as_bytes(), error.utf8_error(), base_dir),
+    }
+}
+
+/// An instances file with bytes that are not UTF-8: JSONL loads line by line, each bad line
+/// an error of its own; anything else fails whole, at the line of the first bad byte.
+fn parse_non_utf8(
+    bytes: &[u8],
+    error: std::str::Utf8Error,
+    base_dir: &Path,
+) -> Result<LoadedInstances, InstanceFileError> {
+    let first_bad_line = 1 + bytes[..error.valid_up_to()]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    let starts_as_array = bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'[');
+    if starts_as_array {
+        return Err(InstanceFileError::NotUtf8 {
+            line: first_bad_line,
+        });
+    }
+    let mut text = String::with_capacity(bytes.len());
+    let mut bad_lines = Vec::new();
+    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        match std::str::from_utf8(line) {
+            Ok(line) => text.push_str(line),
+            // Kept as a blank line, so the line numbers of the others stay right.
+            Err(_) => bad_lines.push(index + 1),
+        }
+        text.push('\n');
+    }
+    let mut loaded = parse_instances(&text, Some(base_dir))?;
+    loaded
+        .errors
+        .extend(bad_lines.into_iter().map(|line| InstanceError {
+            location: RecordLocation::Line(line),
+            instance_id: None,
+            field: None,
+            message: "the line is not valid UTF-8".to_owned(),
+        }));
+    loaded.errors.sort_by_key(|error| match error.location {
+        RecordLocation::Line(line) | RecordLocation::Index(line) => line,
+    });
+    Ok(loaded)
 }
 
 /// Parses instances text. When the first non-space character is `[` the text is one JSON array;
@@ -265,10 +330,31 @@ fn instance_from_value(
     })
 }
 
+/// Why an instance id cannot name a directory, if it cannot. Every command that writes files
+/// writes them under `<output>/<id>/`, so `.`, `..`, path separators and NUL are refused when
+/// the instances file is read, whichever command reads it.
+pub fn unsafe_id(id: &str) -> Option<&'static str> {
+    if id == "." || id == ".." {
+        Some("is `.` or `..`")
+    } else if id.contains(['/', '\\']) {
+        Some("contains a path separator")
+    } else if id.contains('\0') {
+        Some("contains a NUL byte")
+    } else {
+        None
+    }
+}
+
 fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instance, FieldError> {
     let instance_id = record.required_string("instance_id")?;
     if instance_id.trim().is_empty() {
         return Err(field_error("instance_id", "must not be empty"));
+    }
+    if let Some(reason) = unsafe_id(&instance_id) {
+        return Err(field_error(
+            "instance_id",
+            format!("{reason}, so it cannot name an output directory"),
+        ));
     }
     let repo_path = record.optional_string("repo_path")?.map(|raw| {
         let path = PathBuf::from(raw);
@@ -298,6 +384,7 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
         environment_setup_commit: record.optional_string("environment_setup_commit")?,
         repo_path,
         image: record.optional_string("image")?,
+        image_name: record.optional_string("image_name")?,
         language: record.optional_string("language")?,
         setup: record.setup("setup")?,
         test_cmd: record.optional_string("test_cmd")?,

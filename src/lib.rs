@@ -23,5 +23,7 @@ pub mod instance;
 pub mod lint;
 pub mod model;
 pub mod sandbox;
+pub mod source;
+pub mod tls;
 pub mod trajectory;
 pub mod validate;

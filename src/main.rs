@@ -86,9 +86,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             debian,
         }) => images_build(&lang, force, debian).await,
         Command::Run(args) => run(args).await,
-        Command::Images(ImagesCommand::Prune { run_id, all }) => {
-            eval_command::images_prune(run_id, all).await
-        }
+        Command::Images(ImagesCommand::Prune {
+            run_id,
+            all,
+            pulled,
+        }) => eval_command::images_prune(run_id, all, pulled).await,
         Command::Eval(args) => eval_command::eval(args).await,
         Command::Validate(args) => validate_command::validate(args).await,
         Command::Batch(args) => batch_command(args).await,
@@ -202,7 +204,7 @@ fn default_run_id() -> String {
 
 /// The configuration and the directories its relative paths resolve against.
 fn resolve_config(args: &AgentArgs) -> Result<(Config, Vec<PathBuf>), Failure> {
-    let mut config = config::resolve(&args.configs, &args.sets)?;
+    let mut config = resolve_images_config(args.images, &args.configs, &args.sets)?;
     for warning in config.warnings() {
         eprintln!("warning: {warning}");
     }
@@ -217,6 +219,23 @@ fn resolve_config(args: &AgentArgs) -> Result<(Config, Vec<PathBuf>), Failure> {
         .map(|path| path.parent().map(Path::to_owned).unwrap_or_default())
         .collect();
     Ok((config, dirs))
+}
+
+/// The configuration with the `--images` preset layered under the config files and `--set`.
+fn resolve_images_config(
+    images: cli::Images,
+    files: &[PathBuf],
+    sets: &[String],
+) -> Result<Config, Failure> {
+    let preset = match images {
+        cli::Images::Local => None,
+        cli::Images::Swebench => Some(image::pull::swebench_preset()),
+    };
+    let presets: Vec<(&str, &str)> = preset
+        .iter()
+        .map(|text| ("--images swebench", text.as_str()))
+        .collect();
+    Ok(config::resolve_with_presets(&presets, files, sets)?)
 }
 
 fn load_instances(path: &Path) -> Result<Vec<Instance>, Failure> {
@@ -336,7 +355,9 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     .await?;
     let model = args.agent.model.clone();
     let ctx_replay_dir = config.model.replay_dir.clone();
-    let ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
+    let mut ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
+    let mut progress = batch::progress::Progress::stderr(selected.len());
+    ctx.feed = Some(progress.feed());
     warn_on_config_change(&output, &ctx.config.hash(), args.redo);
     let refs: Vec<&Instance> = selected.iter().collect();
     write_manifest(
@@ -354,7 +375,6 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         redo: args.redo,
         replay_dir: args.replay_dir.clone().or_else(|| ctx_replay_dir.clone()),
     };
-    let mut progress = batch::progress::Progress::stderr(selected.len());
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
     if let Some(docker) = &docker {
@@ -516,10 +536,15 @@ async fn write_manifest(
             if images.contains_key(&tag) {
                 continue;
             }
-            let info = docker.inspect_image(&tag).await?.ok_or_else(|| {
-                Failure::new(format!("the image {tag} does not exist"))
-                    .hint("run `aci images build`")
-            })?;
+            let Some(info) = docker.inspect_image(&tag).await? else {
+                // An image from a registry is pulled (or fails) with its instance; its
+                // trajectory records the id it ran in.
+                if !image::pull::is_built_locally(&tag, &ctx.config.env) {
+                    continue;
+                }
+                return Err(Failure::new(format!("the image {tag} does not exist"))
+                    .hint("run `aci images build`"));
+            };
             images.insert(
                 tag,
                 output::ImageRecord {
@@ -566,7 +591,12 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("aci-ablations").join(default_run_id()));
+    let images_args = match args.images {
+        cli::Images::Local => Vec::new(),
+        cli::Images::Swebench => vec!["--images".to_owned(), "swebench".to_owned()],
+    };
     let mut batch_args = vec!["--model".to_owned(), args.model.clone()];
+    batch_args.extend(images_args.iter().cloned());
     if let Some(api_base) = &args.api_base {
         batch_args.extend(["--api-base".to_owned(), api_base.clone()]);
     }
@@ -587,6 +617,7 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
         workers: usize::try_from(args.workers).unwrap_or(1),
         repeats: usize::try_from(args.repeats).unwrap_or(1),
         batch_args,
+        eval_args: images_args,
         replay_dir: args.replay_dir.clone(),
     };
     let table = tokio::task::spawn_blocking(move || aci::ablate::run(&plan))
@@ -620,6 +651,12 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
         ),
         ("aci shell defaults".to_owned(), SHELL_DEFAULTS.to_owned()),
     ];
+    if args.images == cli::Images::Swebench {
+        layers.push((
+            "--images swebench".to_owned(),
+            image::pull::swebench_preset(),
+        ));
+    }
     for path in &args.configs {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aci::config;
 use aci::eval::run::EvalSettings;
 use aci::eval::spec;
 use aci::validate::{table, validate as validate_instances};
@@ -38,7 +37,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
             args.instances.display()
         )));
     }
-    let config = config::resolve(&args.configs, &args.sets)?;
+    let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
     // A spec file that cannot be read stops the run here, not once per instance.
     spec::table(&config.env.specs)?;
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {

@@ -275,3 +275,56 @@ fn a_local_run_keeps_crlf_bytes_and_starts_whatever_the_users_global_git_config_
         "{patch:?}"
     );
 }
+
+/// An instance id that is a path (`../x`, `/x`) would make `aci run` and `aci eval` write
+/// outside `--output`: each refuses the record in one line, exits 1, and writes nothing.
+#[test]
+fn an_instance_id_that_is_a_path_is_refused_by_run_and_eval_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo/repos");
+    for id in ["../escape", "/tmp/aci-escape-test"] {
+        let record = serde_json::json!({
+            "instance_id": id, "problem_statement": "p", "repo": "o/r",
+            "repo_path": repo, "patch": "",
+        });
+        let instances = work.join("instances.jsonl");
+        std::fs::write(&instances, format!("{record}\n")).unwrap();
+        let run = Command::new(env!("CARGO_BIN_EXE_aci"))
+            .current_dir(&work)
+            .args(["run", "--instances", "instances.jsonl", "--id", id])
+            .args(["--runtime", "local", "--model", "replay", "--output", "out"])
+            .output()
+            .unwrap();
+        let eval = Command::new(env!("CARGO_BIN_EXE_aci"))
+            .current_dir(&work)
+            .args([
+                "eval",
+                "--instances",
+                "instances.jsonl",
+                "--predictions",
+                "gold",
+            ])
+            .args(["--output", "eval"])
+            .output()
+            .unwrap();
+        let refusal = format!(
+            "error: instances.jsonl: instance {id:?} (line 1): field \"instance_id\": contains a \
+             path separator, so it cannot name an output directory\n"
+        );
+        for (command, out) in [("run", &run), ("eval", &eval)] {
+            assert_eq!(out.status.code(), Some(1), "{command} {id}: {out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.starts_with(&refusal), "{command} {id}: {stderr}");
+        }
+        let mut written: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .chain(std::fs::read_dir(&work).unwrap())
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        written.sort();
+        assert_eq!(written, ["instances.jsonl", "work"], "{id}");
+        assert!(!std::path::Path::new("/tmp/aci-escape-test").exists());
+    }
+}

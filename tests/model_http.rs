@@ -601,6 +601,38 @@ async fn the_key_never_appears_in_errors_even_when_the_server_echoes_it() {
     }
 }
 
+/// The key echoed right where an error body is cut to its first 1,000 characters: scrubbing
+/// after the cut would no longer recognise the key's head.
+#[tokio::test]
+async fn a_key_echoed_across_the_cut_of_a_long_error_body_is_scrubbed_first() {
+    for wire in WIRES {
+        for body_json in [true, false] {
+            let server = MockServer::start_with(move |_, _| {
+                let echoed = format!("{}{KEY} was rejected", "x".repeat(995));
+                if body_json {
+                    error_answer(wire, 401, &echoed)
+                } else {
+                    MockResponse::text(401, &echoed)
+                }
+            })
+            .await;
+            let mut model = model(wire, &config(wire, server.url()));
+            let error = ask(&mut model, &conversation(), None).await.unwrap_err();
+            let text = error.to_string();
+            let head = &KEY[..KEY.len() / 2];
+            assert!(
+                !text.contains(head),
+                "{wire:?} json={body_json}: the key's head leaked in {text}"
+            );
+            // The cut falls inside the marker that replaced the key.
+            assert!(
+                text.contains(&format!("{}<reda… ", "x".repeat(995))),
+                "{text}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn client_errors_fail_at_once_with_a_hint() {
     for wire in WIRES {

@@ -167,8 +167,18 @@ async fn the_containers_of_a_killed_aci_are_reaped_and_build_step_containers_are
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(180);
-    while containers_of(&runtime, &run).await.is_empty() {
+    // Its task container: one with the aci process's pid (the environment image may be built
+    // first, in step containers that carry the run's label but no pid).
+    let task_containers = || {
+        let out = std::process::Command::new("docker")
+            .args(["ps", "-aq", "--filter", &format!("label=aci.run_id={run}")])
+            .args(["--filter", "label=aci.pid"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while task_containers().is_empty() {
         assert!(std::time::Instant::now() < deadline, "no container started");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -189,4 +199,120 @@ async fn the_containers_of_a_killed_aci_are_reaped_and_build_step_containers_are
     let kept = containers_of(&runtime, &build_run).await;
     assert_eq!(kept.len(), 1, "the build step container was reaped");
     runtime.remove_container(&kept[0]).await.unwrap();
+}
+
+/// Whether the daemon says the container is running (`None`: it is gone).
+fn running(container_id: &str) -> Option<bool> {
+    let out = std::process::Command::new("docker")
+        .args(["inspect", "--format", "{{.State.Running}}", container_id])
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim() == "true")
+}
+
+fn docker_cli(args: &[&str]) {
+    let out = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "docker {args:?}: {out:?}");
+}
+
+/// An operator's `docker stop` or `docker kill` ends the task; aci must not start the container
+/// again and carry on, whether a command was running or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_stopped_from_outside_ends_the_task_and_stays_stopped() {
+    let runtime = docker().await;
+    for (name, stop) in [
+        ("stopped", ["stop", "-t", "1"].as_slice()),
+        ("killed", ["kill"].as_slice()),
+    ] {
+        // Mid-command.
+        let mut s = runtime.start(&spec(name, None)).await.unwrap();
+        let id = s.container_id().to_owned();
+        let outside = {
+            let id = id.clone();
+            let stop: Vec<String> = stop.iter().map(|a| (*a).to_owned()).collect();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(500));
+                let mut args: Vec<&str> = stop.iter().map(String::as_str).collect();
+                args.push(&id);
+                docker_cli(&args);
+            })
+        };
+        let error = s.run("sleep 60", SHORT).await.unwrap_err();
+        outside.join().unwrap();
+        assert!(
+            matches!(error, aci::sandbox::SandboxError::ContainerDied { .. })
+                && error.to_string().contains("stopped from outside aci"),
+            "{name}: {error}"
+        );
+        assert_eq!(
+            running(&id),
+            Some(false),
+            "{name}: the container was started again"
+        );
+        s.shutdown().await.unwrap();
+        assert_eq!(running(&id), None);
+
+        // Between commands.
+        let mut s = runtime.start(&spec(name, None)).await.unwrap();
+        let id = s.container_id().to_owned();
+        assert_eq!(s.run("echo up", SHORT).await.unwrap().stdout, b"up\n");
+        let mut args = stop.to_vec();
+        args.push(&id);
+        docker_cli(&args);
+        let error = s.run("echo again", SHORT).await.unwrap_err();
+        assert!(
+            error.to_string().contains("stopped from outside aci"),
+            "{name}, idle: {error}"
+        );
+        assert_eq!(running(&id), Some(false));
+        s.shutdown().await.unwrap();
+    }
+}
+
+/// `env.disk_mb`: no file may grow past the quota (the model is told, as for any failing
+/// command), and once everything written adds up to more, the task ends and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_disk_quota_stops_one_big_file_and_ends_a_task_that_writes_too_much() {
+    let runtime = docker().await;
+    let mut spec = spec("disk", None);
+    spec.limits.disk_mb = 64;
+    let mut s = runtime.start(&spec).await.unwrap();
+    let big = s
+        .run_merged(
+            "head -c 100M /dev/zero > /tmp/big; echo \"exit $?\"; ls -l /tmp/big | cut -d' ' -f5",
+            SHORT,
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&big.stdout).into_owned();
+    assert!(
+        text.contains("File size limit exceeded")
+            && text.contains(&format!("\n{}\n", 64 * 1024 * 1024)),
+        "{text}"
+    );
+    s.run("rm /tmp/big", SHORT).await.unwrap();
+    // Many files under the per-file limit: the watchdog's part. The command would sleep on.
+    let error = s
+        .run(
+            "for i in 1 2 3 4 5 6 7 8 9 10; do head -c 10M /dev/urandom > /tmp/f$i; done; sleep 60",
+            Duration::from_secs(90),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, aci::sandbox::SandboxError::ContainerDied { .. }),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.starts_with("the container for disk died: the container wrote ")
+            && message.ends_with(" MiB, over its disk quota (env.disk_mb = 64)"),
+        "{message}"
+    );
+    s.shutdown().await.unwrap();
 }

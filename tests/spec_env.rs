@@ -86,6 +86,7 @@ fn read_json(path: &Path) -> Value {
 
 /// The sdist from PyPI's simple index (PEP 691 JSON), checked against its pinned SHA-256.
 async fn download_sdist(into: &Path) -> PathBuf {
+    aci::tls::install_provider();
     let client = reqwest::Client::new();
     let index: Value = client
         .get("https://pypi.org/simple/inflection/")
@@ -170,7 +171,10 @@ async fn task(dir: &Path) -> Task {
     std::fs::remove_dir_all(repo.join("inflection.egg-info")).unwrap();
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "-A"]);
-    let base_commit = commit_dated(&repo, "inflection 0.5.1, dasherize replacing one underscore");
+    let base_commit = commit_dated(
+        &repo,
+        "inflection 0.5.1, dasherize replacing one underscore",
+    );
     std::fs::write(&module, &source).unwrap();
     let patch = git(&repo, &["diff"]);
     git(&repo, &["checkout", "-q", "--", "."]);
@@ -183,11 +187,19 @@ async fn task(dir: &Path) -> Task {
     // The requirements, read by SWE-bench's rules: dev.txt includes test.txt by `-r`, and
     // `-e .` is dropped (the spec's install step installs the project).
     std::fs::create_dir_all(repo.join("requirements")).unwrap();
-    std::fs::write(repo.join("requirements/dev.txt"), "-r test.txt
+    std::fs::write(
+        repo.join("requirements/dev.txt"),
+        "-r test.txt
 -e .
-").unwrap();
-    std::fs::write(repo.join("requirements/test.txt"), "pytest==8.3.5
-").unwrap();
+",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("requirements/test.txt"),
+        "pytest==8.3.5
+",
+    )
+    .unwrap();
     git(&repo, &["add", "requirements"]);
     let environment_setup_commit = commit_dated(&repo, "requirements files");
     git(&repo, &["checkout", "-q", &base_commit]);

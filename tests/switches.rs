@@ -617,3 +617,34 @@ fn max_observation_length_sets_where_the_model_sees_an_observation_cut() {
         );
     }
 }
+
+#[test]
+fn max_stored_observation_length_bounds_what_the_trajectory_keeps_and_not_what_the_model_sees() {
+    let actions = ["seq 1 60"];
+    // `seq 1 60` prints 170 characters: 1..=9 are 18, 10..=60 are 152 (lines joined by `\n`).
+    let numbers = |range: std::ops::RangeInclusive<u32>| {
+        range.map(|n| n.to_string()).collect::<Vec<_>>().join("\n")
+    };
+    let prompt = |observation: String| {
+        format!("{observation}\n(Open file: n/a)\n(Current directory: {{repo}})\nbash-$")
+    };
+    let at_40 = aci_run(
+        &actions,
+        &["--set", "agent.max_stored_observation_length=40"],
+    );
+    assert_eq!(
+        at_40.shown(),
+        [prompt(numbers(1..=60)), NO_OUTPUT.to_owned()],
+        "the model sees the whole output"
+    );
+    assert_eq!(
+        at_40.observations()[0],
+        format!(
+            "{}\n<aci: 130 characters elided from the middle of this observation in the \
+             trajectory (agent.max_stored_observation_length = 40)>\n{}",
+            numbers(1..=10),
+            numbers(54..=60)
+        ),
+        "20 characters from each end"
+    );
+}

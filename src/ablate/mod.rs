@@ -39,6 +39,8 @@ pub struct AblationPlan {
     pub repeats: usize,
     /// Arguments passed through to every `aci batch` (model, api base, runtime, `--set`).
     pub batch_args: Vec<String>,
+    /// Arguments passed through to every `aci eval` (`--images`).
+    pub eval_args: Vec<String>,
     /// The `--replay-dir` for configurations that do not set `model.replay_dir` themselves.
     pub replay_dir: Option<PathBuf>,
 }
@@ -136,7 +138,8 @@ fn run_config(plan: &AblationPlan, layers: &[PathBuf], dir: &Path) -> Result<f64
         .arg("--workers")
         .arg(plan.workers.to_string())
         .arg("--output")
-        .arg(dir.join("eval"));
+        .arg(dir.join("eval"))
+        .args(&plan.eval_args);
     run_step(eval, &format!("eval {name}"))?;
     Ok(started.elapsed().as_secs_f64())
 }

@@ -140,7 +140,13 @@ pub fn edit_success(state: &mut WindowState, range: EditRange, after: &[u8]) -> 
     let centre2 = 2 * (to_i128(range.start) - 1);
     state.set_centre2(constrain(centre2, window, lines.len()));
     let path = state.file.clone().unwrap_or_default();
-    let view = render_view(&path, &lines, state.centre2(), window);
+    let view = render_view(
+        &path,
+        &lines,
+        state.centre2(),
+        window,
+        state.max_line_length,
+    );
     format!("{view}\n{FILE_UPDATED}")
 }
 
@@ -166,8 +172,9 @@ pub fn lint_failure(
     let s0 = to_i128(range.start) - 1;
     let end = to_i128(range.end);
     let replaced = to_i128(replacement_lines(replacement).len());
-    let would_be = lint_view(path, after, s0 + replaced / 2, replaced + 10);
-    let original = lint_view(path, before, s0 + (end - s0 + 1) / 2, end - s0 + 10);
+    let width = state.max_line_length;
+    let would_be = lint_view(path, after, s0 + replaced / 2, replaced + 10, width);
+    let original = lint_view(path, before, s0 + (end - s0 + 1) / 2, end - s0 + 10, width);
     let mut out = vec![first_line.to_owned(), String::new(), "ERRORS:".to_owned()];
     out.extend(problems.iter().map(|problem| format!("- {problem}")));
     out.extend(
@@ -191,13 +198,14 @@ pub fn lint_failure(
     out.join("\n")
 }
 
-fn lint_view(path: &str, bytes: &[u8], centre: i128, window: i128) -> String {
+fn lint_view(path: &str, bytes: &[u8], centre: i128, window: i128, max_line: usize) -> String {
     let lines = split_lines(bytes);
     render_view(
         path,
         &lines,
         constrain(2 * centre, window, lines.len()),
         window,
+        max_line,
     )
 }
 

@@ -180,6 +180,7 @@ impl<S: Sandbox> Aci<S> {
     ) -> Self {
         let mut window = WindowState::new(config.window, config.overlap);
         window.scroll_warning = config.scroll_warning;
+        window.max_line_length = config.max_line_length;
         Self {
             sandbox,
             registry,

@@ -14,6 +14,16 @@ pub const CREATE_CONTENT: &[u8] = b"\n";
 /// From this many scrolls in a row on, a scroll appends the v0.7 inefficiency warning.
 pub const SCROLL_WARNING_AFTER: usize = 3;
 
+/// The default of `aci.max_line_length`: the widest line a window shows, in characters. A
+/// longer line (minified code, a data file) is cut there and ends with [`cut_marker`], so a
+/// window of 100 lines stays a few hundred kilobytes at most. SWE-agent cuts no line.
+pub const DEFAULT_MAX_LINE_LENGTH: usize = 2000;
+
+/// What ends a line cut at the window's width: how many characters are not shown.
+pub fn cut_marker(hidden_chars: usize) -> String {
+    format!(" [... {hidden_chars} more characters on this line]")
+}
+
 /// The viewer state that v0 kept in shell variables (`CURRENT_FILE`, `CURRENT_LINE`, `WINDOW`,
 /// `OVERLAP`, `SCROLL_COUNT`, `LAST_ACTION`). Cloning it before an edit and restoring it afterwards is the
 /// exact rollback of the window.
@@ -39,6 +49,9 @@ pub struct WindowState {
     /// Whether scrolling warns from the [`SCROLL_WARNING_AFTER`]th scroll in a row on (v0.7;
     /// earlier versions never warn).
     pub scroll_warning: bool,
+    /// The widest line shown, in characters ([`DEFAULT_MAX_LINE_LENGTH`]); longer lines are
+    /// cut with [`cut_marker`].
+    pub max_line_length: usize,
 }
 
 /// The arguments of `open "<path>" [<line_number>]` after the usage checks.
@@ -76,6 +89,7 @@ impl WindowState {
             consecutive_scrolls: 0,
             last_action_scrolled: false,
             scroll_warning: true,
+            max_line_length: DEFAULT_MAX_LINE_LENGTH,
         }
     }
 
@@ -107,6 +121,7 @@ impl WindowState {
             &split_lines(bytes),
             self.centre2(),
             to_i128(self.window),
+            self.max_line_length,
         ))
     }
 
@@ -145,7 +160,13 @@ impl WindowState {
             PathKind::File { abs_path } => {
                 self.file = Some(abs_path.clone());
                 self.set_centre2(constrain(centre2, window, lines.len()));
-                out.push(render_view(abs_path, &lines, self.centre2(), window));
+                out.push(render_view(
+                    abs_path,
+                    &lines,
+                    self.centre2(),
+                    window,
+                    self.max_line_length,
+                ));
             }
             PathKind::Directory => out.push(format!(
                 "Error: {} is a directory. You can only open files. Use cd or ls to navigate directories.",
@@ -186,7 +207,7 @@ impl WindowState {
             window,
             lines.len(),
         ));
-        render_view(&path, &lines, self.centre2(), window)
+        render_view(&path, &lines, self.centre2(), window, self.max_line_length)
     }
 
     /// `scroll_down`: moves the centre down by `window - overlap`; `bytes` as for
@@ -209,7 +230,7 @@ impl WindowState {
         let window = to_i128(self.window);
         let step2 = 2 * direction * (window - to_i128(self.overlap));
         self.set_centre2(constrain(self.centre2() + step2, window, lines.len()));
-        let view = render_view(&path, &lines, self.centre2(), window);
+        let view = render_view(&path, &lines, self.centre2(), window, self.max_line_length);
         if !self.last_action_scrolled {
             self.reset_scrolls();
         }
@@ -394,6 +415,43 @@ pub(crate) fn to_i128(value: usize) -> i128 {
     i128::try_from(value).unwrap_or(i128::MAX)
 }
 
+/// One line of a window: decoded as [`super::observation::decode`] does, and when it has more
+/// than `max_chars` characters, its first `max_chars` and the [`cut_marker`]. Only the shown
+/// part is decoded into a new string, so a line of hundreds of megabytes costs a scan, not a
+/// copy.
+pub(crate) fn cut_line(line: &[u8], max_chars: usize) -> String {
+    // A line of at most `max_chars` bytes has at most that many characters.
+    if line.len() <= max_chars {
+        return super::observation::decode(line);
+    }
+    let mut shown = 0;
+    let mut end = 0;
+    let mut total = 0;
+    for chunk in line.utf8_chunks() {
+        // Each invalid byte is one `\xNN`, counted as one character of the line.
+        for c in chunk.valid().chars() {
+            if shown < max_chars {
+                shown += 1;
+                end += c.len_utf8();
+            }
+            total += 1;
+        }
+        for _ in chunk.invalid() {
+            if shown < max_chars {
+                shown += 1;
+                end += 1;
+            }
+            total += 1;
+        }
+    }
+    if total <= max_chars {
+        return super::observation::decode(line);
+    }
+    let mut out = super::observation::decode(&line[..end]);
+    out.push_str(&cut_marker(total - max_chars));
+    out
+}
+
 /// v0's centre for a target line `line`: `floor(max(line + WINDOW/2 - floor(WINDOW/6), 1))`,
 /// doubled.
 pub(crate) fn placement(line: i128, window: i128) -> i128 {
@@ -414,8 +472,15 @@ pub(crate) fn constrain(centre2: i128, window: i128, total: usize) -> i128 {
 /// v0's `_print` for a doubled centre and a window (which the lint view may make odd or even
 /// negative): the header, `(A more lines above)`, `grep -n $ | head -n X | tail -n W`, and
 /// `(B more lines below)`, joined with `\n`. Lines are decoded as v0 decodes its shell's output
-/// ([`super::observation::decode`]); the caller normalises line breaks.
-pub(crate) fn render_view(path: &str, lines: &[&[u8]], centre2: i128, window: i128) -> String {
+/// ([`super::observation::decode`]) and cut at `max_line` characters ([`cut_line`]); the
+/// caller normalises line breaks.
+pub(crate) fn render_view(
+    path: &str,
+    lines: &[&[u8]],
+    centre2: i128,
+    window: i128,
+    max_line: usize,
+) -> String {
     let total = to_i128(lines.len());
     let mut out = format!("[File: {path} ({total} lines total)]");
     let above2 = centre2 - window;
@@ -437,11 +502,7 @@ pub(crate) fn render_view(path: &str, lines: &[&[u8]], centre2: i128, window: i1
         .skip(usize::try_from(first).unwrap_or(usize::MAX))
         .take(usize::try_from(head - first).unwrap_or(0));
     for (index, line) in shown {
-        out.push_str(&format!(
-            "\n{}:{}",
-            index + 1,
-            super::observation::decode(line)
-        ));
+        out.push_str(&format!("\n{}:{}", index + 1, cut_line(line, max_line)));
     }
     let below2 = 2 * total - centre2 - window;
     if below2 > 0 {

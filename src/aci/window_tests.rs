@@ -479,3 +479,39 @@ fn the_state_names_the_open_file_or_na() {
     assert_eq!(WindowState::new(100, 2).open_file_or_na(), "n/a");
     assert_eq!(opened(3, None).0.open_file_or_na(), PATH);
 }
+
+#[test]
+fn a_line_longer_than_the_width_is_cut_with_a_marker_and_shorter_ones_are_whole() {
+    let mut state = WindowState::new(100, 2);
+    state.max_line_length = 10;
+    let bytes = b"short\n0123456789\n0123456789abcdef\n\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xff\xfe\xfdxyz\n";
+    let request = OpenRequest {
+        path: "data.txt".into(),
+        line: None,
+    };
+    let out = state.open(&request, &file("/repo/data.txt"), bytes);
+    assert_eq!(
+        out,
+        "[File: /repo/data.txt (4 lines total)]\n1:short\n2:0123456789\n\
+         3:0123456789 [... 6 more characters on this line]\n\
+         4:éééééé\\xff\\xfe\\xfdx [... 2 more characters on this line]"
+    );
+}
+
+#[test]
+fn a_window_over_a_huge_line_stays_small() {
+    let mut bytes = vec![b'x'; 50_000_000];
+    bytes.extend_from_slice(b"\nend\n");
+    let mut state = WindowState::new(100, 2);
+    let request = OpenRequest {
+        path: "min.js".into(),
+        line: None,
+    };
+    let out = state.open(&request, &file("/repo/min.js"), &bytes);
+    let expected = format!(
+        "[File: /repo/min.js (2 lines total)]\n1:{}{}\n2:end",
+        "x".repeat(DEFAULT_MAX_LINE_LENGTH),
+        cut_marker(50_000_000 - DEFAULT_MAX_LINE_LENGTH)
+    );
+    assert_eq!(out, expected);
+}

@@ -272,6 +272,29 @@ interactive pagers.</NOTE>\n"
     (text, elided)
 }
 
+/// The default for `agent.max_stored_observation_length`, in characters.
+pub const DEFAULT_MAX_STORED_OBSERVATION_LENGTH: usize = 1_000_000;
+
+/// The copy of an observation the trajectory stores: whole up to `max_chars` characters,
+/// otherwise its head and tail around a note of how much was elided. The trajectory is
+/// rewritten after every turn, so what one turn stores stays bounded whatever a command
+/// printed or a window showed.
+pub fn cap_stored_observation(observation: &str, max_chars: usize) -> String {
+    let total = observation.chars().count();
+    if total <= max_chars {
+        return observation.to_owned();
+    }
+    let elided = total - max_chars;
+    let head_end = byte_offset(observation, max_chars / 2);
+    let tail_start = byte_offset(observation, total - (max_chars - max_chars / 2));
+    format!(
+        "{}\n<aci: {elided} characters elided from the middle of this observation in the \
+         trajectory (agent.max_stored_observation_length = {max_chars})>\n{}",
+        &observation[..head_end],
+        &observation[tail_start..]
+    )
+}
+
 /// The byte offset of character number `chars` in `text` (its length when past the end).
 fn byte_offset(text: &str, chars: usize) -> usize {
     text.char_indices()

@@ -481,9 +481,13 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
                 .last()
                 .map_or_else(|| serde_json::json!("{}"), |step| step.state.clone()),
         };
+        let observation = history::cap_stored_observation(
+            observation,
+            self.episode.config.max_stored_observation_length,
+        );
         self.trajectory.trajectory.push(TrajectoryStep {
             action: action.to_owned(),
-            observation: observation.to_owned(),
+            observation,
             response: response.to_owned(),
             thought: thought.to_owned(),
             state,

@@ -22,7 +22,7 @@ use crate::agent::prompt::Prompts;
 use crate::agent::run::{Episode, run_episode};
 use crate::agent::stop::{ActionFormat, ExitStatus, StopPolicy};
 use crate::config::{Config, ParserKind};
-use crate::image::env::{EnvRequest, ensure_env_image};
+use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::model::{self, AnyModel, ReplayInput};
 use crate::sandbox::docker::DockerRuntime;
@@ -30,6 +30,7 @@ use crate::sandbox::local::LocalSandbox;
 use crate::sandbox::{
     AnySandbox, OutputLimit, RepoSource, ResourceLimits, Sandbox, SandboxError, SandboxSpec,
 };
+use crate::source::{PrepareError, PrepareRequest, prepare};
 use crate::trajectory::{self, Trajectory};
 use output::Prediction;
 
@@ -67,6 +68,9 @@ pub struct RunContext {
     /// Print one line per turn on stderr ([`progress::turn_line`]): `aci run` does, a batch
     /// shows its progress bar instead.
     pub turn_lines: bool,
+    /// Where a batch's instances send a pull's or a clone's progress (`None`: nowhere, unless
+    /// `turn_lines` prints it).
+    pub feed: Option<progress::Feed>,
 }
 
 /// Why a run could not even start (tier 3).
@@ -142,6 +146,7 @@ impl RunContext {
             registry,
             demonstrations,
             turn_lines: false,
+            feed: None,
         })
     }
 
@@ -162,11 +167,7 @@ impl RunContext {
                 commit: instance.base_commit.clone(),
             }),
             repo_dir: instance.repo_dir(&env.repo_dir),
-            limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
-            },
+            limits: ResourceLimits::from_env(env),
             network: env.network,
             env: env
                 .variables
@@ -177,6 +178,8 @@ impl RunContext {
                 head: env.output_head_bytes,
                 tail: env.output_tail_bytes,
             },
+            checkout: None,
+            activate: env.activate.clone(),
         }
     }
 
@@ -193,46 +196,87 @@ impl RunContext {
         }
     }
 
-    /// Starts the sandbox for `instance`. On Docker it starts from the instance's environment
-    /// image (language image + repository + baseline + setup, built once per content hash and
-    /// shared with `aci eval`), so no repository is copied per run.
-    /// The second value describes that image, for the trajectory's `info.env_image`.
+    /// Starts the sandbox for `instance`: its image (pulled when `env.pull` says so), its
+    /// repository ([`crate::source`]: `repo_path`, the image, or a mirror clone) and, on
+    /// Docker, its environment image (built once per content hash and shared with `aci eval`),
+    /// so no repository is copied per run. The second value is the trajectory's extra `info`:
+    /// `env_image` and `repository`.
     pub async fn start_sandbox(
         &self,
         instance: &Instance,
-    ) -> Result<(AnySandbox, Option<serde_json::Value>), SandboxError> {
-        let mut spec = self.spec_for(instance);
-        match &self.runtime {
-            Runtime::Docker(runtime) => {
-                // `aci run` shows a build's steps (a setup can take minutes); a batch's
-                // progress bar stays clean.
-                let show = |line: &str| eprintln!("{line}");
-                let quiet = |_: &str| {};
-                let on_step: &(dyn Fn(&str) + Send + Sync) =
-                    if self.turn_lines { &show } else { &quiet };
-                let request = EnvRequest {
-                    env: &self.config.env,
-                    run_id: &self.run_id,
-                    on_step,
-                };
-                let env_image = ensure_env_image(runtime, instance, &request)
-                    .await
-                    .map_err(|e| SandboxError::Docker(e.to_string()))?;
-                env_image.apply_to(&mut spec);
-                let record = serde_json::json!({
-                    "tag": env_image.tag,
-                    "id": env_image.id,
-                    "env_hash": env_image.env_hash,
-                    "base_image": env_image.base_image,
-                });
-                Ok((
-                    AnySandbox::Docker(runtime.start(&spec).await?),
-                    Some(record),
-                ))
+    ) -> Result<(AnySandbox, serde_json::Map<String, serde_json::Value>), StartError> {
+        let id = instance.instance_id.as_str();
+        // `aci run` shows a build's steps and a pull's layers (they can take minutes); a
+        // batch sends them to its progress display.
+        let show = |line: &str| eprintln!("{line}");
+        let quiet = |_: &str| {};
+        let feed_line = |line: &str| {
+            if let Some(feed) = &self.feed {
+                feed.line(line);
             }
-            Runtime::Local => Ok((AnySandbox::Local(LocalSandbox::start(&spec).await?), None)),
-        }
+        };
+        let activity = |text: Option<&str>| {
+            if let Some(feed) = &self.feed {
+                feed.activity(id, text);
+            }
+        };
+        let line: &(dyn Fn(&str) + Send + Sync) = if self.turn_lines { &show } else { &feed_line };
+        let on_step: &(dyn Fn(&str) + Send + Sync) = if self.turn_lines { &show } else { &quiet };
+        let notes = Notes {
+            line,
+            activity: &activity,
+        };
+        let request = PrepareRequest {
+            env: &self.config.env,
+            run_id: &self.run_id,
+            on_step,
+            notes: &notes,
+        };
+        let docker = match &self.runtime {
+            Runtime::Docker(runtime) => Some(runtime),
+            Runtime::Local => None,
+        };
+        let prepared = prepare(docker, instance, &request)
+            .await
+            .map_err(StartError::Prepare)?;
+        let mut spec = self.spec_for(&prepared.instance);
+        spec.checkout.clone_from(&prepared.checkout);
+        let mut info = serde_json::Map::new();
+        info.insert(
+            "repository".to_owned(),
+            prepared
+                .origin
+                .record(prepared.instance.base_commit.as_deref()),
+        );
+        let sandbox = match (&self.runtime, &prepared.env_image) {
+            (Runtime::Docker(runtime), Some(env_image)) => {
+                env_image.apply_to(&mut spec);
+                info.insert(
+                    "env_image".to_owned(),
+                    serde_json::json!({
+                        "tag": env_image.tag,
+                        "id": env_image.id,
+                        "env_hash": env_image.env_hash,
+                        "base_image": env_image.base_image,
+                    }),
+                );
+                AnySandbox::Docker(runtime.start(&spec).await?)
+            }
+            _ => AnySandbox::Local(LocalSandbox::start(&spec).await?),
+        };
+        Ok((sandbox, info))
     }
+}
+
+/// Why an instance's sandbox did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Its repository, image or environment image could not be had.
+    #[error("{0}")]
+    Prepare(PrepareError),
+    /// The sandbox failed to start (the container, the checkout, the activation).
+    #[error("cannot start the sandbox: {0}")]
+    Sandbox(#[from] SandboxError),
 }
 
 /// Resolves a path from a config file against the config files' directories.
@@ -300,12 +344,11 @@ pub async fn run_instance_interruptible(
         Ok(model) => model,
         Err(error) => return fail(ctx, instance, error.exit_status(), &error.to_string()),
     };
-    let (sandbox, env_image) = match ctx.start_sandbox(instance).await {
+    let (sandbox, info_extra) = match ctx.start_sandbox(instance).await {
         Ok(started) => started,
         Err(error) => {
-            let message = format!("cannot start the sandbox: {error}");
             let status = ExitStatus::ExitEnvironmentError.as_str();
-            return fail(ctx, instance, status, &message);
+            return fail(ctx, instance, status, &error.to_string());
         }
     };
     let env = &ctx.config.env;
@@ -316,10 +359,6 @@ pub async fn run_instance_interruptible(
         Duration::from_secs_f64(env.command_timeout),
         env.memory_mb,
     );
-    let mut info_extra = serde_json::Map::new();
-    if let Some(record) = env_image {
-        info_extra.insert("env_image".to_owned(), record);
-    }
     let ended = drive(
         ctx,
         instance,
@@ -520,7 +559,12 @@ async fn stop_early(
 /// An instance that could not run at all (or whose task died): its trajectory gets `status`
 /// and `message` as `info.error`, keeping any turns already saved, and an empty prediction.
 fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> InstanceResult {
-    eprintln!("error: {}: {message}", instance.instance_id);
+    let line = format!("error: {}: {message}", instance.instance_id);
+    // Through the feed, a batch prints it after the instance's pull and clone lines.
+    match &ctx.feed {
+        Some(feed) => feed.line(&line),
+        None => eprintln!("{line}"),
+    }
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));
     let mut trajectory = trajectory::read(&traj_path).unwrap_or_else(|_| Trajectory {

@@ -4,7 +4,9 @@
 //! instance, each carrying the same counters, so a log shows the same information without
 //! control characters.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::InstanceResult;
@@ -19,16 +21,45 @@ pub fn turn_line(
     cost: f64,
 ) -> String {
     let first = step.action.lines().next().unwrap_or_default();
-    let mut action: String = first.chars().take(100).collect();
-    if action.len() < first.len() || step.action.lines().nth(1).is_some() {
+    let cut: String = first.chars().take(100).collect();
+    let mut action = escape_controls(&cut);
+    if cut.len() < first.len() || step.action.lines().nth(1).is_some() {
         action.push_str(" …");
     }
     let lines = step.observation.lines().count();
+    let instance_id = escape_controls(instance_id);
     format!(
         "[{instance_id}] step {step_number}: {action} → {lines} line{} in {:.1} s (cost ${cost:.2})",
         if lines == 1 { "" } else { "s" },
         step.execution_time
     )
+}
+
+/// `text` with every control character written out (`\x1b`, `\r`, `\u{9b}`), so that what a
+/// model wrote (or an instance id) cannot move the cursor, recolour, retitle or clear the
+/// terminal it is printed on. Tabs are kept.
+pub fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            // C1 controls (a terminal reads U+009B as CSI) and the bidirectional overrides,
+            // which reorder what is shown.
+            c if ('\u{80}'..='\u{9f}').contains(&c)
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c) =>
+            {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// How progress is shown.
@@ -125,6 +156,58 @@ pub fn bar_text(counters: &Counters, elapsed: Duration) -> String {
     )
 }
 
+/// What running instances tell the progress display while they prepare: whole lines (a pull's
+/// layers, a clone), and each instance's current activity, shown on the bar.
+#[derive(Clone, Default)]
+pub struct Feed(Arc<Mutex<FeedState>>);
+
+#[derive(Default)]
+struct FeedState {
+    lines: Vec<String>,
+    activity: BTreeMap<String, String>,
+}
+
+impl Feed {
+    /// A line for the log, printed at the next redraw.
+    pub fn line(&self, text: &str) {
+        if let Ok(mut state) = self.0.lock() {
+            state.lines.push(text.to_owned());
+        }
+    }
+
+    /// The current activity of `instance_id` (`None`: it is over).
+    pub fn activity(&self, instance_id: &str, text: Option<&str>) {
+        if let Ok(mut state) = self.0.lock() {
+            match text {
+                Some(text) => state
+                    .activity
+                    .insert(instance_id.to_owned(), text.to_owned()),
+                None => state.activity.remove(instance_id),
+            };
+        }
+    }
+
+    /// The lines sent since the last call.
+    fn take_lines(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut state| std::mem::take(&mut state.lines))
+            .unwrap_or_default()
+    }
+
+    /// The first activity, with how many others there are.
+    fn activity_text(&self) -> Option<String> {
+        let state = self.0.lock().ok()?;
+        let (id, text) = state.activity.iter().next()?;
+        let more = state.activity.len() - 1;
+        Some(if more > 0 {
+            format!("[{id}] {text} (+{more} more)")
+        } else {
+            format!("[{id}] {text}")
+        })
+    }
+}
+
 /// Shows a batch's progress.
 pub struct Progress {
     out: Box<dyn Write + Send>,
@@ -132,6 +215,7 @@ pub struct Progress {
     counters: Counters,
     started: Instant,
     bar_shown: bool,
+    feed: Feed,
 }
 
 impl Progress {
@@ -146,7 +230,13 @@ impl Progress {
             },
             started: Instant::now(),
             bar_shown: false,
+            feed: Feed::default(),
         }
+    }
+
+    /// The feed whose lines and activities this display shows.
+    pub fn feed(&self) -> Feed {
+        self.feed.clone()
     }
 
     /// Progress on stderr: a bar on a terminal, plain lines otherwise.
@@ -225,8 +315,9 @@ impl Progress {
         self.draw_bar();
     }
 
-    /// Removes the bar: the summary follows.
+    /// Prints what the feed still holds and removes the bar: the summary follows.
     pub fn finish(&mut self) {
+        self.draw_bar();
         if self.bar_shown {
             let _ = write!(self.out, "\r\x1b[2K");
             let _ = self.out.flush();
@@ -234,22 +325,45 @@ impl Progress {
         }
     }
 
-    /// Prints a line (above the bar, on a terminal).
+    /// Prints a line (above the bar, on a terminal), after what the feed holds.
     fn line(&mut self, text: &str) {
+        self.print_feed();
         if self.bar_shown {
             let _ = write!(self.out, "\r\x1b[2K");
         }
-        let _ = writeln!(self.out, "{text}");
+        let _ = writeln!(self.out, "{}", escape_controls(text));
         self.bar_shown = false;
         self.draw_bar();
     }
 
+    /// Prints the feed's lines (above the bar, on a terminal).
+    fn print_feed(&mut self) {
+        let lines = self.feed.take_lines();
+        if lines.is_empty() {
+            return;
+        }
+        if self.bar_shown {
+            let _ = write!(self.out, "\r\x1b[2K");
+            self.bar_shown = false;
+        }
+        for line in lines {
+            let _ = writeln!(self.out, "{line}");
+        }
+    }
+
     fn draw_bar(&mut self) {
+        self.print_feed();
+        let activity = self.feed.activity_text();
         if self.style != Style::Bar {
             let _ = self.out.flush();
             return;
         }
-        let text = bar_text(&self.counters, self.started.elapsed());
+        let mut text = bar_text(&self.counters, self.started.elapsed());
+        if let Some(activity) = activity {
+            // Kept short, so that the bar fits one terminal line and redraws in place.
+            let short: String = activity.chars().take(80).collect();
+            text.push_str(&format!(" | {short}"));
+        }
         let _ = write!(self.out, "\r\x1b[2K{text}");
         let _ = self.out.flush();
         self.bar_shown = true;
@@ -281,6 +395,15 @@ mod tests {
         assert_eq!(
             turn_line("x", 1, &step("edit 68:68\n    y\nend_of_edit", "ok"), 0.0),
             "[x] step 1: edit 68:68 … → 1 line in 0.3 s (cost $0.00)"
+        );
+        assert_eq!(
+            turn_line(
+                "x\u{1b}]0;t\u{7}",
+                2,
+                &step("echo \u{1b}[2J\u{1b}[31mred\r\u{9b}0m\u{202e}", ""),
+                0.0
+            ),
+            "[x\\x1b]0;t\\x07] step 2: echo \\x1b[2J\\x1b[31mred\\r\\u{9b}0m\\u{202e} → 0 lines in 0.3 s (cost $0.00)"
         );
         let long = "é".repeat(150);
         let line = turn_line("x", 1, &step(&long, ""), 0.0);

@@ -130,18 +130,10 @@ pub struct BatchReport {
     pub wall_time: Duration,
 }
 
-/// Why an instance id cannot name an output directory, if it cannot: ids become directory
-/// names under `--output`, so `..`, `.` and separators are refused.
+/// Why an instance id cannot name an output directory, if it cannot
+/// ([`crate::instance::unsafe_id`]).
 pub fn unsafe_id(id: &str) -> Option<&'static str> {
-    if id == "." || id == ".." {
-        Some("is `.` or `..`")
-    } else if id.contains(['/', '\\']) {
-        Some("contains a path separator")
-    } else if id.contains('\0') {
-        Some("contains a NUL byte")
-    } else {
-        None
-    }
+    crate::instance::unsafe_id(id)
 }
 
 /// The replay file of `instance_id` in `dir`: `<id>.yaml`, `<id>.yml`, `<id>.json` or

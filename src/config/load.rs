@@ -36,6 +36,15 @@ pub enum ConfigError {
         /// `\nhint: …` with the nearest valid key, or empty.
         hint: String,
     },
+    /// A file (or a `--set` value) nests collections deeper than [`MAX_DEPTH`]: no key of the
+    /// schema is that deep, and parsing such a text takes minutes.
+    #[error("{origin}:{line}: nested more than {MAX_DEPTH} levels deep; no configuration key is")]
+    TooDeep {
+        /// The file path, or `--set key=value`.
+        origin: String,
+        /// The 1-based line where the limit is passed.
+        line: usize,
+    },
     /// A `--set` without `=`.
     #[error("--set {0}: expected key.path=value")]
     SetSyntax(String),
@@ -119,8 +128,68 @@ fn merge(base: &mut Value, layer: Value) {
     }
 }
 
+/// How deep a configuration text may nest mappings and lists (block or flow); the schema's
+/// deepest key is a few levels down.
+pub const MAX_DEPTH: usize = 32;
+
+/// The 1-based line where `text` first nests more than `max` levels deep, counting block
+/// indentation levels, `- ` list markers and open flow brackets (outside quotes and comments).
+/// A rough count, always at least the real depth.
+fn too_deep_at(text: &str, max: usize) -> Option<usize> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    for (index, line) in text.lines().enumerate() {
+        let content = line.trim_start_matches(' ');
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - content.len();
+        if flow == 0 {
+            while indents.last().is_some_and(|&last| last >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let dashes = content
+            .as_bytes()
+            .chunks(2)
+            .take_while(|pair| *pair == b"- ")
+            .count();
+        let (mut single, mut double, mut previous) = (false, false, ' ');
+        for c in content.chars() {
+            match c {
+                '\'' if !double => single = !single,
+                '"' if !single && previous != '\\' => double = !double,
+                '#' if !single && !double && previous.is_whitespace() => break,
+                '[' | '{' if !single && !double => flow += 1,
+                ']' | '}' if !single && !double => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            if indents.len() + dashes + flow > max {
+                return Some(index + 1);
+            }
+            previous = c;
+        }
+        if indents.len() + dashes > max {
+            return Some(index + 1);
+        }
+    }
+    None
+}
+
+fn check_depth(origin: &str, text: &str) -> Result<(), ConfigError> {
+    match too_deep_at(text, MAX_DEPTH) {
+        Some(line) => Err(ConfigError::TooDeep {
+            origin: origin.to_owned(),
+            line,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Parses one layer's text, checking it against the schema on its own.
 fn parse_layer(origin: &str, text: &str) -> Result<Value, ConfigError> {
+    check_depth(origin, text)?;
     let located =
         |e: &serde_yaml::Error| invalid(origin, e.location().map(|l| (l.line(), l.column())), e);
     serde_yaml::from_str::<Config>(text).map_err(|e| located(&e))?;
@@ -141,6 +210,7 @@ fn set_layer(assignment: &str) -> Result<Value, ConfigError> {
         return Err(ConfigError::SetSyntax(assignment.to_owned()));
     }
     let origin = format!("--set {assignment}");
+    check_depth(&origin, raw)?;
     let scalar: Value = serde_yaml::from_str(raw).map_err(|e| invalid(&origin, None, &e))?;
     let scalar = if scalar.is_null()
         && !raw.trim().is_empty()
@@ -167,11 +237,24 @@ pub const DEFAULT_CONFIG: &str = include_str!("../../configs/default.yaml");
 
 /// Resolves the configuration: the built-in `configs/default.yaml`, then `files`, then `sets`.
 pub fn resolve(files: &[PathBuf], sets: &[String]) -> Result<Config, ConfigError> {
+    resolve_with_presets(&[], files, sets)
+}
+
+/// [`resolve`] with `presets` (`(origin, YAML text)`, e.g. `--images swebench`) layered right
+/// after the built-in default, so that config files and `--set` override them.
+pub fn resolve_with_presets(
+    presets: &[(&str, &str)],
+    files: &[PathBuf],
+    sets: &[String],
+) -> Result<Config, ConfigError> {
     let mut merged = defaults_value()?;
     merge(
         &mut merged,
         parse_layer("configs/default.yaml (built in)", DEFAULT_CONFIG)?,
     );
+    for (origin, text) in presets {
+        merge(&mut merged, parse_layer(origin, text)?);
+    }
     for path in files {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.clone(),
@@ -263,13 +346,47 @@ mod tests {
     }
 
     #[test]
+    fn a_config_nested_too_deep_is_refused_at_once_with_its_line() {
+        let flow = format!(
+            "agent:\n  limits: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(
+            error(&[("deep.yaml", &flow)], &[]),
+            format!(
+                "deep.yaml:2: nested more than {MAX_DEPTH} levels deep; no configuration key is"
+            )
+        );
+        let block: String = (0..40)
+            .map(|depth| format!("{}k{depth}:\n", "  ".repeat(depth)))
+            .collect();
+        assert_eq!(
+            error(&[("block.yaml", &block)], &[]),
+            format!(
+                "block.yaml:33: nested more than {MAX_DEPTH} levels deep; no configuration key is"
+            )
+        );
+        let set = format!("agent.limits={}", "{a: ".repeat(1000));
+        assert!(error(&[], &[&set]).starts_with(&format!("--set {set}:1: nested more than")));
+        // The shipped configurations are far from the limit, brackets in strings and comments
+        // not counted.
+        assert_eq!(too_deep_at(DEFAULT_CONFIG, 8), None);
+        assert_eq!(
+            too_deep_at("a: '[[[[[[[[[['  # {{{{{{{{{{\nb: \"[[[[[[[[[[\"\n", 3),
+            None
+        );
+    }
+
+    #[test]
     fn an_unknown_key_names_file_line_key_and_the_nearest_valid_key() {
         let text = "env:\n  command_timeout: 5\n  comand_timeout: 3\n";
         assert_eq!(
             error(&[("configs/x.yaml", text)], &[]),
             "configs/x.yaml:3:3: env: unknown field `comand_timeout`, expected one of `image`, `images`, \
-             `repo_dir`, `command_timeout`, `instance_timeout`, `build_timeout`, `memory_mb`, `cpus`, `pids`, `network`, \
-             `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`, `specs`, `build_logs`\nhint: did you mean `command_timeout`?"
+             `repo_dir`, `command_timeout`, `instance_timeout`, `build_timeout`, `memory_mb`, `cpus`, `pids`, `disk_mb`, `network`, \
+             `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`, `repo_url`, `repo_cache`, \
+             `image_template`, `pull`, `activate`, `specs`, `build_logs`\nhint: did you mean `command_timeout`?"
         );
     }
 

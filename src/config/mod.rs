@@ -15,7 +15,7 @@ use crate::agent::history::HistoryConfig;
 use crate::agent::stop::{Limits, NudgeTexts};
 use crate::model::ModelConfig;
 
-pub use load::{ConfigError, resolve, resolve_text};
+pub use load::{ConfigError, resolve, resolve_text, resolve_with_presets};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -51,6 +51,10 @@ pub struct AgentConfig {
     /// Observations longer than this many characters are cut in the middle, with a note of how
     /// much was elided.
     pub max_observation_length: usize,
+    /// What the trajectory stores of an observation: whole up to this many characters, else
+    /// its head and tail around a note of how much was elided (the model's copy is cut at
+    /// `max_observation_length`).
+    pub max_stored_observation_length: usize,
     /// When the loop stops: steps, wall time, format errors, turns without an action, command
     /// timeouts, stalls.
     pub limits: Limits,
@@ -68,6 +72,8 @@ impl Default for AgentConfig {
             enable_bash_tool: true,
             history: HistoryConfig::default(),
             max_observation_length: crate::agent::history::DEFAULT_MAX_OBSERVATION_LENGTH,
+            max_stored_observation_length:
+                crate::agent::history::DEFAULT_MAX_STORED_OBSERVATION_LENGTH,
             limits: Limits::default(),
             nudges: NudgeTexts::default(),
         }
@@ -127,6 +133,10 @@ pub struct AciConfig {
     /// as v0.1–0.4 did. Off (v0.7): `\r\n` and Python's other line boundaries become `\n` and
     /// the final line break is dropped.
     pub raw_output: bool,
+    /// The widest line a window shows, in characters: a longer line is cut there and ends
+    /// with ` [... N more characters on this line]` (SWE-agent cuts none; real source lines
+    /// are far shorter than the default, 2000).
+    pub max_line_length: usize,
     /// The edit lint gate.
     pub lint: LintConfig,
     /// Search summarisation.
@@ -147,6 +157,7 @@ impl Default for AciConfig {
             overlap: 2,
             scroll_warning: true,
             raw_output: false,
+            max_line_length: crate::aci::window::DEFAULT_MAX_LINE_LENGTH,
             lint: LintConfig::default(),
             search: SearchConfig::default(),
             blocklist: Blocklist::default(),
@@ -238,6 +249,10 @@ pub struct EnvConfig {
     pub cpus: f64,
     /// Maximum number of processes in the container.
     pub pids: i64,
+    /// Disk quota per container in MiB: what a task may write on top of its image. No single
+    /// file may grow past it, and the task ends (`exit_environment_error`) once everything it
+    /// wrote is over it (checked every few seconds).
+    pub disk_mb: u64,
     /// Give the container a network. Off by default: the container has only `lo`.
     pub network: bool,
     /// Bytes of a command's output kept from the start while it streams.
@@ -249,6 +264,24 @@ pub struct EnvConfig {
     /// Free space (GB) the Docker root must have before aci builds an environment image; under
     /// it the run stops with a hint to `aci images prune`.
     pub min_free_disk_gb: f64,
+    /// Where a repository is cloned from when neither `repo_path` nor the instance's image holds
+    /// it: `{repo}` is the instance's `repo` (`owner/name`). A `file://` URL or a local path
+    /// works too.
+    pub repo_url: String,
+    /// The directory of the bare mirrors cloned from `repo_url`, one per repository, shared by
+    /// every run. Null: `$XDG_CACHE_HOME/aci/repos`, else `~/.cache/aci/repos`.
+    pub repo_cache: Option<PathBuf>,
+    /// The image of every instance that names none (`image`, `image_name`):
+    /// `{instance_id}`, `{repo}`, and `{id_docker}` (the id as SWE-bench's image names spell
+    /// it: lower-case, `__` → `_1776_`). Null: the language image (`images`).
+    pub image_template: Option<String>,
+    /// When an image is pulled from its registry: `missing` (only when it is not here),
+    /// `always` (before every instance), `never`.
+    pub pull: PullPolicy,
+    /// A shell snippet run at the start of the agent's session (and of every new session) and
+    /// of every evaluation script, e.g. `source /opt/miniconda3/bin/activate && conda activate
+    /// testbed`. When it fails the instance ends with `exit_environment_error`. Null: none.
+    pub activate: Option<String>,
     /// Extra SWE-bench spec files, in the format of the built-in `specs/swebench.yaml`, read
     /// after it in order: a repository a file names replaces the built-in entry of that name.
     /// Grading and environment images both use them. Relative paths resolve against the
@@ -259,6 +292,40 @@ pub struct EnvConfig {
     /// `~/.cache/aci/build-logs`.
     pub build_logs: Option<PathBuf>,
 }
+
+/// `env.pull`: when an image is pulled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PullPolicy {
+    /// Pull only an image that is not here (the default).
+    #[default]
+    Missing,
+    /// Pull before every use, so a moved tag is followed.
+    Always,
+    /// Never pull: a missing image fails its instance.
+    Never,
+}
+
+impl EnvConfig {
+    /// `repo_cache`, or its default under [`cache_root`]; `None` when there is no home either.
+    pub fn repo_cache_dir(&self) -> Option<PathBuf> {
+        self.repo_cache
+            .clone()
+            .or_else(|| cache_root().map(|root| root.join("repos")))
+    }
+}
+
+/// aci's cache directory: `$XDG_CACHE_HOME/aci`, else `~/.cache/aci`; `None` without either.
+pub fn cache_root() -> Option<PathBuf> {
+    let from = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    from("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| from("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .map(|dir| dir.join("aci"))
+}
+
+/// `env.repo_url` when no config sets it.
+pub const DEFAULT_REPO_URL: &str = "https://github.com/{repo}.git";
 
 impl Default for EnvConfig {
     fn default() -> Self {
@@ -275,11 +342,17 @@ impl Default for EnvConfig {
             memory_mb: 4096,
             cpus: 2.0,
             pids: 1024,
+            disk_mb: 8192,
             network: false,
             output_head_bytes: 512 * 1024,
             output_tail_bytes: 512 * 1024,
             variables: BTreeMap::new(),
             min_free_disk_gb: 10.0,
+            repo_url: DEFAULT_REPO_URL.to_owned(),
+            repo_cache: None,
+            image_template: None,
+            pull: PullPolicy::Missing,
+            activate: None,
             specs: Vec::new(),
             build_logs: None,
         }

@@ -30,6 +30,10 @@ pub enum PredictionsError {
     /// The text is neither a JSON list, a JSON dict nor JSONL.
     #[error("predictions are not valid JSON or JSONL: {0}")]
     Syntax(String),
+    /// The file holds no prediction at all (it is blank, `[]` or `{}`): grading it would
+    /// report every instance as having no prediction, which is never what was meant.
+    #[error("the predictions file holds no prediction")]
+    Empty,
     /// One prediction is malformed.
     #[error("prediction {location}: {message}")]
     Invalid {
@@ -60,7 +64,14 @@ pub struct LoadedPredictions {
 /// The text is not JSON or JSONL, or a prediction lacks `instance_id` or `model_name_or_path` or
 /// has a non-string field.
 pub fn parse_predictions(text: &str) -> Result<LoadedPredictions, PredictionsError> {
-    let trimmed = text.trim_start();
+    let trimmed = text.trim();
+    let empty_dict = trimmed
+        .strip_prefix('{')
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|inside| inside.trim().is_empty());
+    if trimmed.is_empty() || empty_dict {
+        return Err(PredictionsError::Empty);
+    }
     let predictions = if trimmed.starts_with('[') {
         let values: Vec<Value> = serde_json::from_str(text)
             .map_err(|error| PredictionsError::Syntax(error.to_string()))?;
@@ -81,6 +92,9 @@ pub fn parse_predictions(text: &str) -> Result<LoadedPredictions, PredictionsErr
     } else {
         parse_jsonl(text)?
     };
+    if predictions.is_empty() {
+        return Err(PredictionsError::Empty);
+    }
     Ok(keep_last(predictions))
 }
 
@@ -214,6 +228,21 @@ mod tests {
             model_name_or_path: "openai/gpt".to_owned(),
             model_patch: patch.to_owned(),
         }
+    }
+
+    #[test]
+    fn a_file_with_no_prediction_is_an_error_in_every_shape() {
+        for text in ["", "  \n\n", "[]", " [ ] ", "{}", "{ }\n"] {
+            assert_eq!(
+                parse_predictions(text),
+                Err(PredictionsError::Empty),
+                "{text:?}"
+            );
+        }
+        assert_eq!(
+            PredictionsError::Empty.to_string(),
+            "the predictions file holds no prediction"
+        );
     }
 
     #[test]

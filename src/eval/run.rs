@@ -25,10 +25,12 @@ use super::script::{EvalScriptSpec, eval_script};
 use super::spec;
 use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
-use crate::image::env::{EnvImage, EnvImageError, EnvRequest, ensure_env_image};
+use crate::image::env::{EnvImage, EnvImageError};
+use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::{ResourceLimits, SandboxSpec};
+use crate::source::{PrepareError, PrepareRequest, prepare};
 
 /// The commit `eval.sh` resets test files to: the environment image's baseline, which is the
 /// repository at `base_commit` (the model's patch is applied to the work tree, never committed).
@@ -315,22 +317,32 @@ impl Job<'_> {
             Err(reason) => return Ok((self.error_report(&reason, None), false)),
         };
         let on_step = Arc::clone(&settings.on_step);
-        let request = EnvRequest {
+        let no_activity = |_: Option<&str>| {};
+        let notes = Notes {
+            line: &*on_step,
+            activity: &no_activity,
+        };
+        let request = PrepareRequest {
             env: &settings.env,
             run_id: &settings.run_id,
             on_step: &*on_step,
+            notes: &notes,
         };
-        let image = match ensure_env_image(&self.shared.runtime, self.instance, &request).await {
-            Ok(image) => image,
-            Err(error) if error.is_run_level() => return Err(error),
+        let prepared = match prepare(Some(&self.shared.runtime), self.instance, &request).await {
+            Ok(prepared) => prepared,
+            Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
             Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
+        };
+        let Some(image) = prepared.env_image else {
+            let reason = "no environment image was prepared";
+            return Ok((self.error_report(reason, None), false));
         };
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
         let script = eval_script(&EvalScriptSpec {
             repo_dir: &repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
-            activate: None,
+            activate: settings.env.activate.as_deref(),
             eval_commands: &plan.eval_commands,
             reinstall: plan.reinstall.as_deref(),
             test_cmd: &plan.test_cmd,
@@ -346,7 +358,8 @@ impl Job<'_> {
         if let Err(reason) = written {
             return Ok((self.error_report(&reason, Some(key)), false));
         }
-        let spec = self.sandbox_spec(&image, repo_dir);
+        let mut spec = self.sandbox_spec(&image, repo_dir);
+        spec.checkout = prepared.checkout;
         let run = run_in_container(
             &self.shared.runtime,
             &spec,
@@ -405,11 +418,7 @@ impl Job<'_> {
             image: String::new(),
             repo: None,
             repo_dir,
-            limits: ResourceLimits {
-                memory_mb: env.memory_mb,
-                cpus: env.cpus,
-                pids: env.pids,
-            },
+            limits: ResourceLimits::from_env(env),
             // Tests never get a network, whatever env.network says for agent runs.
             network: false,
             env: env
@@ -418,6 +427,9 @@ impl Job<'_> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             output_limit: EVAL_OUTPUT_LIMIT,
+            checkout: None,
+            // eval.sh activates the environment itself, as SWE-bench's does.
+            activate: None,
         };
         image.apply_to(&mut spec);
         spec

@@ -131,11 +131,15 @@ impl EnvImageError {
     }
 }
 
-/// The image an instance's environment is built on: `env.image`, else the instance's `image`,
-/// else the image of its language in `env.images` (Python when it names none).
+/// The image an instance's environment is built on: `env.image`, else the instance's `image`
+/// (or SWE-smith's `image_name`), else `env.image_template` filled in for it, else the image
+/// of its language in `env.images` (Python when it names none).
 pub fn base_image(instance: &Instance, env: &EnvConfig) -> String {
-    if let Some(image) = env.image.as_ref().or(instance.image.as_ref()) {
-        return image.clone();
+    if let Some(image) = env.image.as_deref().or(instance.own_image()) {
+        return image.to_owned();
+    }
+    if let Some(template) = &env.image_template {
+        return super::pull::image_from_template(template, instance);
     }
     let language = instance.language.as_deref().unwrap_or("python");
     env.images
@@ -256,7 +260,7 @@ pub fn env_tag(instance: &Instance, env_hash: &str) -> String {
     let language = instance
         .language
         .as_deref()
-        .unwrap_or(if instance.image.is_some() {
+        .unwrap_or(if instance.own_image().is_some() {
             "custom"
         } else {
             "python"

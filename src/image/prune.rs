@@ -1,7 +1,8 @@
 //! `aci images prune`: removes images aci built, and nothing else. Every image aci builds
 //! carries the label `aci.image` (`base`, `python`, `rust`, `env`); environment images also
 //! carry the `aci.run_id` of the run that built them. Images are untagged without force, so an
-//! image a container still uses is kept and reported.
+//! image a container still uses is kept and reported. Images aci pulled carry no aci label:
+//! only `--pulled` removes them, from aci's record of what it pulled.
 
 use super::LABEL_IMAGE;
 use super::env::ENV_IMAGE_KIND;
@@ -97,6 +98,47 @@ pub async fn prune(
             });
         }
     }
+    Ok(results)
+}
+
+/// `aci images prune --pulled`: removes the images aci pulled ([`super::pull`] keeps their
+/// record), never forcing. A recorded name that is gone, or now names another image (pulled
+/// again by hand, retagged), is dropped from the record and left alone; one a container uses is
+/// kept, in the record too.
+///
+/// # Errors
+/// The daemon failed, or the record cannot be read or written.
+pub async fn prune_pulled(runtime: &DockerRuntime) -> Result<Vec<PrunedImage>, SandboxError> {
+    let Some(path) = super::pull::pulled_record_path() else {
+        return Ok(Vec::new());
+    };
+    let io_error = |source: std::io::Error| SandboxError::Io {
+        context: format!("the record of pulled images {}", path.display()),
+        source,
+    };
+    let mut pulled = super::pull::read_pulled(&path).map_err(io_error)?;
+    let mut results = Vec::new();
+    let mut keep = std::collections::BTreeMap::new();
+    for (name, id) in std::mem::take(&mut pulled) {
+        let Some(info) = runtime.inspect_image(&name).await? else {
+            continue;
+        };
+        if info.id != id {
+            continue;
+        }
+        let removed = runtime.remove_image_unless_used(&name).await?;
+        if !removed {
+            keep.insert(name.clone(), id.clone());
+        }
+        results.push(PrunedImage {
+            name,
+            id,
+            kind: "pulled".to_owned(),
+            size: 0,
+            removed,
+        });
+    }
+    super::pull::write_pulled(&path, &keep).map_err(io_error)?;
     Ok(results)
 }
 

@@ -142,11 +142,13 @@ pub struct BuildStep {
     pub script: String,
 }
 
-/// Whether an instance's environment comes from its spec: no `image` (the instance's or
-/// `env.image`), no `setup`, and a Python task (or one that names no language).
+/// Whether an instance's environment comes from its spec: no image (`env.image`, the
+/// record's `image` or `image_name`, `env.image_template`), no `setup`, and a Python task (or
+/// one that names no language).
 pub fn applies(instance: &Instance, env: &EnvConfig) -> bool {
-    instance.image.is_none()
+    instance.own_image().is_none()
         && env.image.is_none()
+        && env.image_template.is_none()
         && instance.setup.is_empty()
         && matches!(instance.language.as_deref(), None | Some("python"))
 }

@@ -201,4 +201,23 @@ mod tests {
             "<h3>gained: resolved only by the variant (0)</h3><p class=\"muted\">none</p>"
         ));
     }
+
+    #[test]
+    fn instances_a_variant_gained_are_listed_apart_from_those_it_lost() {
+        let mut window = row("window-30", &["demo__lost-1"]);
+        window.gained = vec!["demo__gained-1".to_owned(), "demo__gained-2".to_owned()];
+        let table = Table {
+            base: "default".to_owned(),
+            rows: vec![row("default", &[]), window],
+        };
+        let html = render("ablation", &table, &|_| 1);
+        assert!(html.contains("<td class=\"num\">+2 / −1</td>"));
+        assert!(html.contains(
+            "<h3>gained: resolved only by the variant (2)</h3><div class=\"pairs\">\
+             <a class=\"pair\" href=\"compare/window-30/demo__gained-1.html\">demo__gained-1</a>\
+             <a class=\"pair\" href=\"compare/window-30/demo__gained-2.html\">demo__gained-2</a></div>\
+             <h3>lost: resolved only by the base (1)</h3><div class=\"pairs\">\
+             <a class=\"pair\" href=\"compare/window-30/demo__lost-1.html\">demo__lost-1</a></div>"
+        ));
+    }
 }

@@ -100,6 +100,42 @@ fn a_batch_finds_the_evaluation_next_to_it_and_reads_each_outcome() {
 }
 
 #[test]
+fn an_evaluation_named_by_eval_is_read_instead_of_the_one_next_to_the_run() {
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("run");
+    for id in ["a", "b"] {
+        write_traj(&run, id, Some("submitted"), 2);
+    }
+    // The one next to the run says a resolved; the one named elsewhere says b.
+    write_summary(&root.path().join("eval"), &["a"], &["b"], &[]);
+    let elsewhere = root.path().join("ci/eval-2");
+    write_report(
+        &elsewhere,
+        "a",
+        json!({"resolved": false, "patch_exists": true}),
+    );
+    write_report(
+        &elsewhere,
+        "b",
+        json!({"resolved": true, "patch_exists": true}),
+    );
+    write_summary(&elsewhere, &["b"], &["a"], &[]);
+    let Kind::Run(source) = detect(&run, Some(&elsewhere)).unwrap() else {
+        panic!("a batch directory is a run");
+    };
+    assert_eq!(source.eval.as_deref(), Some(elsewhere.as_path()));
+    let (rows, _) = rows(&source, &Cache::default());
+    let outcomes: Vec<(&str, EvalState)> = rows
+        .iter()
+        .map(|r| (r.id.as_str(), r.eval.clone()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("a", EvalState::Unresolved), ("b", EvalState::Resolved)]
+    );
+}
+
+#[test]
 fn a_rewritten_trajectory_is_read_again_and_changes_the_version() {
     let root = tempfile::tempdir().unwrap();
     let run = root.path().join("run");

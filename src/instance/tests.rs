@@ -26,6 +26,7 @@ fn minimal(id: &str) -> Instance {
         environment_setup_commit: None,
         repo_path: None,
         image: None,
+        image_name: None,
         language: None,
         setup: Vec::new(),
         test_cmd: None,
@@ -466,4 +467,98 @@ fn selection_applies_shuffle_then_filter_then_slice_then_shard() {
     // 1: drops p-1; shard 2/2 of those 5 is the last 2. Filtering before the shuffle would
     // give p-6 p-2, and re.search would keep xp-5.
     assert_eq!(ids(&select(named(&names), &selection)), vec!["p-6", "p-4"]);
+}
+
+#[test]
+fn a_swe_smith_record_names_its_image_in_image_name_and_image_wins_over_it() {
+    let mut value = record("oauthlib__oauthlib.1fd52536.combine_file__09vlzwgc");
+    value["base_commit"] = json!("oauthlib__oauthlib.1fd52536.combine_file__09vlzwgc");
+    value["image_name"] = json!("jyangballin/swesmith.x86_64.oauthlib_1776_oauthlib.1fd52536");
+    let loaded = parse_instances(&value.to_string(), None).unwrap().instances;
+    let instance = &loaded[0];
+    assert_eq!(
+        instance.own_image(),
+        Some("jyangballin/swesmith.x86_64.oauthlib_1776_oauthlib.1fd52536")
+    );
+    assert!(
+        instance.extra_fields.is_empty(),
+        "{:?}",
+        instance.extra_fields
+    );
+    let again = serde_json::to_string(instance).unwrap();
+    assert_eq!(parse_instances(&again, None).unwrap().instances, loaded);
+    value["image"] = json!("mine:1");
+    let both = parse_instances(&value.to_string(), None).unwrap().instances;
+    assert_eq!(both[0].own_image(), Some("mine:1"));
+}
+
+#[test]
+fn a_jsonl_line_that_is_not_utf8_fails_alone_and_the_others_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instances.jsonl");
+    let record = |id: &str| {
+        format!(
+            r#"{{"instance_id":"{id}","problem_statement":"p","repo":"o/r","base_commit":"abc"}}"#
+        )
+    };
+    let mut bytes = format!("{}\n", record("a")).into_bytes();
+    bytes.extend_from_slice(b"{\"instance_id\":\"b\xff\",\"problem_statement\":\"p\"}\n");
+    bytes.extend_from_slice(format!("{}\n", record("c")).as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let loaded = load_instances_file(&path).unwrap();
+    let ids: Vec<&str> = loaded
+        .instances
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    assert_eq!(ids, ["a", "c"]);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors, ["line 2: the line is not valid UTF-8"]);
+}
+
+#[test]
+fn a_json_array_that_is_not_utf8_names_the_line_of_the_bad_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instances.json");
+    std::fs::write(
+        &path,
+        b"[\n{\"instance_id\": \"a\"},\n{\"instance_id\": \"\xc3(\"}\n]\n",
+    )
+    .unwrap();
+    let error = load_instances_file(&path).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "instances file is not valid UTF-8 (first bad byte on line 3)"
+    );
+}
+
+#[test]
+fn an_instance_id_that_is_not_a_plain_name_is_refused_for_every_command() {
+    let record = |id: &str| {
+        serde_json::json!({
+            "instance_id": id, "problem_statement": "p", "repo": "o/r", "base_commit": "abc"
+        })
+        .to_string()
+    };
+    let text = ["ok-1", "../escape", "/etc/cron.d/x", "a\\b", "..", "."]
+        .map(record)
+        .join("\n");
+    let loaded = parse_instances(&text, None).unwrap();
+    let ids: Vec<&str> = loaded
+        .instances
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    assert_eq!(ids, ["ok-1"]);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        [
+            "instance \"../escape\" (line 2): field \"instance_id\": contains a path separator, so it cannot name an output directory",
+            "instance \"/etc/cron.d/x\" (line 3): field \"instance_id\": contains a path separator, so it cannot name an output directory",
+            "instance \"a\\\\b\" (line 4): field \"instance_id\": contains a path separator, so it cannot name an output directory",
+            "instance \"..\" (line 5): field \"instance_id\": is `.` or `..`, so it cannot name an output directory",
+            "instance \".\" (line 6): field \"instance_id\": is `.` or `..`, so it cannot name an output directory",
+        ]
+    );
 }

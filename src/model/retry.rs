@@ -225,6 +225,7 @@ impl Endpoint {
     ) -> Result<Self, ModelError> {
         let timeout = Duration::try_from_secs_f64(config.request_timeout_s)
             .map_err(|error| ModelError::config(format!("invalid request_timeout_s: {error}")))?;
+        crate::tls::install_provider();
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(30)))
@@ -327,6 +328,11 @@ impl Endpoint {
             .text()
             .await
             .map_err(|error| Failure::transport(&error))?;
+        // Scrubbed before anything cuts or quotes it: a key cut in half is not recognised.
+        let text = match &self.key {
+            Some(key) => key.redact(&text),
+            None => text,
+        };
         if (200..300).contains(&status) {
             return serde_json::from_str(&text).map_err(|error| {
                 Failure::malformed(format!(

@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    ListImagesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
-    RestartContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, EventsOptionsBuilder, InspectContainerOptionsBuilder,
+    KillContainerOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, RestartContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -24,6 +26,10 @@ use tokio::sync::mpsc;
 
 use super::transport::{Channel, Frame, Transport};
 use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
+
+mod types;
+
+pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin};
 
 /// Label holding the run id.
 pub const LABEL_RUN_ID: &str = "aci.run_id";
@@ -37,6 +43,9 @@ pub const LABEL_PID_START: &str = "aci.pid_start";
 /// Capabilities added back after dropping all: what root needs to unpack archives, install
 /// packages and run git on files of other owners. Nothing that reaches outside the container.
 const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
+
+/// How often the disk watchdog measures what a container wrote.
+const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(3);
 
 /// Environment of every session: no pagers, no progress bars, a fixed locale.
 const SESSION_ENV: [&str; 8] = [
@@ -59,46 +68,6 @@ fn docker_error(error: bollard::errors::Error) -> SandboxError {
 pub struct DockerRuntime {
     docker: Docker,
     live: Arc<Mutex<Vec<String>>>,
-}
-
-/// An image build: [`DockerRuntime::build_image`].
-pub struct BuildRequest<'a> {
-    /// The tag to give the image.
-    pub tag: &'a str,
-    /// The Dockerfile's name inside the context.
-    pub dockerfile: &'a str,
-    /// The build context, a tar archive.
-    pub context: Vec<u8>,
-    /// `ARG` values.
-    pub build_args: &'a HashMap<String, String>,
-    /// Labels put on the image.
-    pub labels: &'a HashMap<String, String>,
-    /// Whether `RUN` steps get a network (to reach package mirrors).
-    pub network: bool,
-}
-
-/// One image as [`DockerRuntime::list_images_labelled`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageSummary {
-    /// The image id (`sha256:…`).
-    pub id: String,
-    /// Its tags (`repo:tag`), without the `<none>:<none>` placeholder.
-    pub tags: Vec<String>,
-    /// Its labels.
-    pub labels: HashMap<String, String>,
-    /// Its size in bytes, shared layers included.
-    pub size: u64,
-}
-
-/// What [`DockerRuntime::inspect_image`] reports.
-#[derive(Debug, Clone)]
-pub struct ImageInfo {
-    /// The image id (`sha256:…`).
-    pub id: String,
-    /// Repository digests, when the image came from a registry.
-    pub digests: Vec<String>,
-    /// The image's labels.
-    pub labels: HashMap<String, String>,
 }
 
 impl DockerRuntime {
@@ -125,12 +94,22 @@ impl DockerRuntime {
         }
         // From here on the transport owns the container: it removes it at teardown, and when
         // the sandbox is dropped without one.
+        let over_quota = Arc::new(Mutex::new(None));
+        let disk_watchdog = tokio::spawn(watch_disk(
+            self.clone(),
+            container_id.clone(),
+            spec.limits.disk_mb,
+            Arc::clone(&over_quota),
+        ));
         let transport = DockerTransport {
             runtime: self.clone(),
             container_id,
             instance_id: spec.instance_id.clone(),
             workdir: spec.repo_dir.clone(),
             torn_down: false,
+            own_restart_at: Mutex::new(unix_now()),
+            over_quota,
+            disk_watchdog,
         };
         let baseline = repo::Baseline::for_source(spec.repo.as_ref());
         ShellSandbox::open(transport, spec, spec.repo_dir.clone(), baseline).await
@@ -179,6 +158,13 @@ impl DockerRuntime {
             cap_drop: Some(vec!["ALL".to_owned()]),
             cap_add: Some(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            // No file may grow past the disk quota (RLIMIT_FSIZE, in bytes); the watchdog
+            // ([`watch_disk`]) bounds what all files add up to.
+            ulimits: Some(vec![ResourcesUlimits {
+                name: Some("fsize".to_owned()),
+                soft: Some(disk_bytes(spec.limits.disk_mb)),
+                hard: Some(disk_bytes(spec.limits.disk_mb)),
+            }]),
             init: Some(true),
             ..Default::default()
         };
@@ -355,6 +341,115 @@ impl DockerRuntime {
             }) => Ok(None),
             Err(error) => Err(docker_error(error)),
         }
+    }
+
+    /// Pulls `image` (`name:tag` or `name@digest`) from its registry, with `login` when given,
+    /// passing each progress message to `on_event`.
+    ///
+    /// # Errors
+    /// The daemon's message: the registry cannot be reached, the image is not there, access
+    /// was denied.
+    pub async fn pull_image(
+        &self,
+        image: &str,
+        login: Option<&RegistryLogin>,
+        mut on_event: impl FnMut(PullEvent) + Send,
+    ) -> Result<(), SandboxError> {
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(image)
+            .build();
+        let credentials = login.map(|login| bollard::auth::DockerCredentials {
+            username: login.username.clone(),
+            password: login.password.clone(),
+            identitytoken: login.identity_token.clone(),
+            serveraddress: Some(login.server.clone()),
+            ..Default::default()
+        });
+        let mut stream = self.docker.create_image(Some(options), None, credentials);
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|error| match error {
+                bollard::errors::Error::DockerStreamError { error } => SandboxError::Docker(error),
+                bollard::errors::Error::DockerResponseServerError { message, .. } => {
+                    SandboxError::Docker(message)
+                }
+                other => docker_error(other),
+            })?;
+            let detail = info.progress_detail.unwrap_or_default();
+            on_event(PullEvent {
+                id: info.id,
+                status: info.status.unwrap_or_default(),
+                current: detail.current.and_then(|n| u64::try_from(n).ok()),
+                total: detail.total.and_then(|n| u64::try_from(n).ok()),
+            });
+        }
+        Ok(())
+    }
+
+    /// The bytes of the file at `path` in `image`, read from a container that is created and
+    /// never started (nothing in the image runs); `None` when the image has no such file.
+    pub async fn image_file(
+        &self,
+        image: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, SandboxError> {
+        let labels = HashMap::from([
+            (LABEL_RUN_ID.to_owned(), "probe".to_owned()),
+            (LABEL_PID.to_owned(), std::process::id().to_string()),
+            (LABEL_PID_START.to_owned(), own_start_time().to_string()),
+        ]);
+        let body = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            cmd: Some(vec!["true".to_owned()]),
+            entrypoint: Some(vec![]),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".to_owned()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_container(
+                None::<bollard::query_parameters::CreateContainerOptions>,
+                body,
+            )
+            .await
+            .map_err(|e| {
+                SandboxError::Docker(format!("cannot create a container from {image}: {e}"))
+            })?;
+        self.track(&created.id, true);
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        let mut stream = self
+            .docker
+            .download_from_container(&created.id, Some(options));
+        let mut tar = Vec::new();
+        let mut missing = false;
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => tar.extend_from_slice(&bytes),
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404, ..
+                }) => {
+                    missing = true;
+                    break;
+                }
+                Err(error) => {
+                    let _ = self.remove_container(&created.id).await;
+                    return Err(docker_error(error));
+                }
+            }
+        }
+        self.remove_container(&created.id).await?;
+        if missing {
+            return Ok(None);
+        }
+        first_file_of_tar(&tar)
+            .map(Some)
+            .map_err(|e| SandboxError::Docker(format!("cannot read {path} from {image}: {e}")))
     }
 
     /// Builds an image from a tar build context with the classic builder. `on_step` receives
@@ -553,6 +648,78 @@ async fn exec_once(
     Ok(out)
 }
 
+/// The content of the first regular file in a tar archive (the daemon's archive of one file).
+fn first_file_of_tar(tar: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut archive = tar::Archive::new(tar);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if entry.header().entry_type().is_file() {
+            let mut content = Vec::new();
+            entry.read_to_end(&mut content)?;
+            return Ok(content);
+        }
+    }
+    Err(std::io::Error::other("the archive holds no regular file"))
+}
+
+fn disk_bytes(disk_mb: u64) -> i64 {
+    i64::try_from(disk_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)
+}
+
+/// Seconds since the Unix epoch, as the daemon's event filters take them.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |elapsed| elapsed.as_secs_f64())
+}
+
+/// Ends a task whose container wrote more than `disk_mb` MiB on top of its image: every
+/// [`DISK_CHECK_INTERVAL`] it asks the daemon for the container's writable layer size (the
+/// storage driver here, fuse-overlayfs, has no quota of its own) and, once it is over, records
+/// why in `over_quota` and kills the container. Runs until then or until the container is gone;
+/// the transport aborts it at teardown.
+async fn watch_disk(
+    runtime: DockerRuntime,
+    container_id: String,
+    disk_mb: u64,
+    over_quota: Arc<Mutex<Option<String>>>,
+) {
+    let limit = u64::try_from(disk_bytes(disk_mb)).unwrap_or(u64::MAX);
+    loop {
+        tokio::time::sleep(DISK_CHECK_INTERVAL).await;
+        let options = InspectContainerOptionsBuilder::default().size(true).build();
+        let Ok(container) = runtime
+            .docker
+            .inspect_container(&container_id, Some(options))
+            .await
+        else {
+            return;
+        };
+        let written = container
+            .size_rw
+            .and_then(|bytes| u64::try_from(bytes).ok())
+            .unwrap_or(0);
+        if written > limit {
+            let reason = format!(
+                "the container wrote {} MiB, over its disk quota (env.disk_mb = {disk_mb})",
+                written / (1024 * 1024)
+            );
+            *over_quota
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
+            let options = KillContainerOptionsBuilder::default()
+                .signal("KILL")
+                .build();
+            let _ = runtime
+                .docker
+                .kill_container(&container_id, Some(options))
+                .await;
+            return;
+        }
+    }
+}
+
 /// A container name people can read in `docker ps`: `aci-<instance>-<run>-<pid>-<n>`. The pid
 /// and counter keep it unique when two `aci` processes share a run id (a rerun while the first
 /// is still going), and are kept when a long id is shortened.
@@ -612,10 +779,50 @@ pub struct DockerTransport {
     instance_id: String,
     workdir: String,
     torn_down: bool,
+    /// When aci last restarted the container itself (Unix seconds): kills and stops the
+    /// daemon logged before then were aci's own.
+    own_restart_at: Mutex<f64>,
+    /// Why the disk watchdog ended the task, once it has.
+    over_quota: Arc<Mutex<Option<String>>>,
+    disk_watchdog: tokio::task::JoinHandle<()>,
 }
 
 impl DockerTransport {
+    fn quota_reason(&self) -> Option<String> {
+        self.over_quota
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether someone other than aci (`docker stop`, `docker kill`, the daemon) stopped or
+    /// killed the container since aci last restarted it, as the daemon's event log says.
+    async fn stopped_from_outside(&self) -> bool {
+        let since = *self
+            .own_restart_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let filters = HashMap::from([
+            ("container".to_owned(), vec![self.container_id.clone()]),
+            ("type".to_owned(), vec!["container".to_owned()]),
+            (
+                "event".to_owned(),
+                vec!["kill".to_owned(), "stop".to_owned()],
+            ),
+        ]);
+        let options = EventsOptionsBuilder::default()
+            .since(&format!("{since:.9}"))
+            .until(&format!("{:.9}", unix_now()))
+            .filters(&filters)
+            .build();
+        let mut events = self.runtime.docker.events(Some(options));
+        matches!(events.next().await, Some(Ok(_)))
+    }
+
     async fn death_reason(&self) -> Option<String> {
+        if let Some(reason) = self.quota_reason() {
+            return Some(reason);
+        }
         let inspected = self
             .runtime
             .docker
@@ -634,6 +841,8 @@ impl DockerTransport {
         );
         if state.oom_killed == Some(true) {
             reason.push_str(" after running out of memory");
+        } else if self.stopped_from_outside().await {
+            reason.push_str(": it was stopped from outside aci (docker stop or docker kill)");
         }
         Some(reason)
     }
@@ -701,6 +910,21 @@ impl Transport for DockerTransport {
     }
 
     async fn reset(&self) -> Result<(), SandboxError> {
+        // A restart would also bring back a container an operator stopped (its session can
+        // end before the daemon marks it stopped): that ends the task instead.
+        let died = |reason: String| SandboxError::ContainerDied {
+            instance_id: self.instance_id.clone(),
+            reason,
+        };
+        if let Some(reason) = self.quota_reason() {
+            return Err(died(reason));
+        }
+        if self.stopped_from_outside().await {
+            return Err(died(
+                "the container was stopped from outside aci (docker stop or docker kill)"
+                    .to_owned(),
+            ));
+        }
         // Kill every process but init: a wedged session, or a fork bomb the interrupt could
         // not even start beside. The file system, and so the repository, stays as it is.
         let options = RestartContainerOptionsBuilder::default().t(0).build();
@@ -708,17 +932,24 @@ impl Transport for DockerTransport {
             .docker
             .restart_container(&self.container_id, Some(options))
             .await
-            .map_err(docker_error)
+            .map_err(docker_error)?;
+        *self
+            .own_restart_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = unix_now();
+        Ok(())
     }
 
     async fn teardown(mut self) -> Result<(), SandboxError> {
         self.torn_down = true;
+        self.disk_watchdog.abort();
         self.runtime.remove_container(&self.container_id).await
     }
 }
 
 impl Drop for DockerTransport {
     fn drop(&mut self) {
+        self.disk_watchdog.abort();
         if self.torn_down {
             return;
         }
@@ -735,73 +966,4 @@ impl Drop for DockerTransport {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The counter at the end of a name made by [`container_name`], checking everything before
-    /// it against `expected_prefix`.
-    fn counter_after(name: &str, expected_prefix: &str) -> u64 {
-        let rest = name
-            .strip_prefix(expected_prefix)
-            .unwrap_or_else(|| panic!("{name} does not start with {expected_prefix}"));
-        rest.parse()
-            .unwrap_or_else(|_| panic!("{name} does not end in a counter"))
-    }
-
-    #[test]
-    fn container_names_keep_only_safe_characters() {
-        let pid = std::process::id();
-        let first = container_name("demo__calc-1", "r1");
-        let n = counter_after(&first, &format!("aci-demo__calc-1-r1-{pid}-"));
-        // Everything but ASCII letters, digits, `-`, `_` and `.` becomes `_`, one per character.
-        let second = container_name("a/b c\u{e9}:d.e", "run:1/x");
-        let m = counter_after(&second, &format!("aci-a_b_c__d.e-run_1_x-{pid}-"));
-        assert!(m > n, "the counter grows: {first} then {second}");
-        // A long id is cut to 100 characters before the pid and counter, which are kept whole.
-        let long = container_name(&"x".repeat(300), "r");
-        let k = counter_after(&long, &format!("aci-{}-{pid}-", "x".repeat(96)));
-        assert!(k > m);
-        assert!([&first, &second, &long].iter().all(|name| {
-            name.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        }));
-    }
-
-    /// Field 22 of `/proc/<pid>/stat`, the start time, as `cut` reads it (the process names
-    /// used here have no spaces).
-    fn start_time_by_cut(pid: u32) -> u64 {
-        let out = std::process::Command::new("cut")
-            .args(["-d", " ", "-f", "22", &format!("/proc/{pid}/stat")])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-
-    #[test]
-    fn own_process_has_a_start_time() {
-        let own = std::process::id();
-        assert_eq!(process_start_time(own), Some(start_time_by_cut(own)));
-        assert_eq!(own_start_time(), start_time_by_cut(own));
-        // A process started later has a start time no earlier than this one's.
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let child_start = process_start_time(child.id());
-        assert_eq!(child_start, Some(start_time_by_cut(child.id())));
-        assert!(child_start >= process_start_time(own));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert_eq!(
-            process_start_time(child.id()),
-            None,
-            "a reaped process has none"
-        );
-        assert_eq!(process_start_time(u32::MAX), None);
-    }
-}
+mod tests;

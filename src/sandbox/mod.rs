@@ -44,6 +44,13 @@ pub struct SandboxSpec {
     pub env: Vec<(String, String)>,
     /// How much of a command's output is kept while it streams.
     pub output_limit: OutputLimit,
+    /// With `repo = None`: the commit (or branch) the image's repository must be at, checked
+    /// out when it is not, and then the baseline ([`repo::check_out_base`]). `None` takes the
+    /// image's `HEAD` as it is.
+    pub checkout: Option<String>,
+    /// A shell snippet run in every new session after the baseline (`env.activate`); when it
+    /// fails the sandbox does not open ([`SandboxError::Activation`]).
+    pub activate: Option<String>,
 }
 
 impl SandboxSpec {
@@ -65,6 +72,8 @@ impl SandboxSpec {
             network: false,
             env: Vec::new(),
             output_limit: OutputLimit::default(),
+            checkout: None,
+            activate: None,
         }
     }
 }
@@ -98,6 +107,10 @@ pub struct ResourceLimits {
     pub cpus: f64,
     /// Maximum number of processes in the container.
     pub pids: i64,
+    /// Disk quota in MiB: how much the container may write on top of its image. No file may
+    /// grow past it (the kernel's file-size limit), and a watchdog ends the task when all it
+    /// wrote together is over it.
+    pub disk_mb: u64,
 }
 
 impl Default for ResourceLimits {
@@ -106,6 +119,19 @@ impl Default for ResourceLimits {
             memory_mb: 4096,
             cpus: 2.0,
             pids: 1024,
+            disk_mb: 8192,
+        }
+    }
+}
+
+impl ResourceLimits {
+    /// The limits `env` sets (`env.memory_mb`, `env.cpus`, `env.pids`, `env.disk_mb`).
+    pub fn from_env(env: &crate::config::EnvConfig) -> Self {
+        Self {
+            memory_mb: env.memory_mb,
+            cpus: env.cpus,
+            pids: env.pids,
+            disk_mb: env.disk_mb,
         }
     }
 }
@@ -177,6 +203,18 @@ pub enum SandboxError {
     /// The shell session misbehaved and could not be reopened.
     #[error("shell session: {0}")]
     Session(String),
+    /// The image's repository is not usable at the commit asked for: none there, uncommitted
+    /// changes, or the commit missing.
+    #[error("{0}")]
+    Checkout(String),
+    /// `env.activate` failed in the new session.
+    #[error("env.activate failed (exit {exit_code}): {output}")]
+    Activation {
+        /// Its exit code (-1 when it did not finish).
+        exit_code: i32,
+        /// What it printed (stdout and stderr), trimmed.
+        output: String,
+    },
     /// Local I/O (the host side of [`local::LocalSandbox`], temporary files).
     #[error("{context}: {source}")]
     Io {
@@ -266,8 +304,17 @@ impl<T: Transport> ShellSandbox<T> {
         }
         let mut shell = Shell::new(transport, &repo_dir, init, spec.output_limit);
         let made = match shell.start().await {
-            Ok(()) => repo::make_baseline(&mut shell, baseline).await,
+            Ok(()) => match spec.checkout.as_deref().filter(|_| spec.repo.is_none()) {
+                Some(commit) => repo::check_out_base(&mut shell, commit).await,
+                None => repo::make_baseline(&mut shell, baseline).await,
+            },
             Err(error) => Err(error),
+        };
+        let made = match (made, spec.activate.as_deref()) {
+            (Ok(hash), Some(snippet)) if !snippet.trim().is_empty() => {
+                repo::activate(&mut shell, snippet).await.map(|()| hash)
+            }
+            (made, _) => made,
         };
         match made {
             Ok(baseline) => Ok(Self {
@@ -408,11 +455,13 @@ mod tests {
             ResourceLimits {
                 memory_mb: 4096,
                 cpus: 2.0,
-                pids: 1024
+                pids: 1024,
+                disk_mb: 8192,
             }
         );
         assert!(!spec.network);
         assert!(spec.env.is_empty());
+        assert_eq!((spec.checkout, spec.activate), (None, None));
         assert_eq!(
             spec.output_limit,
             OutputLimit {

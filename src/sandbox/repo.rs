@@ -244,6 +244,100 @@ pub async fn make_baseline<T: Transport>(
     Ok(hash)
 }
 
+/// Exit codes of [`check_out_script`], one per reason it refuses.
+const NO_REPOSITORY: i32 = 3;
+const DIRTY: i32 = 4;
+const NO_COMMIT: i32 = 5;
+const CHECKOUT_FAILED: i32 = 6;
+
+/// The shell script that puts the image's repository (in the current directory) at `commit`
+/// and prints the commit's hash: a commit id or a branch name (SWE-smith's `base_commit`).
+///
+/// It refuses a directory with no repository or no commit, and a work tree whose tracked
+/// files have changes (untracked files, such as an install's build outputs, are left alone).
+/// When `HEAD` is elsewhere it checks out the branch of that name, else moves the current
+/// branch to the commit (as SWE-bench's images were made: `git reset --hard <base_commit>`),
+/// else detaches at it.
+pub fn check_out_script(commit: &str) -> String {
+    let quoted = shell_quote(commit);
+    let spec = shell_quote(&format!("{commit}^{{commit}}"));
+    let branch = shell_quote(&format!("refs/heads/{commit}"));
+    format!(
+        "( git rev-parse -q --verify HEAD >/dev/null 2>&1 || exit {NO_REPOSITORY}; \
+         __aci_dirty=$(git status --porcelain --untracked-files=no) || exit {NO_REPOSITORY}; \
+         if [ -n \"$__aci_dirty\" ]; then printf '%s\\n' \"$__aci_dirty\" | head -n 10 >&2; exit {DIRTY}; fi; \
+         __aci_want=$(git rev-parse -q --verify {spec}) || exit {NO_COMMIT}; \
+         if [ \"$(git rev-parse HEAD)\" != \"$__aci_want\" ]; then \
+           if git show-ref -q --verify {branch}; then git checkout -q {quoted}; \
+           elif git symbolic-ref -q HEAD >/dev/null; then git reset -q --hard \"$__aci_want\"; \
+           else git checkout -q --detach \"$__aci_want\"; fi || exit {CHECKOUT_FAILED}; \
+         fi; \
+         git rev-parse HEAD )"
+    )
+}
+
+/// Puts the image's repository in the session's working directory at `commit`
+/// ([`check_out_script`]) and returns the commit's hash, the baseline of `submit`.
+///
+/// # Errors
+/// [`SandboxError::Checkout`], saying why: no repository, uncommitted changes (listed), the
+/// commit missing, or the checkout failing.
+pub async fn check_out_base<T: Transport>(
+    shell: &mut Shell<T>,
+    commit: &str,
+) -> Result<String, SandboxError> {
+    let out = shell
+        .run_trusted(&check_out_script(commit), Duration::from_secs(600))
+        .await?;
+    let hash = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr)
+        .trim()
+        .replace('\n', "; ");
+    let dir = shell.workdir().to_owned();
+    let reason = match out.exit_code {
+        Some(0) if hash.len() >= 40 => return Ok(hash),
+        Some(NO_REPOSITORY) => format!("the image holds no git repository with a commit at {dir}"),
+        Some(DIRTY) => format!(
+            "the repository at {dir} in the image has uncommitted changes ({stderr}); \
+             commit them in the image, or use a clean image"
+        ),
+        Some(NO_COMMIT) => {
+            format!("base_commit {commit} is not in the repository at {dir} in the image")
+        }
+        _ => format!("cannot check out {commit} at {dir}: {stderr}"),
+    };
+    Err(SandboxError::Checkout(reason))
+}
+
+/// Runs `env.activate` in the session, its output merged, and adds it to the session's
+/// start-up, so that a session opened again after a restart is activated too.
+///
+/// # Errors
+/// [`SandboxError::Activation`] with its exit code and output when it fails.
+pub async fn activate<T: Transport>(
+    shell: &mut Shell<T>,
+    snippet: &str,
+) -> Result<(), SandboxError> {
+    let out = shell
+        .run_trusted(&format!("{{ {snippet}\n}} 2>&1"), Duration::from_secs(600))
+        .await?;
+    if out.exit_code != Some(0) {
+        let text = out.text();
+        let lines: Vec<&str> = text.trim().lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        return Err(SandboxError::Activation {
+            exit_code: out.exit_code.unwrap_or(-1),
+            output: if out.timed_out {
+                format!("{tail}\n(it ran past 600 s)")
+            } else {
+                tail
+            },
+        });
+    }
+    shell.append_init(&format!("{{ {snippet}\n}} >/dev/null"));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,6 +281,17 @@ impl<T: Transport> Shell<T> {
         self.reopen().await
     }
 
+    /// Adds `command` to the start-up of every session opened from now on, after what is
+    /// there. When it fails the new shell exits, so that session does not open.
+    pub fn append_init(&mut self, command: &str) {
+        self.init = format!("{}\n{command} || exit 1", self.init);
+    }
+
+    /// The directory every session starts in.
+    pub fn workdir(&self) -> &str {
+        &self.workdir
+    }
+
     /// Gives the transport back, closing the session (for teardown).
     pub fn into_transport(self) -> T {
         self.transport

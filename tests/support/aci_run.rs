@@ -116,17 +116,15 @@ pub async fn start_aci(
             commit: None,
         }),
         repo_dir: env.repo_dir.clone(),
-        limits: ResourceLimits {
-            memory_mb: env.memory_mb,
-            cpus: env.cpus,
-            pids: env.pids,
-        },
+        limits: ResourceLimits::from_env(env),
         network: env.network,
         env: env.variables.clone().into_iter().collect(),
         output_limit: OutputLimit {
             head: env.output_head_bytes,
             tail: env.output_tail_bytes,
         },
+        checkout: None,
+        activate: env.activate.clone(),
     };
     let sandbox = match &docker {
         Some(docker) => AnySandbox::Docker(docker.start(&spec).await.unwrap()),

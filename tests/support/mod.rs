@@ -38,6 +38,7 @@ pub fn spec(instance_id: &str, repo: Option<&Path>) -> SandboxSpec {
             memory_mb: 256,
             cpus: 1.0,
             pids: 128,
+            disk_mb: 1024,
         },
         env: vec![("ACI_TEST".to_owned(), "yes".to_owned())],
         output_limit: OutputLimit {

@@ -48,6 +48,7 @@ impl Browser {
             .spawn()
             .unwrap();
         let base = format!("http://127.0.0.1:{port}");
+        aci::tls::install_provider();
         let http = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {

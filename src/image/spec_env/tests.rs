@@ -308,7 +308,7 @@ fn pre_install_commands_run_as_one_script_before_install() {
 }
 
 #[test]
-fn only_records_without_image_setup_or_a_language_other_than_python_come_from_specs() {
+fn only_python_records_without_an_image_of_any_kind_or_a_setup_come_from_specs() {
     let record = |extra: serde_json::Value| {
         let mut record = serde_json::json!({
             "instance_id": "a__b-1", "problem_statement": "", "repo": "sympy/sympy",
@@ -334,6 +334,10 @@ fn only_records_without_image_setup_or_a_language_other_than_python_come_from_sp
     ));
     assert!(!applies(&record(serde_json::json!({"image": "i:1"})), &env));
     assert!(!applies(
+        &record(serde_json::json!({"image_name": "swesmith.x86_64.a:1"})),
+        &env
+    ));
+    assert!(!applies(
         &record(serde_json::json!({"setup": ["make"]})),
         &env
     ));
@@ -342,4 +346,9 @@ fn only_records_without_image_setup_or_a_language_other_than_python_come_from_sp
         ..EnvConfig::default()
     };
     assert!(!applies(&record(serde_json::json!({})), &forced));
+    let swebench = EnvConfig {
+        image_template: Some("swebench/sweb.eval.x86_64.{id_docker}:latest".to_owned()),
+        ..EnvConfig::default()
+    };
+    assert!(!applies(&record(serde_json::json!({})), &swebench));
 }

@@ -1,0 +1,70 @@
+//! Unit tests of the Docker helpers that need no daemon: container names and process start times.
+
+use super::*;
+
+/// The counter at the end of a name made by [`container_name`], checking everything before
+/// it against `expected_prefix`.
+fn counter_after(name: &str, expected_prefix: &str) -> u64 {
+    let rest = name
+        .strip_prefix(expected_prefix)
+        .unwrap_or_else(|| panic!("{name} does not start with {expected_prefix}"));
+    rest.parse()
+        .unwrap_or_else(|_| panic!("{name} does not end in a counter"))
+}
+
+#[test]
+fn container_names_keep_only_safe_characters() {
+    let pid = std::process::id();
+    let first = container_name("demo__calc-1", "r1");
+    let n = counter_after(&first, &format!("aci-demo__calc-1-r1-{pid}-"));
+    // Everything but ASCII letters, digits, `-`, `_` and `.` becomes `_`, one per character.
+    let second = container_name("a/b c\u{e9}:d.e", "run:1/x");
+    let m = counter_after(&second, &format!("aci-a_b_c__d.e-run_1_x-{pid}-"));
+    assert!(m > n, "the counter grows: {first} then {second}");
+    // A long id is cut to 100 characters before the pid and counter, which are kept whole.
+    let long = container_name(&"x".repeat(300), "r");
+    let k = counter_after(&long, &format!("aci-{}-{pid}-", "x".repeat(96)));
+    assert!(k > m);
+    assert!([&first, &second, &long].iter().all(|name| {
+        name.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    }));
+}
+
+/// Field 22 of `/proc/<pid>/stat`, the start time, as `cut` reads it (the process names
+/// used here have no spaces).
+fn start_time_by_cut(pid: u32) -> u64 {
+    let out = std::process::Command::new("cut")
+        .args(["-d", " ", "-f", "22", &format!("/proc/{pid}/stat")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn own_process_has_a_start_time() {
+    let own = std::process::id();
+    assert_eq!(process_start_time(own), Some(start_time_by_cut(own)));
+    assert_eq!(own_start_time(), start_time_by_cut(own));
+    // A process started later has a start time no earlier than this one's.
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let child_start = process_start_time(child.id());
+    assert_eq!(child_start, Some(start_time_by_cut(child.id())));
+    assert!(child_start >= process_start_time(own));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        process_start_time(child.id()),
+        None,
+        "a reaped process has none"
+    );
+    assert_eq!(process_start_time(u32::MAX), None);
+}

@@ -1,0 +1,304 @@
+//! The mirror cache: one bare mirror per repository under `env.repo_cache`, cloned from
+//! `env.repo_url` the first time an instance needs it and shared by every instance and run.
+//!
+//! Parallel workers of one process wait on one lock per mirror, and processes on a lock file
+//! beside it, so a repository is cloned once. A clone goes to a temporary directory that is
+//! renamed into place when it is complete, so a killed clone leaves no half mirror. A commit the
+//! mirror lacks is fetched once per process; a clone that failed is not tried again by the
+//! same process (every instance of the repository gets the same reason at once).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
+
+use crate::image::pull::Notes;
+
+/// Why a mirror could not give the commit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MirrorError {
+    /// The clone failed (this run tried once).
+    #[error("cloning {url} into {path} failed: {message}")]
+    Clone {
+        /// The URL.
+        url: String,
+        /// The mirror's path.
+        path: PathBuf,
+        /// Git's last words.
+        message: String,
+    },
+    /// The commit is not in the mirror, even after a fetch.
+    #[error("{commit} is not in the mirror {path} of {url}, even after fetching it")]
+    MissingCommit {
+        /// The URL.
+        url: String,
+        /// The mirror's path.
+        path: PathBuf,
+        /// The commit (or branch) asked for.
+        commit: String,
+    },
+    /// The cache directory or its lock could not be used.
+    #[error("cannot use the mirror cache {path}: {message}")]
+    Cache {
+        /// The path.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// What this process knows of one mirror.
+#[derive(Debug, Default)]
+struct MirrorState {
+    /// Why the clone failed, when it did.
+    clone_failed: Option<MirrorError>,
+    /// Commits already fetched (or tried).
+    fetched: HashSet<String>,
+}
+
+fn mirror_state(path: &Path) -> Arc<tokio::sync::Mutex<MirrorState>> {
+    static STATES: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<MirrorState>>>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    match STATES.lock() {
+        Ok(mut states) => states.entry(path.to_owned()).or_default().clone(),
+        Err(_) => Arc::new(tokio::sync::Mutex::new(MirrorState::default())),
+    }
+}
+
+/// `env.repo_url` for `repo`: `{repo}` replaced by `owner/name`.
+pub fn repo_url(template: &str, repo: &str) -> String {
+    template.replace("{repo}", repo)
+}
+
+/// The mirror's directory in `cache`: `owner__name.git`, with any character other than ASCII
+/// letters, digits, `.`, `_` and `-` turned into `_`.
+pub fn mirror_path(cache: &Path, repo: &str) -> PathBuf {
+    let name: String = repo
+        .replace('/', "__")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    cache.join(format!("{name}.git"))
+}
+
+/// What [`ensure_commit`] needs.
+pub struct MirrorRequest<'a> {
+    /// `owner/name`.
+    pub repo: &'a str,
+    /// Where to clone from.
+    pub url: String,
+    /// The cache directory.
+    pub cache: &'a Path,
+    /// The commit (or branch) the instance needs.
+    pub commit: &'a str,
+    /// The instance, for the notes.
+    pub instance_id: &'a str,
+}
+
+/// The mirror of `request.repo`, holding `request.commit`: cloned when it is not there,
+/// fetched when it lacks the commit.
+///
+/// # Errors
+/// [`MirrorError`]: the clone failed (now or earlier in this process), the commit is not in
+/// the repository, or the cache cannot be written.
+pub async fn ensure_commit(
+    request: &MirrorRequest<'_>,
+    notes: &Notes<'_>,
+) -> Result<PathBuf, MirrorError> {
+    let path = mirror_path(request.cache, request.repo);
+    let state = mirror_state(&path);
+    let mut state = state.lock().await;
+    if let Some(failed) = &state.clone_failed {
+        return Err(failed.clone());
+    }
+    let _file_lock = lock_file(&path).await?;
+    let id = request.instance_id;
+    if !path.join("HEAD").is_file() {
+        (notes.line)(&format!(
+            "[{id}] cloning {} into {}",
+            request.url,
+            path.display()
+        ));
+        let started = Instant::now();
+        (notes.activity)(Some(&format!("cloning {}", request.url)));
+        let cloned = clone(&request.url, &path).await;
+        (notes.activity)(None);
+        if let Err(failed) = cloned {
+            state.clone_failed = Some(failed.clone());
+            return Err(failed);
+        }
+        (notes.line)(&format!(
+            "[{id}] cloned {} in {:.1} s",
+            request.url,
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    if has_commit(&path, request.commit).await {
+        return Ok(path);
+    }
+    let missing = || MirrorError::MissingCommit {
+        url: request.url.clone(),
+        path: path.clone(),
+        commit: request.commit.to_owned(),
+    };
+    if !state.fetched.insert(request.commit.to_owned()) {
+        return Err(missing());
+    }
+    (notes.line)(&format!(
+        "[{id}] fetching {} into {}",
+        request.commit,
+        path.display()
+    ));
+    // The mirror's refspec updates every branch and tag; a commit no ref reaches is asked for
+    // by name (servers that allow it answer).
+    let _ = git(&path, &["fetch", "--quiet", "--prune", "origin"]).await;
+    if !has_commit(&path, request.commit).await {
+        let _ = git(&path, &["fetch", "--quiet", "origin", request.commit]).await;
+    }
+    if has_commit(&path, request.commit).await {
+        Ok(path)
+    } else {
+        Err(missing())
+    }
+}
+
+/// Holds the lock file beside the mirror (`<mirror>.lock`) until dropped.
+async fn lock_file(path: &Path) -> Result<std::fs::File, MirrorError> {
+    let cache_error = |message: String| MirrorError::Cache {
+        path: path.to_owned(),
+        message,
+    };
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| cache_error(e.to_string()))?;
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))
+        .map_err(|e| cache_error(format!("cannot open its lock file: {e}")))?;
+    tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .map_err(|e| cache_error(format!("the lock task failed: {e}")))?
+        .map_err(|e| cache_error(format!("cannot lock it: {e}")))
+}
+
+/// `git clone --mirror url` into a temporary directory beside `path`, renamed to `path` when
+/// it is complete.
+async fn clone(url: &str, path: &Path) -> Result<(), MirrorError> {
+    let failed = |message: String| MirrorError::Clone {
+        url: url.to_owned(),
+        path: path.to_owned(),
+        message,
+    };
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let temporary = tempfile::Builder::new()
+        .prefix(".clone-")
+        .tempdir_in(dir)
+        .map_err(|e| failed(format!("cannot make a temporary directory: {e}")))?;
+    let target = temporary.path().join("mirror.git");
+    let output = tokio::process::Command::new("git")
+        .args(["clone", "--mirror", "--quiet", url])
+        .arg(&target)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| failed(format!("cannot run git: {e}")))?;
+    if !output.status.success() {
+        return Err(failed(last_line(&output.stderr)));
+    }
+    std::fs::rename(&target, path).map_err(|e| failed(format!("cannot move it in place: {e}")))
+}
+
+/// Whether `commit` names a commit in the repository at `path`.
+async fn has_commit(path: &Path, commit: &str) -> bool {
+    let spec = format!("{commit}^{{commit}}");
+    git(path, &["rev-parse", "--verify", "--quiet", &spec])
+        .await
+        .is_ok()
+}
+
+/// Runs `git -C path args…` with no prompt; its stdout, or its last line of stderr.
+async fn git(path: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let output = tokio::process::Command::new("git")
+        .arg("-C")
+        .arg(path)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if output.status.success() {
+        Ok(output.stdout)
+    } else {
+        Err(last_line(&output.stderr))
+    }
+}
+
+/// Git's reason, from its stderr: the first `fatal:` or `error:` line (git adds advice after
+/// it), else the last non-empty line, else a note that it said nothing.
+fn last_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    lines
+        .iter()
+        .find(|line| line.starts_with("fatal: ") || line.starts_with("error: "))
+        .or(lines.last())
+        .map_or_else(
+            || "git failed without a message".to_owned(),
+            |line| (*line).to_owned(),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirrors_are_named_after_the_repository_with_safe_characters() {
+        let cache = Path::new("/c");
+        assert_eq!(
+            mirror_path(cache, "django/django"),
+            PathBuf::from("/c/django__django.git")
+        );
+        assert_eq!(
+            mirror_path(cache, "a b/c:d"),
+            PathBuf::from("/c/a_b__c_d.git")
+        );
+        assert_eq!(
+            repo_url("https://github.com/{repo}.git", "psf/requests"),
+            "https://github.com/psf/requests.git"
+        );
+        assert_eq!(repo_url("file:///srv/{repo}", "o/n"), "file:///srv/o/n");
+    }
+
+    #[test]
+    fn git_s_last_line_is_the_reason() {
+        assert_eq!(
+            last_line(b"Cloning into bare repository...\nfatal: unable to access 'x'\n\n"),
+            "fatal: unable to access 'x'"
+        );
+        let advice = b"fatal: '/tmp/x' does not appear to be a git repository\nfatal: Could not \
+read from remote repository.\n\nPlease make sure you have the correct access rights\nand the \
+repository exists.\n";
+        assert_eq!(
+            last_line(advice),
+            "fatal: '/tmp/x' does not appear to be a git repository"
+        );
+        assert_eq!(last_line(b"warning: x\nsomething\n"), "something");
+        assert_eq!(last_line(b""), "git failed without a message");
+    }
+}
