@@ -352,6 +352,37 @@ mod tests {
         );
     }
 
+    #[test]
+    fn bullseye_has_no_rust_image_naming_it_is_an_error_and_all_leaves_it_out() {
+        let mut lines = Vec::new();
+        let mut progress = |line: &str| lines.push(line.to_owned());
+        let all = select_languages("all").unwrap();
+        let bullseye = DebianRelease::Bullseye;
+        let kept = languages_in_release(all.clone(), bullseye, &mut progress).unwrap();
+        let kept: Vec<&str> = kept.iter().map(|image| image.language).collect();
+        assert_eq!(kept, ["python"]);
+        assert_eq!(
+            lines,
+            ["[rust] no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition"]
+        );
+        let rust = select_languages("rust").unwrap();
+        assert_eq!(
+            languages_in_release(rust.clone(), bullseye, &mut |_| {})
+                .unwrap_err()
+                .to_string(),
+            "no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition\nhint: \
+             use --debian bookworm or trixie"
+        );
+        let trixie = languages_in_release(all, DebianRelease::Trixie, &mut |_| {}).unwrap();
+        assert_eq!(trixie.len(), 2);
+        assert_eq!(
+            languages_in_release(rust, DebianRelease::Bookworm, &mut |_| {})
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
     /// The first 24 hex digits of SHA-256 over `bytes`, computed by coreutils' `sha256sum`.
     fn sha256sum_prefix(bytes: &[u8]) -> String {
         use std::io::Write;

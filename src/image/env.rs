@@ -3,6 +3,9 @@
 //! commands. Each is built once per hash of (base image id, repository content, setup,
 //! repo_dir), tagged `aci-env-<lang>:<hash12>`, and reused by later runs and by `aci eval`.
 //!
+//! A SWE-bench record with neither an image nor a `setup` is built on its spec's environment
+//! instead ([`super::spec_env`]), with the spec's pre-install and install steps as its setup.
+//!
 //! The baseline is made by the same script as the sandbox's ([`repo::baseline_script`]) over
 //! the same tar, so it is the same commit: a sandbox started from the env image (with
 //! `SandboxSpec::repo = None`) diffs against the same baseline as one that copied the repository.
