@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
+use aci::config::Seconds;
 use aci::eval::from_logs::{FromLogsSettings, grade_logs};
 use aci::eval::predictions::{Prediction, gold_predictions, parse_predictions};
 use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
@@ -15,10 +15,12 @@ use aci::image::prune::{PruneScope, prune, prune_pulled};
 use aci::instance::{self, Instance, Selection, SliceSpec};
 
 use crate::cli::EvalArgs;
-use crate::{Failure, connect_docker, default_run_id, load_instances};
+use crate::{Failure, connect_docker, create_output_dir, default_run_id, load_instances};
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
+    let timeout = Seconds::new(args.timeout)
+        .map_err(|error| Failure::new(format!("invalid --timeout: {error}")))?;
     let all = load_instances(&args.instances)?;
     let predictions = args
         .predictions
@@ -39,12 +41,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("aci-eval").join(&run_id));
-    std::fs::create_dir_all(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot create the output directory {}: {e}",
-            output.display()
-        ))
-    })?;
+    create_output_dir(&output)?;
     if let Some(logs) = &args.from_logs {
         let settings = FromLogsSettings {
             logs: logs.clone(),
@@ -61,18 +58,12 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
     aci::eval::spec::table(&config.env.specs)?;
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return Err(Failure::new(format!(
-            "invalid --timeout {}: expected a positive number of seconds",
-            args.timeout
-        )));
-    }
     let docker = connect_docker().await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),
         output: output.clone(),
         workers: usize::from(args.workers),
-        timeout: Duration::from_secs_f64(args.timeout),
+        timeout: timeout.duration(),
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{line}")),
     };

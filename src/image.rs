@@ -70,8 +70,13 @@ pub enum ImageError {
     #[error(transparent)]
     Docker(#[from] SandboxError),
     /// The base recipe failed or could not run.
-    #[error("building the base image failed: {0}")]
-    Base(String),
+    #[error("building the base image failed: {message}")]
+    Base {
+        /// What failed: the recipe's own `error:` line when it printed one.
+        message: String,
+        /// The recipe's own `hint:` line, when it printed one.
+        hint: Option<String>,
+    },
     /// A file the build needs is missing.
     #[error("{0}")]
     Missing(String),
@@ -79,7 +84,7 @@ pub enum ImageError {
     #[error("no image recipe for language `{0}` (known: python, rust)")]
     UnknownLanguage(String),
     /// The release has no image for the language asked for.
-    #[error("no {language} image for {release}: {reason}\nhint: use --debian bookworm or trixie")]
+    #[error("no {language} image for {release}: {reason}")]
     NotInRelease {
         /// The language.
         language: String,
@@ -192,7 +197,7 @@ pub async fn build_release(
         _ => {
             build_base(&base_tag, release, progress).await?;
             let info = runtime.inspect_image(&base_tag).await?.ok_or_else(|| {
-                ImageError::Base(format!("the recipe ran but {base_tag} does not exist"))
+                ImageError::base(format!("the recipe ran but {base_tag} does not exist"))
             })?;
             BuiltImage {
                 tag: base_tag.clone(),
@@ -294,6 +299,45 @@ fn build_context(image: &LanguageImage) -> Result<Vec<u8>, ImageError> {
         .map_err(|e| ImageError::Missing(format!("cannot write the build context: {e}")))
 }
 
+impl ImageError {
+    fn base(message: String) -> Self {
+        ImageError::Base {
+            message,
+            hint: None,
+        }
+    }
+
+    /// What to do about the error, for a `hint:` line under its `error:` line: for a failed
+    /// base recipe, its own hint, or what the recipe needs.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ImageError::Base {
+                hint: Some(hint), ..
+            } => Some(hint),
+            ImageError::Base { hint: None, .. } => Some(
+                "the base image is built as root on a Debian or Ubuntu host, with debootstrap \
+                 (installed with apt-get when missing); see docker/build-base.sh",
+            ),
+            ImageError::NotInRelease { .. } => Some("use --debian bookworm or trixie"),
+            _ => None,
+        }
+    }
+}
+
+/// A failed recipe's stderr: its own `error:` and `hint:` lines when it printed them,
+/// otherwise the whole output.
+fn recipe_failure(stderr: &str) -> ImageError {
+    let text = stderr.trim();
+    let text = text.strip_prefix("error: ").unwrap_or(text);
+    match text.split_once("\nhint: ") {
+        Some((message, hint)) => ImageError::Base {
+            message: message.to_owned(),
+            hint: Some(hint.to_owned()),
+        },
+        None => ImageError::base(text.to_owned()),
+    }
+}
+
 /// Runs the base recipe (`bash -s TAG` with `ACI_SUITE=<release>`), streaming its lines to
 /// `progress`.
 async fn build_base(
@@ -309,12 +353,12 @@ async fn build_base(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| ImageError::Base(format!("cannot run bash: {e}")))?;
+        .map_err(|e| ImageError::base(format!("cannot run bash: {e}")))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(BASE_SCRIPT.as_bytes())
             .await
-            .map_err(|e| ImageError::Base(format!("cannot send the recipe: {e}")))?;
+            .map_err(|e| ImageError::base(format!("cannot send the recipe: {e}")))?;
     }
     if let Some(stdout) = child.stdout.take() {
         let mut lines = BufReader::new(stdout).lines();
@@ -325,13 +369,11 @@ async fn build_base(
     let output = child
         .wait_with_output()
         .await
-        .map_err(|e| ImageError::Base(e.to_string()))?;
+        .map_err(|e| ImageError::base(e.to_string()))?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(ImageError::Base(
-            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        ))
+        Err(recipe_failure(&String::from_utf8_lossy(&output.stderr)))
     }
 }
 
@@ -366,13 +408,12 @@ mod tests {
             ["[rust] no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition"]
         );
         let rust = select_languages("rust").unwrap();
+        let error = languages_in_release(rust.clone(), bullseye, &mut |_| {}).unwrap_err();
         assert_eq!(
-            languages_in_release(rust.clone(), bullseye, &mut |_| {})
-                .unwrap_err()
-                .to_string(),
-            "no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition\nhint: \
-             use --debian bookworm or trixie"
+            error.to_string(),
+            "no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition"
         );
+        assert_eq!(error.hint(), Some("use --debian bookworm or trixie"));
         let trixie = languages_in_release(all, DebianRelease::Trixie, &mut |_| {}).unwrap();
         assert_eq!(trixie.len(), 2);
         assert_eq!(

@@ -6,10 +6,26 @@
 //! decider says continue or stop; the trajectory is saved. `submit` writes the diff out as a
 //! patch.
 //!
-//! Dependencies point one way: `main` → `batch`/`eval` → `agent` → `aci`/`lint`/`model`/`sandbox`
-//! → plain data. Only `sandbox::docker` speaks to Docker.
+//! # Layers
+//!
+//! Dependencies point one way: a module imports only modules of lower layers, never one of its
+//! own layer or above. `tests/layering.rs` reads this list and checks every `crate::` path (and
+//! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs`,
+//! `eval_command.rs`) stands on all of them. Only `sandbox::docker` speaks to Docker.
+//!
+//! 1. `files`, `protocol`, `text`, `tls`, `instance`, `lint` — leaves: atomic writes; the data
+//!    the layers hand each other (roles, exit statuses, predictions); placeholders and literal
+//!    regular expressions; the TLS provider; task instances; the lint verdict.
+//! 2. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
+//! 3. `sandbox`, `model` — the sandboxes commands run in; the language models.
+//! 4. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
+//! 5. `agent`, `source` — the loop: prompt, parse, act, decide, save; where an instance's
+//!    repository and images come from.
+//! 6. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
+//! 7. `inspect` — the trajectory inspector over runs and ablations.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+#![warn(missing_docs)]
 
 pub mod ablate;
 pub mod aci;
@@ -17,13 +33,16 @@ pub mod agent;
 pub mod batch;
 pub mod config;
 pub mod eval;
+pub mod files;
 pub mod image;
 pub mod inspect;
 pub mod instance;
 pub mod lint;
 pub mod model;
+pub mod protocol;
 pub mod sandbox;
 pub mod source;
+pub mod text;
 pub mod tls;
 pub mod trajectory;
 pub mod validate;

@@ -43,9 +43,25 @@ impl Failure {
     }
 }
 
-impl<E: std::error::Error> From<E> for Failure {
+impl<E: std::error::Error + 'static> From<E> for Failure {
     fn from(error: E) -> Self {
-        Self::new(error.to_string())
+        Self {
+            message: error.to_string(),
+            hint: hint_of(&error).map(str::to_owned),
+        }
+    }
+}
+
+/// The hint of an error that has one (its `hint()`); their messages do not repeat it.
+fn hint_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a str> {
+    if let Some(error) = error.downcast_ref::<aci::model::ModelError>() {
+        error.hint()
+    } else if let Some(error) = error.downcast_ref::<config::ConfigError>() {
+        error.hint()
+    } else if let Some(error) = error.downcast_ref::<image::ImageError>() {
+        error.hint()
+    } else {
+        None
     }
 }
 
@@ -65,12 +81,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(failure) => {
-            let (message, inline_hint) = match failure.message.split_once("\nhint: ") {
-                Some((message, hint)) => (message.to_owned(), Some(hint.to_owned())),
-                None => (failure.message, None),
-            };
-            eprintln!("error: {message}");
-            if let Some(hint) = failure.hint.or(inline_hint) {
+            eprintln!("error: {}", failure.message);
+            if let Some(hint) = failure.hint {
                 eprintln!("hint: {hint}");
             }
             ExitCode::from(1)
@@ -122,12 +134,7 @@ async fn images_build(
     let languages =
         image::languages_in_release(image::select_languages(lang)?, debian, &mut progress)?;
     let runtime = connect_docker().await?;
-    let built = image::build_release(&runtime, debian, &languages, force, &mut progress)
-        .await
-        .map_err(|e| match e {
-            image::ImageError::Base(message) => base_image_failure(&message),
-            other => Failure::from(other),
-        })?;
+    let built = image::build_release(&runtime, debian, &languages, force, &mut progress).await?;
     for image in built {
         let state = if image.built { "built" } else { "up to date" };
         println!("{}\t{}\t{state}", image.tag, image.id);
@@ -135,45 +142,85 @@ async fn images_build(
     Ok(ExitCode::SUCCESS)
 }
 
-/// A failed base-image recipe: its own `error:`/`hint:` lines when it printed them, otherwise
-/// its output with a general hint.
-fn base_image_failure(message: &str) -> Failure {
-    let message = message.strip_prefix("error: ").unwrap_or(message);
-    match message.split_once("\nhint: ") {
-        Some((error, hint)) => {
-            Failure::new(format!("building the base image failed: {error}")).hint(hint)
-        }
-        None => Failure::new(format!("building the base image failed: {message}")).hint(
-            "the base image is built as root on a Debian or Ubuntu host, with debootstrap \
-             (installed with apt-get when missing); see docker/build-base.sh",
-        ),
-    }
+/// What `run`, `batch` and `shell` set up first.
+struct RunStart {
+    /// The run id: `--run-id`, or a timestamp.
+    run_id: String,
+    /// The output directory, created: `--output`, or `aci-runs/<run id>`.
+    output: PathBuf,
+    /// Where instances run, with the Docker connection when there is one.
+    runtime: Runtime,
 }
 
-/// What `run`, `batch` and `shell` set up first: the run id (a timestamp by default), the
-/// output directory (created; `aci-runs/<run id>` by default), and the runtime, with the
-/// Docker connection when there is one.
+/// Picks the run id and the output directory (and creates it), and connects to Docker when
+/// instances run there.
 async fn start_run(
     run_id: Option<String>,
     output: Option<PathBuf>,
     runtime: cli::Runtime,
-) -> Result<(String, PathBuf, Runtime, Option<DockerRuntime>), Failure> {
+) -> Result<RunStart, Failure> {
     let run_id = run_id.unwrap_or_else(default_run_id);
     let output = output.unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
-    std::fs::create_dir_all(&output).map_err(|e| {
+    create_output_dir(&output)?;
+    let runtime = match runtime {
+        cli::Runtime::Docker => Runtime::Docker(connect_docker().await?),
+        cli::Runtime::Local => Runtime::Local,
+    };
+    Ok(RunStart {
+        run_id,
+        output,
+        runtime,
+    })
+}
+
+/// The context of a run of `model` under `config`: [`start_run`], then the templates, commands
+/// and demonstrations.
+async fn run_context(
+    config: Config,
+    dirs: Vec<PathBuf>,
+    model: String,
+    run_id: Option<String>,
+    output: Option<PathBuf>,
+    runtime: cli::Runtime,
+) -> Result<RunContext, Failure> {
+    let started = start_run(run_id, output, runtime).await?;
+    Ok(RunContext::new(
+        config,
+        dirs,
+        model,
+        started.runtime,
+        started.run_id,
+        started.output,
+    )?)
+}
+
+/// Creates an output directory, or fails naming it.
+fn create_output_dir(output: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(output).map_err(|e| {
         Failure::new(format!(
             "cannot create the output directory {}: {e}",
             output.display()
         ))
+    })
+}
+
+/// What ends `aci run` and `aci batch`: the containers still running are removed, and
+/// `preds.json` and `run_batch_exit_statuses.yaml` are rebuilt from the instances' files.
+async fn finish_run(
+    docker: Option<&DockerRuntime>,
+    output: &Path,
+) -> Result<output::ExitStatuses, Failure> {
+    if let Some(docker) = docker {
+        docker.remove_all_started().await;
+    }
+    output::merge_predictions(output).map_err(|e| {
+        Failure::new(format!(
+            "cannot write {}: {e}",
+            output.join("preds.json").display()
+        ))
     })?;
-    let (runtime, docker) = match runtime {
-        cli::Runtime::Docker => {
-            let docker = connect_docker().await?;
-            (Runtime::Docker(docker.clone()), Some(docker))
-        }
-        cli::Runtime::Local => (Runtime::Local, None),
-    };
-    Ok((run_id, output, runtime, docker))
+    output::write_exit_statuses(output)
+        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))
 }
 
 /// A run id from the current UTC time: `YYYYMMDD-HHMMSS-<pid>`.
@@ -206,7 +253,7 @@ fn default_run_id() -> String {
 fn resolve_config(args: &AgentArgs) -> Result<(Config, Vec<PathBuf>), Failure> {
     let mut config = resolve_images_config(args.images, &args.configs, &args.sets)?;
     for warning in config.warnings() {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}\nhint: {}", warning.message, warning.hint);
     }
     if let Some(api_base) = &args.api_base {
         config.model.api_base = Some(api_base.clone());
@@ -273,21 +320,13 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let replay = args.replay.as_deref().map(ReplayInput::load).transpose()?;
-    let (run_id, output, runtime, docker) = start_run(
-        args.agent.run_id.clone(),
-        args.agent.output.clone(),
-        args.agent.runtime,
-    )
-    .await?;
-    let mut ctx = RunContext::new(
-        config,
-        dirs,
-        args.agent.model.clone(),
-        runtime,
-        run_id.clone(),
-        output.clone(),
-    )?;
+    let agent = &args.agent;
+    let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
+    let model = agent.model.clone();
+    let mut ctx = run_context(config, dirs, model, run_id, out, agent.runtime).await?;
+    let output = ctx.output.clone();
     ctx.turn_lines = true;
+    let docker = ctx.runtime.docker().cloned();
     write_manifest(
         &ctx,
         &args.agent,
@@ -301,17 +340,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let interrupt = signals.spawn(docker.clone());
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
-    if let Some(docker) = &docker {
-        docker.remove_all_started().await;
-    }
-    output::merge_predictions(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot write {}: {e}",
-            output.join("preds.json").display()
-        ))
-    })?;
-    output::write_exit_statuses(&output)
-        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))?;
+    finish_run(docker.as_ref(), &output).await?;
     let patch = output::patch_path(&output, &result.instance_id);
     println!(
         "{}\t{}\t{}",
@@ -347,15 +376,13 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         shard: args.shard,
     };
     let selected = instance::select(instances, &selection);
-    let (run_id, output, runtime, docker) = start_run(
-        args.agent.run_id.clone(),
-        args.agent.output.clone(),
-        args.agent.runtime,
-    )
-    .await?;
-    let model = args.agent.model.clone();
     let ctx_replay_dir = config.model.replay_dir.clone();
-    let mut ctx = RunContext::new(config, dirs, model, runtime, run_id, output.clone())?;
+    let agent = &args.agent;
+    let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
+    let model = agent.model.clone();
+    let mut ctx = run_context(config, dirs, model, run_id, out, agent.runtime).await?;
+    let output = ctx.output.clone();
+    let docker = ctx.runtime.docker().cloned();
     let mut progress = batch::progress::Progress::stderr(selected.len());
     ctx.feed = Some(progress.feed());
     warn_on_config_change(&output, &ctx.config.hash(), args.redo);
@@ -377,17 +404,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     };
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
-    if let Some(docker) = &docker {
-        docker.remove_all_started().await;
-    }
-    output::merge_predictions(&output).map_err(|e| {
-        Failure::new(format!(
-            "cannot write {}: {e}",
-            output.join("preds.json").display()
-        ))
-    })?;
-    let statuses = output::write_exit_statuses(&output)
-        .map_err(|e| Failure::new(format!("cannot write the exit statuses: {e}")))?;
+    let statuses = finish_run(docker.as_ref(), &output).await?;
     let context = batch::summary::SummaryContext {
         output: &output,
         total_cost: statuses.total_cost,
@@ -554,6 +571,12 @@ async fn write_manifest(
             );
         }
     }
+    let config = serde_json::to_value(&ctx.config).map_err(|e| {
+        Failure::new(format!(
+            "cannot record the configuration in {}: {e}",
+            ctx.output.join("manifest.json").display()
+        ))
+    })?;
     let mut config_files = vec!["configs/default.yaml (built in)".to_owned()];
     config_files.extend(args.configs.iter().map(|p| p.display().to_string()));
     let manifest = output::Manifest {
@@ -569,7 +592,7 @@ async fn write_manifest(
         config_files,
         config_sets: args.sets.clone(),
         config_hash: ctx.config.hash(),
-        config: serde_json::to_value(&ctx.config).unwrap_or_default(),
+        config,
         images,
         seed,
     };
@@ -685,16 +708,10 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
             ))
             .hint(format!("the file holds {} instance(s)", instances.len()))
         })?;
-    let (run_id, output, runtime, docker) =
-        start_run(args.run_id.clone(), args.output.clone(), args.runtime).await?;
-    let ctx = RunContext::new(
-        config,
-        dirs,
-        "human".to_owned(),
-        runtime,
-        run_id,
-        output.clone(),
-    )?;
+    let (run_id, out) = (args.run_id.clone(), args.output.clone());
+    let human = "human".to_owned();
+    let ctx = run_context(config, dirs, human, run_id, out, args.runtime).await?;
+    let output = ctx.output.clone();
     eprintln!(
         "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",
         instance.instance_id,
@@ -704,7 +721,7 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
         result = batch::run_instance(&ctx, instance, None) => Some(result),
         _ = tokio::signal::ctrl_c() => None,
     };
-    if let Some(docker) = &docker {
+    if let Some(docker) = ctx.runtime.docker() {
         docker.remove_all_started().await;
     }
     let traj = output::traj_path(&output, &instance.instance_id);

@@ -5,17 +5,20 @@
 //! Keys this module does not know are kept in `extra` maps, so reading and rewriting a trajectory
 //! from another SWE-agent version loses nothing.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::agent::history::HistoryItem;
+use crate::files;
+use crate::protocol::RecordedStatus;
 
 pub mod edited_files;
+mod history;
+
+pub use history::{HistoryItem, MessageType};
 
 /// A whole `.traj` file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -71,7 +74,7 @@ pub struct TrajectoryStep {
 pub struct Info {
     /// `submitted`, `exit_cost`, `submitted (exit_cost)`, …; null while the run is going.
     #[serde(default)]
-    pub exit_status: Option<String>,
+    pub exit_status: Option<RecordedStatus>,
     /// The patch, or null when there is none.
     #[serde(default)]
     pub submission: Option<String>,
@@ -159,75 +162,31 @@ pub enum TrajectoryError {
     },
 }
 
-/// Statuses after which resume reruns an instance (reference §7), plus our autosubmitted form of
-/// `early_exit`: it is still an infrastructure failure, not the model's result.
-const RERUN_STATUSES: [&str; 2] = ["early_exit", "submitted (early_exit)"];
-
-/// Makes temporary names unique between writers in this process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `trajectory` to `path` so that readers see the old file or the new one, never a part:
-/// a temporary file in the same directory is written and synced, then renamed over `path`, and
-/// the directory is synced, so the file survives a power loss too.
+/// Writes `trajectory` to `path` atomically and synced ([`files::write_atomic`]).
 ///
 /// # Errors
 ///
 /// Any I/O error from writing, syncing or renaming; the temporary file is removed first.
 pub fn write_atomic(path: &Path, trajectory: &Trajectory) -> io::Result<()> {
-    write_renamed(path, trajectory, true)
+    files::write_atomic(path, &to_json(trajectory)?)
 }
 
-/// [`write_atomic`] without the syncs: still all-or-nothing for readers and for a process that
-/// is killed (the rename is atomic and the kernel keeps the written data), but a power loss may
-/// lose it. This is the per-turn save: a sync costs ~10 ms on a common disk, more than the rest
-/// of a turn's harness work, and the final save of an instance is synced.
+/// [`write_atomic`] without the syncs ([`files::write_atomic_unsynced`]): the per-turn save.
 ///
 /// # Errors
 ///
 /// Any I/O error from writing or renaming; the temporary file is removed first.
 pub fn write_atomic_unsynced(path: &Path, trajectory: &Trajectory) -> io::Result<()> {
-    write_renamed(path, trajectory, false)
+    files::write_atomic_unsynced(path, &to_json(trajectory)?)
 }
 
-fn write_renamed(path: &Path, trajectory: &Trajectory, sync: bool) -> io::Result<()> {
-    let json = serde_json::to_vec_pretty(trajectory).map_err(io::Error::other)?;
-    let file_name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("trajectory path {} has no file name", path.display()),
-        )
-    })?;
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let temp = directory.join(format!(
-        ".{}.{}.{}.tmp",
-        file_name.to_string_lossy(),
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = write_new(&temp, &json, sync).and_then(|()| fs::rename(&temp, path));
-    if written.is_err() {
-        // Best effort: the error that matters is the one being returned.
-        let _ = fs::remove_file(&temp);
-    }
-    written?;
-    // Persist the rename itself. Some file systems cannot sync a directory; the file is complete
-    // either way, so that failure is not an error.
-    if sync && let Ok(dir) = File::open(directory) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
-}
-
-fn write_new(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    file.write_all(bytes)?;
-    if sync {
-        file.sync_all()?;
-    }
-    Ok(())
+/// The file's bytes: pretty JSON with an indent of 2.
+///
+/// # Errors
+///
+/// Serialisation fails only for a non-string map key, which these types do not have.
+pub fn to_json(trajectory: &Trajectory) -> io::Result<Vec<u8>> {
+    serde_json::to_vec_pretty(trajectory).map_err(io::Error::other)
 }
 
 /// Reads a trajectory written by aci or by SWE-agent v0.7.
@@ -255,13 +214,15 @@ pub fn is_finished(path: &Path) -> bool {
     let Ok(bytes) = fs::read(path) else {
         return false;
     };
-    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-        return false;
-    };
+    serde_json::from_slice::<Value>(&bytes).is_ok_and(|value| is_finished_value(&value))
+}
+
+/// [`is_finished`] of a trajectory already read as JSON.
+pub fn is_finished_value(value: &Value) -> bool {
     value
         .pointer("/info/exit_status")
         .and_then(Value::as_str)
-        .is_some_and(|status| !RERUN_STATUSES.contains(&status))
+        .is_some_and(|status| !RecordedStatus::from(status).reruns())
 }
 
 #[cfg(test)]

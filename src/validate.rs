@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::batch::output::write_atomic;
 use crate::eval::predictions::{GOLD_MODEL_NAME, Prediction, gold_predictions};
 use crate::eval::report::{InstanceReport, parse_instance_report};
 use crate::eval::run::{
     EmptyPatches, EvalError, EvalSettings, InstanceDone, InstanceStatus, evaluate_with,
 };
+use crate::files::write_atomic;
 use crate::instance::Instance;
 use crate::sandbox::docker::DockerRuntime;
 

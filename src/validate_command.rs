@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
+use aci::config::Seconds;
 use aci::eval::run::EvalSettings;
 use aci::eval::spec;
 use aci::validate::{table, validate as validate_instances};
@@ -14,6 +14,8 @@ use crate::{Failure, connect_docker, default_run_id, load_instances};
 
 /// `aci validate`.
 pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
+    let timeout = Seconds::new(args.timeout)
+        .map_err(|error| Failure::new(format!("invalid --timeout: {error}")))?;
     let mut instances = load_instances(&args.instances)?;
     if !args.ids.is_empty() {
         let missing: Vec<&str> = args
@@ -40,12 +42,6 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
     // A spec file that cannot be read stops the run here, not once per instance.
     spec::table(&config.env.specs)?;
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return Err(Failure::new(format!(
-            "invalid --timeout {}: expected a positive number of seconds",
-            args.timeout
-        )));
-    }
     std::fs::create_dir_all(&args.output).map_err(|e| {
         Failure::new(format!(
             "cannot create the output directory {}: {e}",
@@ -58,7 +54,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         run_id: run_id.clone(),
         output: args.output.clone(),
         workers: usize::from(args.workers),
-        timeout: Duration::from_secs_f64(args.timeout),
+        timeout: timeout.duration(),
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{line}")),
     };

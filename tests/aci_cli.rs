@@ -328,3 +328,38 @@ fn an_instance_id_that_is_a_path_is_refused_by_run_and_eval_and_nothing_is_writt
         assert!(!std::path::Path::new("/tmp/aci-escape-test").exists());
     }
 }
+
+#[test]
+fn a_failed_autosubmission_is_recorded_in_the_trajectory_and_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = dir.path().join("replay.yaml");
+    // Without its repository, the working tree has no diff to take when the model forfeits.
+    std::fs::write(
+        &replay,
+        "- echo change >> README.md\n- rm -rf .git\n- exit_forfeit\n",
+    )
+    .unwrap();
+    let output = dir.path().join("out");
+    let run = local_run(&demo_instances(), DEMO_ID, &replay, &output)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let traj = traj(&output);
+    let info = &traj["info"];
+    let error = "the autosubmission failed: shell session: submit could not make the patch: \
+                 fatal: not a git repository (or any of the parent directories): .git";
+    assert_eq!(
+        (
+            run.status.code(),
+            info["exit_status"].as_str(),
+            info["submission"].is_null(),
+            info["submission_error"].as_str(),
+        ),
+        (Some(0), Some("exit_forfeit"), true, Some(error)),
+        "{info}"
+    );
+    assert!(
+        stderr.contains(&format!("error: {DEMO_ID}: {error}\n")),
+        "{stderr}"
+    );
+}

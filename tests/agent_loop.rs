@@ -37,7 +37,7 @@ async fn a_thought_action_model_fixes_the_bug_and_submits_over_both_wire_formats
         .await;
         let run = run_http(wire, &server, "").await;
 
-        assert_eq!(run.result.exit_status, "submitted", "{wire:?}");
+        assert_eq!(run.result.exit_status.to_string(), "submitted", "{wire:?}");
         assert_eq!(String::from_utf8(run.patch.clone()).unwrap(), gold_patch());
         assert_eq!(
             run.traj.info.submission.as_deref(),
@@ -148,7 +148,7 @@ async fn a_function_calling_model_fixes_the_bug_and_submits_over_both_wire_forma
         .await;
         let run = run_http(wire, &server, FUNCTION_CALLING).await;
 
-        assert_eq!(run.result.exit_status, "submitted", "{wire:?}");
+        assert_eq!(run.result.exit_status.to_string(), "submitted", "{wire:?}");
         assert_eq!(String::from_utf8(run.patch.clone()).unwrap(), gold_patch());
         assert_eq!(
             actions(&run.traj),
@@ -247,7 +247,7 @@ async fn tool_descriptions_give_the_configured_window_as_the_prompt_does() {
             MockServer::start(vec![tool_answer(wire, "", "call_1", "submit", json!({}))]).await;
         let extra = "agent: {parser: function_calling}\naci: {window: 30}";
         let run = run_http(wire, &server, extra).await;
-        assert_eq!(run.result.exit_status, "submitted", "{wire:?}");
+        assert_eq!(run.result.exit_status.to_string(), "submitted", "{wire:?}");
         let request = server.requests()[0].json();
         let description = |name: &str| -> String {
             let tool = request["tools"]
@@ -289,7 +289,7 @@ async fn without_the_bash_tool_a_function_calling_model_gets_only_the_aci_comman
     let extra = "agent: {parser: function_calling, enable_bash_tool: false}";
     let run = run_http(wire, &server, extra).await;
 
-    assert_eq!(run.result.exit_status, "submitted");
+    assert_eq!(run.result.exit_status.to_string(), "submitted");
     let requests = server.requests();
     let tools: Vec<String> = requests[0].json()["tools"]
         .as_array()
@@ -323,7 +323,7 @@ async fn one_429_is_retried_and_the_run_goes_on() {
         let server = MockServer::start(vec![limited, command(wire, "Done.", "submit")]).await;
         let run = run_http(wire, &server, "").await;
 
-        assert_eq!(run.result.exit_status, "submitted", "{wire:?}");
+        assert_eq!(run.result.exit_status.to_string(), "submitted", "{wire:?}");
         assert_eq!(server.request_count(), 2);
         let bodies: Vec<Value> = server
             .requests()
@@ -349,7 +349,11 @@ async fn server_errors_until_the_retries_are_spent_end_with_exit_api_and_the_dif
         .await;
         let run = run_http(wire, &server, "").await;
 
-        assert_eq!(run.result.exit_status, "submitted (exit_api)", "{wire:?}");
+        assert_eq!(
+            run.result.exit_status.to_string(),
+            "submitted (exit_api)",
+            "{wire:?}"
+        );
         // One answer, then 1 + 2 retries of the second request.
         assert_eq!(server.request_count(), 4);
         let patch = String::from_utf8(run.patch.clone()).unwrap();
@@ -359,7 +363,12 @@ async fn server_errors_until_the_retries_are_spent_end_with_exit_api_and_the_dif
         );
         assert!(patch.ends_with("+edited\n"), "{patch}");
         assert_eq!(
-            run.traj.info.exit_status.as_deref(),
+            run.traj
+                .info
+                .exit_status
+                .clone()
+                .map(String::from)
+                .as_deref(),
             Some("submitted (exit_api)")
         );
         assert_eq!(run.traj.info.submission.as_deref(), Some(patch.as_str()));
@@ -393,7 +402,7 @@ async fn a_malformed_json_body_is_retried_like_a_server_error() {
             MockResponse::text(200, "{\"choices\": [").header("content-type", "application/json");
         let server = MockServer::start(vec![broken, command(wire, "Done.", "submit")]).await;
         let run = run_http(wire, &server, "").await;
-        assert_eq!(run.result.exit_status, "submitted", "{wire:?}");
+        assert_eq!(run.result.exit_status.to_string(), "submitted", "{wire:?}");
         assert_eq!(server.request_count(), 2);
     }
 }
@@ -404,7 +413,7 @@ async fn malformed_bodies_on_every_attempt_end_with_exit_api() {
         MockResponse::text(200, "not json at all").header("content-type", "application/json");
     let server = MockServer::start(vec![broken]).await;
     let run = run_http(Wire::OpenAi, &server, "").await;
-    assert_eq!(run.result.exit_status, "exit_api");
+    assert_eq!(run.result.exit_status.to_string(), "exit_api");
     assert_eq!(server.request_count(), 3);
     assert!(run.patch.is_empty());
     assert_eq!(run.traj.info.submission, None);
@@ -437,7 +446,7 @@ async fn a_tool_call_with_an_unknown_argument_is_answered_with_a_format_error_th
         .await;
         let run = run_http(wire, &server, FUNCTION_CALLING).await;
 
-        assert_eq!(run.result.exit_status, "submitted", "{wire:?}");
+        assert_eq!(run.result.exit_status.to_string(), "submitted", "{wire:?}");
         let error = "Your action could not be parsed: Unexpected argument(s): colour. Please fix it and try again.";
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
@@ -490,7 +499,7 @@ async fn three_malformed_answers_in_a_row_end_with_exit_format_and_each_reask_ca
     .await;
     let run = run_http(wire, &server, FUNCTION_CALLING).await;
 
-    assert_eq!(run.result.exit_status, "exit_format");
+    assert_eq!(run.result.exit_status.to_string(), "exit_format");
     let requests = server.requests();
     assert_eq!(requests.len(), 3, "agent.limits.max_requeries is 3");
     let first = pieces(wire, &requests[0]);
@@ -536,7 +545,11 @@ async fn a_model_that_only_writes_prose_is_nudged_without_storing_the_nudges_the
         let server = MockServer::start(vec![text_answer(wire, prose)]).await;
         let run = run_http(wire, &server, parser).await;
 
-        assert_eq!(run.result.exit_status, "exit_format", "{wire:?}");
+        assert_eq!(
+            run.result.exit_status.to_string(),
+            "exit_format",
+            "{wire:?}"
+        );
         let requests = server.requests();
         assert_eq!(requests.len(), 3, "max_no_action_turns is 3");
         let nudges: Vec<String> = run
@@ -613,7 +626,11 @@ async fn the_call_that_crosses_the_cost_limit_ends_the_run_with_exit_cost_and_th
         .await;
         let run = run_http(wire, &server, extra).await;
 
-        assert_eq!(run.result.exit_status, "submitted (exit_cost)", "{wire:?}");
+        assert_eq!(
+            run.result.exit_status.to_string(),
+            "submitted (exit_cost)",
+            "{wire:?}"
+        );
         assert_eq!(server.request_count(), 3);
         assert_eq!(
             actions(&run.traj),
@@ -689,7 +706,7 @@ async fn last_n_observations_hides_old_outputs_in_requests_but_never_in_the_stor
     ] {
         let server = MockServer::start(script.clone()).await;
         let run = run_http(wire, &server, &format!("agent: {{history: {history}}}")).await;
-        assert_eq!(run.result.exit_status, "submitted");
+        assert_eq!(run.result.exit_status.to_string(), "submitted");
 
         let stored: Vec<&str> = run
             .traj
@@ -733,7 +750,10 @@ async fn exit_ends_the_run_with_exit_command_after_autosubmitting() {
         replay(&["echo x >> README.md", "exit"]),
     )
     .await;
-    assert_eq!(run.result.exit_status, "submitted (exit_command)");
+    assert_eq!(
+        run.result.exit_status.to_string(),
+        "submitted (exit_command)"
+    );
     assert!(String::from_utf8(run.patch).unwrap().ends_with("+x\n"));
     assert_eq!(run.traj.trajectory[1].observation, "Exited");
 }
@@ -748,7 +768,7 @@ async fn a_template_that_breaks_mid_run_ends_the_instance_with_exit_error_and_ke
         replay(&["echo x >> README.md"]),
     )
     .await;
-    assert_eq!(run.result.exit_status, "submitted (exit_error)");
+    assert_eq!(run.result.exit_status.to_string(), "submitted (exit_error)");
     assert!(String::from_utf8(run.patch).unwrap().ends_with("+x\n"));
     let last = run.traj.trajectory.last().unwrap();
     assert!(

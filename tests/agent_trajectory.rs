@@ -98,7 +98,7 @@ async fn replaying_an_aci_trajectory_reproduces_its_patch_byte_for_byte() {
     ])
     .await;
     let first = run_http(wire, &server, "").await;
-    assert_eq!(first.result.exit_status, "submitted");
+    assert_eq!(first.result.exit_status.to_string(), "submitted");
     assert_eq!(
         first.traj.trajectory.len(),
         6,
@@ -123,7 +123,10 @@ async fn replaying_an_aci_trajectory_reproduces_its_patch_byte_for_byte() {
     assert!(!first.patch.is_empty());
     assert_eq!(replayed, first.patch);
     let traj = trajectory::read(&output::traj_path(&out, DEMO_ID)).unwrap();
-    assert_eq!(traj.info.exit_status.as_deref(), Some("submitted"));
+    assert_eq!(
+        traj.info.exit_status.clone().map(String::from).as_deref(),
+        Some("submitted")
+    );
     assert_eq!(actions(&traj), actions(&first.traj)[2..]);
 }
 
@@ -145,7 +148,7 @@ async fn the_bundled_demonstration_replays_to_its_own_patch_in_docker() {
     .await;
     docker.remove_all_started().await;
 
-    assert_eq!(run.result.exit_status, "submitted", "{name}");
+    assert_eq!(run.result.exit_status.to_string(), "submitted", "{name}");
     let expected = demo.info.submission.clone().unwrap();
     assert_eq!(String::from_utf8(run.patch).unwrap(), expected);
     assert_eq!(

@@ -282,6 +282,34 @@ fn settings_that_cannot_work_stop_the_run_before_anything_starts() {
         run.stderr,
         "error: the replay directory /nonexistent does not exist\n"
     );
+    // A model error's hint is its own line, printed once.
+    let run = batch(&["--instances", file, "--model", "gpt-4o", "--output", out]);
+    run.expect_code(1);
+    assert_eq!(
+        run.stderr,
+        "error: unknown model spec `gpt-4o`\nhint: use `replay`, `human`, `openai/<name>` or \
+         `anthropic/<name>` (e.g. `openai/gpt-4o`)\n"
+    );
+    let run: Run = aci()
+        .arg("batch")
+        .args([
+            "--instances",
+            file,
+            "--model",
+            "openai/gpt-4o",
+            "--output",
+            out,
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap()
+        .into();
+    run.expect_code(1);
+    assert_eq!(
+        run.stderr,
+        "error: OPENAI_API_KEY is not set\nhint: export OPENAI_API_KEY=…, or pass --api-base for \
+         a server that needs no key\n"
+    );
     // Usage errors exit 2 (clap).
     let run = batch(&["--instances", file, "--seed", "3"]);
     run.expect_code(2);

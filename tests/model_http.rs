@@ -347,7 +347,7 @@ async fn server_errors_until_retries_are_spent_end_with_exit_api() {
             ),
             "{wire:?}: {error:?}"
         );
-        assert_eq!(error.exit_status(), "exit_api");
+        assert_eq!(error.exit_status().as_str(), "exit_api");
         assert!(error.to_string().contains("internal failure"), "{error}");
         assert_eq!(server.request_count(), 3, "retries: 2 means 3 attempts");
         assert_eq!(model.stats().api_calls, 0);
@@ -370,7 +370,7 @@ async fn a_malformed_body_is_retried_then_ends_with_exit_api() {
             matches!(error, ModelError::Malformed { attempts: 3, .. }),
             "{error:?}"
         );
-        assert_eq!(error.exit_status(), "exit_api");
+        assert_eq!(error.exit_status().as_str(), "exit_api");
         assert!(error.to_string().contains("not JSON"), "{error}");
         assert_eq!(server.request_count(), 3);
     }
@@ -447,12 +447,12 @@ async fn a_call_over_the_cost_limit_ends_with_exit_cost_after_recording_it() {
             matches!(error, ModelError::CostLimit { .. }),
             "{wire:?}: {error:?}"
         );
-        assert_eq!(error.exit_status(), "exit_cost");
+        assert_eq!(error.exit_status().as_str(), "exit_cost");
         assert_eq!(model.stats().api_calls, 3);
         assert!((model.stats().instance_cost - 1.2).abs() < 1e-9);
         // Once over, no further request is made.
         let again = ask(&mut model, &conversation(), None).await.unwrap_err();
-        assert_eq!(again.exit_status(), "exit_cost");
+        assert_eq!(again.exit_status().as_str(), "exit_cost");
         assert_eq!(server.request_count(), 3);
     }
 }
@@ -473,7 +473,7 @@ async fn the_call_limit_refuses_a_call_before_sending_it() {
             matches!(error, ModelError::CallLimit { calls: 2, limit: 2 }),
             "{error:?}"
         );
-        assert_eq!(error.exit_status(), "exit_cost");
+        assert_eq!(error.exit_status().as_str(), "exit_cost");
         assert_eq!(server.request_count(), 2, "{wire:?}");
     }
 }
@@ -654,8 +654,8 @@ async fn client_errors_fail_at_once_with_a_hint() {
                 1,
                 "{wire:?} {status} is not retried"
             );
-            assert!(error.to_string().contains(hint), "{error}");
-            assert_eq!(error.exit_status(), "exit_api");
+            assert!(error.with_hint().contains(hint), "{error}");
+            assert_eq!(error.exit_status().as_str(), "exit_api");
             assert_eq!(error.is_run_level(), matches!(status, 401 | 403));
         }
     }
@@ -688,7 +688,7 @@ async fn context_length_errors_end_with_exit_context() {
             matches!(error, ModelError::ContextWindow { .. }),
             "{wire:?}: {error:?}"
         );
-        assert_eq!(error.exit_status(), "exit_context");
+        assert_eq!(error.exit_status().as_str(), "exit_context");
         assert_eq!(server.request_count(), 1);
     }
 }
@@ -714,7 +714,10 @@ async fn openai_insufficient_quota_is_not_retried() {
         ),
         "{error:?}"
     );
-    assert!(error.to_string().contains("out of quota"));
+    assert_eq!(
+        error.hint(),
+        Some("the account is out of quota; retrying will not help")
+    );
     assert_eq!(server.request_count(), 1);
 }
 
@@ -736,7 +739,7 @@ async fn connection_errors_are_retried_then_end_with_exit_api() {
             "{error:?}"
         );
         assert!(error.to_string().contains("cannot connect"), "{error}");
-        assert_eq!(error.exit_status(), "exit_api");
+        assert_eq!(error.exit_status().as_str(), "exit_api");
     }
 }
 

@@ -150,7 +150,7 @@ const HARNESS_COMMAND_CHANGES: [(&str, &str); 4] = [
 #[test]
 fn the_test_command_of_each_logged_record_is_the_one_the_harness_ran() {
     let instances = lite();
-    let table = builtin().unwrap();
+    let table = builtin();
     let (mut same, mut without_script) = (0, 0);
     let mut changed: BTreeMap<usize, usize> = BTreeMap::new();
     for (id, log) in harness_logs() {

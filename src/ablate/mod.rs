@@ -192,7 +192,7 @@ pub fn run(plan: &AblationPlan) -> Result<Table, AblateError> {
 pub fn write(table: &Table, output: &Path) -> Result<(), AblateError> {
     let write = |name: &str, bytes: Vec<u8>| {
         let path = output.join(name);
-        crate::batch::output::write_atomic(&path, &bytes)
+        crate::files::write_atomic(&path, &bytes)
             .map_err(|source| AblateError::Write { path, source })
     };
     write("ablation.md", table.to_markdown().into_bytes())?;

@@ -45,8 +45,8 @@ pub fn record(run_dir: &Path, eval_dir: &Path, instance_id: &str) -> InstanceRec
     record.exit_status = trajectory
         .info
         .exit_status
-        .clone()
-        .unwrap_or_else(|| "unfinished".to_owned());
+        .as_ref()
+        .map_or_else(|| "unfinished".to_owned(), ToString::to_string);
     record.cost = trajectory.info.model_stats.instance_cost;
     record.steps = trajectory.trajectory.len();
     for step in &trajectory.trajectory {
@@ -69,7 +69,7 @@ mod tests {
         let run = tempfile::tempdir().unwrap();
         let eval = tempfile::tempdir().unwrap();
         let mut trajectory = Trajectory::default();
-        trajectory.info.exit_status = Some("submitted".to_owned());
+        trajectory.info.exit_status = Some("submitted".into());
         trajectory.info.model_stats.instance_cost = 0.25;
         for observation in [
             "abc",

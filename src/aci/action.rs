@@ -2,7 +2,7 @@
 //! blocks (`edit …` to `end_of_edit`), one-line ACI commands, and the shell input between them,
 //! in order, stopping after `submit`. Also v0.7's blocklist of interactive programs.
 
-use serde::{Deserialize, Serialize};
+pub use crate::config::aci::Blocklist;
 
 use super::args::continues_on_next_line;
 use super::registry::Registry;
@@ -154,48 +154,6 @@ pub fn join_outputs(outputs: &[String]) -> String {
         .cloned()
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Which actions are refused before they run (v0.7 `blocklist` and `blocklist_standalone`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Blocklist {
-    /// Refused when the action's first word is one of these.
-    pub first_word: Vec<String>,
-    /// Refused when the whole action (trimmed) is one of these.
-    pub standalone: Vec<String>,
-}
-
-impl Blocklist {
-    /// SWE-agent v0.7's lists.
-    pub fn v07_default() -> Self {
-        let list = |names: &[&str]| names.iter().map(|name| (*name).to_owned()).collect();
-        Self {
-            first_word: list(&["vim", "vi", "emacs", "nano", "nohup", "git", "gdb"]),
-            standalone: list(&[
-                "python",
-                "python3",
-                "ipython",
-                "bash",
-                "sh",
-                "exit",
-                "/bin/bash",
-                "/bin/sh",
-                "nohup",
-                "vi",
-                "vim",
-                "emacs",
-                "nano",
-                "su",
-            ]),
-        }
-    }
-}
-
-impl Default for Blocklist {
-    fn default() -> Self {
-        Self::v07_default()
-    }
 }
 
 /// The refusal message if `command` is blocked, as v0's `should_block_action`: its first word

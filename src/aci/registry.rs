@@ -9,20 +9,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::args::shlex_quote;
-
-/// The built-in commands, one YAML file and one Rust handler each.
-pub const BUILTIN_COMMANDS: &[&str] = &[
-    "open",
-    "goto",
-    "scroll_up",
-    "scroll_down",
-    "create",
-    "edit",
-    "search_file",
-    "search_dir",
-    "find_file",
-    "submit",
-];
+pub use crate::config::aci::BUILTIN_COMMANDS;
+use crate::text::{Braces, fill};
 
 const BUILTIN_YAML: &[(&str, &str)] = &[
     ("open", include_str!("../../aci-commands/open.yaml")),
@@ -303,7 +291,7 @@ impl CommandSpec {
     fn description(&self, env: &[(String, String)]) -> String {
         self.docstring
             .as_deref()
-            .map(|docstring| format_placeholders(docstring, env))
+            .map(|docstring| fill(docstring, env, Braces::Escaped))
             .unwrap_or_default()
     }
 
@@ -472,7 +460,7 @@ impl Registry {
             if let Some(docstring) = &spec.docstring {
                 docs.push_str(&format!(
                     "  docstring: {}\n",
-                    format_placeholders(docstring, env)
+                    fill(docstring, env, Braces::Escaped)
                 ));
             }
             docs.push_str(&format!("  signature: {}\n", spec.signature()));
@@ -514,39 +502,6 @@ impl Registry {
                 .collect(),
         )
     }
-}
-
-/// Python `str.format` for plain `{name}` fields: `{{`/`}}` become braces, known names are
-/// replaced, and anything else stays as written.
-fn format_placeholders(text: &str, env: &[(String, String)]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(index) = rest.find(['{', '}']) {
-        out.push_str(&rest[..index]);
-        let tail = &rest[index..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
-            rest = &tail[2..];
-            continue;
-        }
-        let field = tail.strip_prefix('{').and_then(|inner| {
-            let close = inner.find('}')?;
-            let value = env.iter().find(|(key, _)| *key == inner[..close])?;
-            Some((value.1.as_str(), close + 2))
-        });
-        match field {
-            Some((value, width)) => {
-                out.push_str(value);
-                rest = &tail[width..];
-            }
-            None => {
-                out.push_str(&tail[..1]);
-                rest = &tail[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]

@@ -227,20 +227,6 @@ fn specs_serialize_back_to_equivalent_yaml() {
 }
 
 #[test]
-fn docstring_placeholders_follow_python_format() {
-    let env = window_env();
-    assert_eq!(
-        format_placeholders("down {WINDOW} lines", &env),
-        "down 100 lines"
-    );
-    assert_eq!(
-        format_placeholders("{{WINDOW}} {OVERLAP}", &env),
-        "{WINDOW} 2"
-    );
-    assert_eq!(format_placeholders("{UNKNOWN} {", &env), "{UNKNOWN} {");
-}
-
-#[test]
 fn the_bash_tool_matches_v1() {
     let tool = CommandSpec::bash_tool().openai_tool(&window_env());
     assert_eq!(tool["function"]["name"], "bash");

@@ -14,10 +14,7 @@ pub const CREATE_CONTENT: &[u8] = b"\n";
 /// From this many scrolls in a row on, a scroll appends the v0.7 inefficiency warning.
 pub const SCROLL_WARNING_AFTER: usize = 3;
 
-/// The default of `aci.max_line_length`: the widest line a window shows, in characters. A
-/// longer line (minified code, a data file) is cut there and ends with [`cut_marker`], so a
-/// window of 100 lines stays a few hundred kilobytes at most. SWE-agent cuts no line.
-pub const DEFAULT_MAX_LINE_LENGTH: usize = 2000;
+pub use crate::config::aci::DEFAULT_MAX_LINE_LENGTH;
 
 /// What ends a line cut at the window's width: how many characters are not shown.
 pub fn cut_marker(hidden_chars: usize) -> String {

@@ -120,7 +120,11 @@ mod tests {
             let demo: Trajectory = serde_json::from_str(text).unwrap();
             assert_eq!(
                 (
-                    demo.info.exit_status.as_deref(),
+                    demo.info
+                        .exit_status
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .as_deref(),
                     demo.info.submission.is_some()
                 ),
                 (Some("submitted"), true),

@@ -23,8 +23,9 @@ use crate::aci::registry::{CommandSpec, Registry};
 use crate::aci::{Aci, StepOutput};
 use crate::config::{AgentConfig, ParserKind};
 use crate::model::{Message, Model, ModelResponse, QueryRequest, ToolCall};
+use crate::protocol::RecordedStatus;
 use crate::sandbox::{Sandbox, SandboxError};
-use crate::trajectory::{Trajectory, TrajectoryStep, edited_files};
+use crate::trajectory::{Info, Trajectory, TrajectoryStep, edited_files};
 
 /// What the loop needs besides the model and the ACI.
 pub struct Episode<'a> {
@@ -270,8 +271,8 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         let response = match self.model.query(request).await {
             Ok(response) => response,
             Err(error) => {
-                self.record_exit("", &error.to_string());
-                return Ok(TurnResult::ended(exit_status_named(error.exit_status())));
+                self.record_exit("", &error.with_hint());
+                return Ok(TurnResult::ended(error.exit_status()));
             }
         };
         let text = response_text(&response);
@@ -513,22 +514,9 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
 
     /// Autosubmits after every exit but `submit`, and writes the outcome into the trajectory.
     async fn finish(&mut self, exit_status: ExitStatus) -> Option<Vec<u8>> {
-        let (status, submission) = if exit_status == ExitStatus::Submitted {
-            (exit_status.as_str().to_owned(), self.submission.take())
-        } else {
-            let patch = self.aci.submit().await.ok().filter(|p| !p.is_empty());
-            let status = match patch {
-                Some(_) => exit_status.autosubmitted(),
-                None => exit_status.as_str().to_owned(),
-            };
-            (status, patch)
-        };
+        let submitted = self.submission.take();
         let info = &mut self.trajectory.info;
-        info.exit_status = Some(status);
-        info.submission = submission
-            .as_deref()
-            .filter(|patch| !patch.is_empty())
-            .map(|patch| String::from_utf8_lossy(patch).into_owned());
+        let submission = record_stop(self.aci, info, exit_status, submitted).await;
         self.record_edited_files().await;
         self.sync_stats();
         self.save();
@@ -557,6 +545,40 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         record_stats(&mut self.trajectory.info, self.model.stats());
         self.trajectory.info.wall_time = Some(self.started.elapsed().as_secs_f64());
     }
+}
+
+/// The `info` key that records why an autosubmission found no patch because it failed.
+pub const SUBMISSION_ERROR: &str = "submission_error";
+
+/// Records how an instance ended in `info`: after `submit`, its patch (`submitted`); after any
+/// other stop, the autosubmission's diff of the working tree, recorded as
+/// `submitted (<status>)` when it is not empty. A diff that cannot be taken is recorded as
+/// [`SUBMISSION_ERROR`], so it does not read as "nothing changed". Returns the submission.
+pub async fn record_stop<S: Sandbox>(
+    aci: &mut Aci<S>,
+    info: &mut Info,
+    exit: ExitStatus,
+    submitted: Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let submission = if exit.autosubmits() {
+        match aci.submit().await {
+            Ok(patch) => Some(patch).filter(|patch| !patch.is_empty()),
+            Err(error) => {
+                let message = format!("the autosubmission failed: {error}");
+                info.extra.insert(
+                    SUBMISSION_ERROR.to_owned(),
+                    serde_json::Value::String(message),
+                );
+                None
+            }
+        }
+    } else {
+        submitted
+    };
+    let patch = submission.as_deref().filter(|patch| !patch.is_empty());
+    info.exit_status = Some(RecordedStatus::after(exit, patch.is_some()));
+    info.submission = patch.map(|patch| String::from_utf8_lossy(patch).into_owned());
+    submission
 }
 
 /// Copies the model's counters into a trajectory's `info.model_stats` (v0's `total_cost` is
@@ -668,13 +690,6 @@ fn to_messages(items: &[HistoryItem]) -> Vec<Message> {
             }
         })
         .collect()
-}
-
-fn exit_status_named(name: &str) -> ExitStatus {
-    ExitStatus::ALL
-        .into_iter()
-        .find(|s| s.as_str() == name)
-        .unwrap_or(ExitStatus::ExitError)
 }
 
 /// A sandbox failure ends the instance: a dead container is an environment error.

@@ -5,108 +5,13 @@
 //! get the state for the next turn. Nothing here does I/O or reads a clock: cost and elapsed time
 //! arrive in the [`TurnOutcome`].
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Why an instance ended: the statuses of SWE-agent (reference §8), plus `exit_step_limit`.
-///
-/// The loop attempts an **autosubmission after every stop except [`ExitStatus::Submitted`]**
-/// (see [`ExitStatus::autosubmits`]): it takes the diff of the working tree, and when that diff
-/// is non-empty the recorded status becomes [`ExitStatus::autosubmitted`], e.g.
-/// `submitted (exit_cost)`. With an empty diff the plain status is recorded. Unlike SWE-agent v1
-/// this includes `exit_command`, so no finished work is ever dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ExitStatus {
-    /// The `submit` command ran (its patch may be empty).
-    Submitted,
-    /// The instance cost limit was reached (reported by the model layer, or seen here).
-    ExitCost,
-    /// The prompt no longer fits the model's context window (reported by the model layer).
-    ExitContext,
-    /// Too many malformed responses, or too many responses without a command.
-    ExitFormat,
-    /// The model API kept failing until its retries were spent.
-    ExitApi,
-    /// An unexpected harness error.
-    ExitError,
-    /// The sandbox failed (container died, exec API error).
-    ExitEnvironmentError,
-    /// Too many commands in a row ran past their timeout.
-    ExitCommandTimeout,
-    /// The instance's wall-clock budget ran out.
-    ExitTotalExecutionTime,
-    /// Ours, not SWE-agent's: the instance used its `max_steps` model responses. SWE-agent has no
-    /// step limit (its workaround, `per_instance_call_limit`, reports `exit_cost`).
-    ExitStepLimit,
-    /// The model gave up with the `exit_forfeit` command.
-    ExitForfeit,
-    /// The model's action was exactly `exit`.
-    ExitCommand,
-    /// Infrastructure failure (e.g. an interrupt that failed); resume reruns these instances.
-    EarlyExit,
-    /// The model's action was `skip`.
-    Skipped,
-}
-
-impl ExitStatus {
-    /// Every status, in the order of reference §8.
-    pub const ALL: [ExitStatus; 14] = [
-        ExitStatus::Submitted,
-        ExitStatus::ExitCost,
-        ExitStatus::ExitContext,
-        ExitStatus::ExitFormat,
-        ExitStatus::ExitApi,
-        ExitStatus::ExitError,
-        ExitStatus::ExitEnvironmentError,
-        ExitStatus::ExitCommandTimeout,
-        ExitStatus::ExitTotalExecutionTime,
-        ExitStatus::ExitStepLimit,
-        ExitStatus::ExitForfeit,
-        ExitStatus::ExitCommand,
-        ExitStatus::EarlyExit,
-        ExitStatus::Skipped,
-    ];
-
-    /// The status as written to `info.exit_status` and `run_batch_exit_statuses.yaml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExitStatus::Submitted => "submitted",
-            ExitStatus::ExitCost => "exit_cost",
-            ExitStatus::ExitContext => "exit_context",
-            ExitStatus::ExitFormat => "exit_format",
-            ExitStatus::ExitApi => "exit_api",
-            ExitStatus::ExitError => "exit_error",
-            ExitStatus::ExitEnvironmentError => "exit_environment_error",
-            ExitStatus::ExitCommandTimeout => "exit_command_timeout",
-            ExitStatus::ExitTotalExecutionTime => "exit_total_execution_time",
-            ExitStatus::ExitStepLimit => "exit_step_limit",
-            ExitStatus::ExitForfeit => "exit_forfeit",
-            ExitStatus::ExitCommand => "exit_command",
-            ExitStatus::EarlyExit => "early_exit",
-            ExitStatus::Skipped => "skipped",
-        }
-    }
-
-    /// Whether the loop attempts an autosubmission after this stop: always, except after
-    /// [`ExitStatus::Submitted`].
-    pub fn autosubmits(self) -> bool {
-        self != ExitStatus::Submitted
-    }
-
-    /// The status recorded when the autosubmission after this stop found a non-empty diff:
-    /// `submitted (<status>)`.
-    pub fn autosubmitted(self) -> String {
-        format!("submitted ({})", self.as_str())
-    }
-}
-
-impl fmt::Display for ExitStatus {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
+pub use crate::config::agent::{Limits, NudgeTexts};
+pub use crate::protocol::ExitStatus;
+use crate::text::{Braces, fill};
 
 /// How the model writes its actions; the no-action nudges remind it of this format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -118,151 +23,6 @@ pub enum ActionFormat {
     /// One tool (function) call per response.
     FunctionCalling,
 }
-
-/// The thresholds the decider enforces. Counter limits below 1 act as 1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Limits {
-    /// Model responses per instance before `exit_step_limit`; 0 turns the limit off. Every
-    /// response counts, including malformed ones and ones without a command.
-    pub max_steps: u32,
-    /// Instance cost in dollars at which the run stops with `exit_cost`; 0 turns it off. Not a
-    /// config key of its own: it is taken from `model.per_instance_cost_limit`.
-    #[serde(skip)]
-    pub max_cost: f64,
-    /// Wall-clock seconds after which the run stops with `exit_total_execution_time`; 0 turns it
-    /// off.
-    pub max_wall_time_secs: u64,
-    /// Malformed responses since the last executed command before `exit_format`
-    /// (SWE-agent's `agent.max_requeries`).
-    pub max_requeries: u32,
-    /// Responses without a command (prose, questions) since the last executed command before
-    /// `exit_format`. Counted apart from `max_requeries`.
-    pub max_no_action_turns: u32,
-    /// Command timeouts in a row before `exit_command_timeout`.
-    pub max_consecutive_timeouts: u32,
-    /// Identical responses in a row (whitespace-normalised) that trigger the stall nudge; 0 turns
-    /// stall detection off. Stalls never stop the run by themselves.
-    pub stall_repeats: u32,
-    /// Fraction of the step, cost or wall-time budget after which every turn carries an
-    /// "approaching limits" nudge.
-    pub warn_at_fraction: f64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_steps: 250,
-            max_cost: 3.0,
-            max_wall_time_secs: 3600,
-            max_requeries: 3,
-            max_no_action_turns: 3,
-            max_consecutive_timeouts: 3,
-            stall_repeats: 3,
-            warn_at_fraction: 0.8,
-        }
-    }
-}
-
-/// The wording of every nudge, overridable from config.
-///
-/// Each nudge kind is a list of escalation levels: level 1 is used the first time the kind fires,
-/// level 2 the second time in a row, and so on; the last entry is reused after that. An empty
-/// list disables that kind. Placeholders, written `{name}`: `{action_format}` (one of the two
-/// format texts below), `{count}` (responses without a command in a row), `{turns_left}` (how many
-/// more of those stop the run), `{repeats}` (identical responses in a row), `{remaining}` (the
-/// budget left, e.g. `2 of 10 steps`), `{timeouts}` and `{max_timeouts}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct NudgeTexts {
-    /// The model answered without a command.
-    pub no_action: Vec<String>,
-    /// The model answered without a command and asked a question.
-    pub question: Vec<String>,
-    /// The model sent the same response `stall_repeats` or more times in a row.
-    pub stall: Vec<String>,
-    /// A step, cost or wall-time budget is past `warn_at_fraction`.
-    pub approaching_limit: Vec<String>,
-    /// One more command timeout will stop the run.
-    pub timeout: Vec<String>,
-    /// `{action_format}` for [`ActionFormat::ThoughtAction`].
-    pub action_format_thought_action: String,
-    /// `{action_format}` for [`ActionFormat::FunctionCalling`].
-    pub action_format_function_calling: String,
-}
-
-impl Default for NudgeTexts {
-    fn default() -> Self {
-        let strings = |texts: &[&str]| texts.iter().map(|text| (*text).to_owned()).collect();
-        NudgeTexts {
-            no_action: strings(&DEFAULT_NO_ACTION),
-            question: strings(&DEFAULT_QUESTION),
-            stall: strings(&DEFAULT_STALL),
-            approaching_limit: strings(&DEFAULT_APPROACHING_LIMIT),
-            timeout: strings(&DEFAULT_TIMEOUT),
-            action_format_thought_action: DEFAULT_FORMAT_THOUGHT_ACTION.to_owned(),
-            action_format_function_calling: DEFAULT_FORMAT_FUNCTION_CALLING.to_owned(),
-        }
-    }
-}
-
-const DEFAULT_FORMAT_THOUGHT_ACTION: &str = "Every response must be a short discussion followed \
-by exactly one command in a fenced code block, like this:\n\nDISCUSSION\nI will list the files \
-in the repository first.\n\n```\nls -a\n```";
-
-const DEFAULT_FORMAT_FUNCTION_CALLING: &str = "Every response must call exactly one of the \
-provided tools; text without a tool call runs nothing.";
-
-const DEFAULT_NO_ACTION: [&str; 3] = [
-    "Your last response contained no command, so nothing was run. {action_format}\n\nWhen the \
-task is complete, use the `submit` command.",
-    "Your last {count} responses contained no command, so nothing was run. No one reads prose \
-and no one will reply to it: only commands make progress. {action_format}\n\nIf the fix is \
-complete, use the `submit` command now; otherwise issue the next command you need. Responses \
-without a command left before the run stops: {turns_left}.",
-    "Still no command ({count} responses in a row). Your next response MUST contain a command. \
-{action_format}\n\nResponses without a command left before the run stops: {turns_left}. If the \
-task is done, use the `submit` command.",
-];
-
-const DEFAULT_QUESTION: [&str; 3] = [
-    "You asked a question, but no human is reading this conversation, so no one will answer it. \
-Make the most reasonable assumption, say in one sentence what you assumed, and continue. \
-{action_format}\n\nWhen the task is complete, use the `submit` command.",
-    "There is still no one to answer questions: you are working alone. Pick the interpretation \
-of the issue that best fits the code and its tests, and act on it now. {action_format}\n\n\
-Responses without a command left before the run stops: {turns_left}.",
-    "Questions will not be answered ({count} responses in a row without a command). Your next \
-response MUST contain a command. {action_format}\n\nResponses without a command left before the \
-run stops: {turns_left}. If the task is done, use the `submit` command.",
-];
-
-const DEFAULT_STALL: [&str; 3] = [
-    "Your last {repeats} responses were identical. Repeating a response gives the same result, \
-so try a different approach: re-read the last output, look at another file or function, or \
-search for something else.",
-    "You are still repeating yourself ({repeats} identical responses in a row). Do not send that \
-response again. Choose a command you have not tried yet; if the fix is already complete, use \
-the `submit` command.",
-    "You are stuck in a loop: {repeats} identical responses in a row. Your next response must be \
-different from the last one. Run a command you have not run before, or use the `submit` command \
-if the task is done.",
-];
-
-const DEFAULT_APPROACHING_LIMIT: [&str; 3] = [
-    "Budget check: {remaining} left before this run stops. Plan to finish soon: complete the \
-fix, check it, and use the `submit` command.",
-    "Only {remaining} left. Do not start new investigations: make the smallest change that fixes \
-the issue and use the `submit` command.",
-    "Almost out of budget: {remaining} left. Use the `submit` command now.",
-];
-
-const DEFAULT_TIMEOUT: [&str; 1] = [
-    "Your last {timeouts} commands timed out. If the next command also times out, the run stops \
-({max_timeouts} timeouts in a row end it). Run something that finishes quickly: avoid commands \
-that wait for input or never end, run a single test instead of the whole suite, or bound the \
-command with `timeout`.",
-];
 
 /// Everything [`decide`] needs besides the turn and the state.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -477,7 +237,7 @@ pub fn decide(turn: &TurnOutcome, state: &LoopState, policy: &StopPolicy) -> Dec
                 _ => 1,
             };
             let template = level_text(texts_for(kind, &policy.nudges), level)?;
-            let text = fill(template, &variables);
+            let text = fill(template, &variables, Braces::Literal);
             Some(Nudge { kind, level, text })
         });
     Decision::Continue { nudge }
@@ -629,34 +389,6 @@ fn level_text(levels: &[String], level: u32) -> Option<&str> {
         .get(index)
         .or_else(|| levels.last())
         .map(String::as_str)
-}
-
-/// Replaces each `{name}` in `template` whose name is in `variables`, in one pass; other braces
-/// are kept as they are.
-fn fill(template: &str, variables: &[(&str, String)]) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after_open = &rest[open..];
-        let known = after_open.find('}').and_then(|close| {
-            let name = &after_open[1..close];
-            let value = variables.iter().find(|(key, _)| *key == name)?;
-            Some((close, &value.1))
-        });
-        match known {
-            Some((close, value)) => {
-                out.push_str(value);
-                rest = &after_open[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = &after_open[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Collapses every run of whitespace to one space and trims the ends, so responses that differ

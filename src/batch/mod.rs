@@ -10,7 +10,6 @@ pub mod summary;
 pub use runner::{Interrupt, InterruptHandle};
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use minijinja::context;
 
@@ -19,12 +18,13 @@ use crate::aci::registry::Registry;
 use crate::agent::demos;
 use crate::agent::history::HistoryItem;
 use crate::agent::prompt::Prompts;
-use crate::agent::run::{Episode, run_episode};
+use crate::agent::run::{Episode, SUBMISSION_ERROR, record_stop, run_episode};
 use crate::agent::stop::{ActionFormat, ExitStatus, StopPolicy};
 use crate::config::{Config, ParserKind};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::model::{self, AnyModel, ReplayInput};
+use crate::protocol::RecordedStatus;
 use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::local::LocalSandbox;
 use crate::sandbox::{
@@ -41,6 +41,16 @@ pub enum Runtime {
     Docker(DockerRuntime),
     /// Temporary directories on the host (not a sandbox).
     Local,
+}
+
+impl Runtime {
+    /// The Docker connection, when instances run on Docker.
+    pub fn docker(&self) -> Option<&DockerRuntime> {
+        match self {
+            Runtime::Docker(docker) => Some(docker),
+            Runtime::Local => None,
+        }
+    }
 }
 
 /// Everything a run of instances shares.
@@ -95,7 +105,7 @@ pub struct InstanceResult {
     /// The instance.
     pub instance_id: String,
     /// Its exit status (`submitted`, `submitted (exit_cost)`, `exit_environment_error`, …).
-    pub exit_status: String,
+    pub exit_status: RecordedStatus,
     /// What the model cost.
     pub cost: f64,
     /// Whether a non-empty patch was submitted.
@@ -342,12 +352,12 @@ pub async fn run_instance_interruptible(
     }
     let mut model = match model::from_spec(&ctx.model, &model_config, replay) {
         Ok(model) => model,
-        Err(error) => return fail(ctx, instance, error.exit_status(), &error.to_string()),
+        Err(error) => return fail(ctx, instance, error.exit_status(), &error.with_hint()),
     };
     let (sandbox, info_extra) = match ctx.start_sandbox(instance).await {
         Ok(started) => started,
         Err(error) => {
-            let status = ExitStatus::ExitEnvironmentError.as_str();
+            let status = ExitStatus::ExitEnvironmentError;
             return fail(ctx, instance, status, &error.to_string());
         }
     };
@@ -356,9 +366,10 @@ pub async fn run_instance_interruptible(
         sandbox,
         ctx.registry.clone(),
         ctx.config.aci.clone(),
-        Duration::from_secs_f64(env.command_timeout),
-        env.memory_mb,
+        env.command_timeout.duration(),
+        env.memory_mb.get(),
     );
+    let saver = Saver::start(traj_path.clone());
     let ended = drive(
         ctx,
         instance,
@@ -366,29 +377,58 @@ pub async fn run_instance_interruptible(
         &mut model,
         &mut aci,
         &mut interrupt,
+        &saver,
     )
     .await;
+    // Every save of the episode is on disk before the trajectory is read back or the
+    // prediction is written.
+    saver.finish().await;
     let (status, submission, cost) = match ended {
         Ended::Episode(result) => match *result {
-            Ok(outcome) => (
-                outcome.trajectory.info.exit_status.unwrap_or_default(),
-                outcome.submission,
-                outcome.trajectory.info.model_stats.instance_cost,
-            ),
+            Ok(outcome) => {
+                report_submission_error(&id, &outcome.trajectory.info);
+                (
+                    outcome
+                        .trajectory
+                        .info
+                        .exit_status
+                        .unwrap_or(RecordedStatus::Exit(ExitStatus::ExitError)),
+                    outcome.submission,
+                    outcome.trajectory.info.model_stats.instance_cost,
+                )
+            }
             Err(error) => {
                 eprintln!("error: {id}: {error}");
-                (ExitStatus::ExitError.as_str().to_owned(), None, 0.0)
+                (RecordedStatus::Exit(ExitStatus::ExitError), None, 0.0)
             }
         },
         Ended::Watchdog => {
             let exit = ExitStatus::ExitTotalExecutionTime;
-            stop_early(&mut aci, &traj_path, &mut model, &info_extra, exit, None).await
+            stop_early(
+                &id,
+                &mut aci,
+                &traj_path,
+                &mut model,
+                &info_extra,
+                exit,
+                None,
+            )
+            .await
         }
         Ended::Interrupted => {
             let note = "interrupted (Ctrl-C); a rerun runs this instance again";
             let exit = ExitStatus::EarlyExit;
             let extra = &info_extra;
-            stop_early(&mut aci, &traj_path, &mut model, extra, exit, Some(note)).await
+            stop_early(
+                &id,
+                &mut aci,
+                &traj_path,
+                &mut model,
+                extra,
+                exit,
+                Some(note),
+            )
+            .await
         }
     };
     let _ = aci.into_sandbox().shutdown().await;
@@ -404,20 +444,66 @@ async fn drive(
     model: &mut AnyModel,
     aci: &mut Aci<AnySandbox>,
     interrupt: &mut Interrupt,
+    saver: &Saver,
 ) -> Ended {
     if interrupt.is_set() {
         return Ended::Interrupted;
     }
-    let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
-    let watchdog = Duration::from_secs_f64(ctx.config.env.instance_timeout);
+    let watchdog = ctx.config.env.instance_timeout.duration();
     tokio::select! {
-        result = tokio::time::timeout(watchdog, episode(ctx, instance, info_extra, model, aci, &traj_path)) => {
+        result = tokio::time::timeout(watchdog, episode(ctx, instance, info_extra, model, aci, saver)) => {
             match result {
                 Ok(result) => Ended::Episode(Box::new(result)),
                 Err(_) => Ended::Watchdog,
             }
         }
         () = interrupt.wait() => Ended::Interrupted,
+    }
+}
+
+/// Saves an instance's trajectory after every turn on a blocking thread, so serialising and
+/// writing a long trajectory never holds up the async runtime. Saves are written in order, each
+/// atomically; when the writer falls behind, only the latest waiting state is written (each
+/// save holds the whole trajectory). The final save (with the exit status) is also synced.
+struct Saver {
+    queue: std::sync::mpsc::Sender<Trajectory>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl Saver {
+    fn start(path: PathBuf) -> Self {
+        let (queue, saves) = std::sync::mpsc::channel::<Trajectory>();
+        let writer = tokio::task::spawn_blocking(move || {
+            while let Ok(mut latest) = saves.recv() {
+                // The final save is the last one sent, so it is never skipped.
+                while let Ok(newer) = saves.try_recv() {
+                    latest = newer;
+                }
+                let written = if latest.info.exit_status.is_some() {
+                    trajectory::write_atomic(&path, &latest)
+                } else {
+                    trajectory::write_atomic_unsynced(&path, &latest)
+                };
+                if let Err(error) = written {
+                    eprintln!("error: cannot save {}: {error}", path.display());
+                }
+            }
+        });
+        Saver { queue, writer }
+    }
+
+    /// Queues `trajectory` to be written.
+    fn save(&self, trajectory: &Trajectory) {
+        // The writer only stops once the queue is closed, in `finish`.
+        let _ = self.queue.send(trajectory.clone());
+    }
+
+    /// Waits until every queued save is written.
+    async fn finish(self) {
+        drop(self.queue);
+        // The writer reports its own errors and does not panic; were it to, the saves written
+        // before stay on disk, and the instance still ends with its prediction.
+        let _ = self.writer.await;
     }
 }
 
@@ -435,7 +521,7 @@ enum Ended {
 fn finish(
     ctx: &RunContext,
     id: String,
-    status: String,
+    status: RecordedStatus,
     submission: Option<Vec<u8>>,
     cost: f64,
 ) -> InstanceResult {
@@ -462,9 +548,8 @@ async fn episode(
     info_extra: &serde_json::Map<String, serde_json::Value>,
     model: &mut AnyModel,
     aci: &mut Aci<AnySandbox>,
-    traj_path: &Path,
+    saver: &Saver,
 ) -> Result<crate::agent::run::Outcome, crate::agent::run::LoopError> {
-    // Every turn is saved atomically; the final save (with the exit status) is also synced.
     let mut shown = 0;
     let mut save = |trajectory: &Trajectory| {
         if ctx.turn_lines {
@@ -477,14 +562,7 @@ async fn episode(
             }
             shown = trajectory.trajectory.len();
         }
-        let written = if trajectory.info.exit_status.is_some() {
-            trajectory::write_atomic(traj_path, trajectory)
-        } else {
-            trajectory::write_atomic_unsynced(traj_path, trajectory)
-        };
-        if let Err(error) = written {
-            eprintln!("error: cannot save {}: {error}", traj_path.display());
-        }
+        saver.save(trajectory);
     };
     let config = &ctx.config;
     let variables = context! {
@@ -515,24 +593,16 @@ async fn episode(
 /// The episode was cut short (watchdog or interrupt): keep the turns saved so far, autosubmit,
 /// and record `exit` (or `submitted (<exit>)`), with `note` as `info.error` when given.
 async fn stop_early(
+    id: &str,
     aci: &mut Aci<AnySandbox>,
     traj_path: &Path,
     model: &mut AnyModel,
     info_extra: &serde_json::Map<String, serde_json::Value>,
     exit: ExitStatus,
     note: Option<&str>,
-) -> (String, Option<Vec<u8>>, f64) {
+) -> (RecordedStatus, Option<Vec<u8>>, f64) {
     use crate::model::Model;
-    let submission = aci.submit().await.ok().filter(|patch| !patch.is_empty());
-    let status = if submission.is_some() {
-        exit.autosubmitted()
-    } else {
-        exit.as_str().to_owned()
-    };
-    let mut trajectory = trajectory::read(traj_path).unwrap_or_else(|_| Trajectory {
-        environment: "aci".to_owned(),
-        ..Trajectory::default()
-    });
+    let mut trajectory = saved_so_far(traj_path);
     for (key, value) in info_extra {
         trajectory
             .info
@@ -540,25 +610,29 @@ async fn stop_early(
             .entry(key)
             .or_insert_with(|| value.clone());
     }
-    trajectory.info.exit_status = Some(status.clone());
-    trajectory.info.submission = submission
-        .as_ref()
-        .map(|p| String::from_utf8_lossy(p).into_owned());
+    let submission = record_stop(aci, &mut trajectory.info, exit, None).await;
     if let Some(note) = note {
-        trajectory.info.extra.insert(
-            "error".to_owned(),
-            serde_json::Value::String(note.to_owned()),
-        );
+        set_error(&mut trajectory, note);
     }
     // The turn in flight may have made a model call that no save has recorded yet.
     crate::agent::run::record_stats(&mut trajectory.info, model.stats());
-    let _ = trajectory::write_atomic(traj_path, &trajectory);
+    save_ending(traj_path, &trajectory);
+    report_submission_error(id, &trajectory.info);
+    let status = trajectory
+        .info
+        .exit_status
+        .unwrap_or(RecordedStatus::Exit(exit));
     (status, submission, model.stats().instance_cost)
 }
 
 /// An instance that could not run at all (or whose task died): its trajectory gets `status`
 /// and `message` as `info.error`, keeping any turns already saved, and an empty prediction.
-fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> InstanceResult {
+fn fail(
+    ctx: &RunContext,
+    instance: &Instance,
+    status: ExitStatus,
+    message: &str,
+) -> InstanceResult {
     let line = format!("error: {}: {message}", instance.instance_id);
     // Through the feed, a batch prints it after the instance's pull and clone lines.
     match &ctx.feed {
@@ -567,24 +641,88 @@ fn fail(ctx: &RunContext, instance: &Instance, status: &str, message: &str) -> I
     }
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));
-    let mut trajectory = trajectory::read(&traj_path).unwrap_or_else(|_| Trajectory {
+    let mut trajectory = saved_so_far(&traj_path);
+    trajectory.info.exit_status = Some(RecordedStatus::Exit(status));
+    trajectory.info.submission = None;
+    set_error(&mut trajectory, message);
+    save_ending(&traj_path, &trajectory);
+    finish(
+        ctx,
+        instance.instance_id.clone(),
+        RecordedStatus::Exit(status),
+        None,
+        0.0,
+    )
+}
+
+/// The trajectory saved so far of an instance that ends outside the loop, or an empty one.
+fn saved_so_far(traj_path: &Path) -> Trajectory {
+    trajectory::read(traj_path).unwrap_or_else(|_| Trajectory {
         environment: "aci".to_owned(),
         ..Trajectory::default()
-    });
-    trajectory.info.exit_status = Some(status.to_owned());
-    trajectory.info.submission = None;
+    })
+}
+
+/// `info.error`: why the instance ended outside the loop.
+fn set_error(trajectory: &mut Trajectory, message: &str) {
     trajectory.info.extra.insert(
         "error".to_owned(),
         serde_json::Value::String(message.to_owned()),
     );
-    if let Err(error) = trajectory::write_atomic(&traj_path, &trajectory) {
+}
+
+/// Writes an instance's final trajectory (synced); a failure is reported, not returned: the
+/// instance's prediction is still written.
+fn save_ending(traj_path: &Path, trajectory: &Trajectory) {
+    if let Err(error) = trajectory::write_atomic(traj_path, trajectory) {
         eprintln!("error: cannot save {}: {error}", traj_path.display());
     }
-    finish(
-        ctx,
-        instance.instance_id.clone(),
-        status.to_owned(),
-        None,
-        0.0,
-    )
+}
+
+/// The stderr line of a failed autosubmission ([`SUBMISSION_ERROR`] in the trajectory).
+fn report_submission_error(id: &str, info: &crate::trajectory::Info) {
+    if let Some(error) = info.extra.get(SUBMISSION_ERROR).and_then(|v| v.as_str()) {
+        eprintln!("error: {id}: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_steps(steps: usize, exit_status: Option<RecordedStatus>) -> Trajectory {
+        let mut trajectory = Trajectory {
+            environment: "aci".to_owned(),
+            ..Trajectory::default()
+        };
+        trajectory.trajectory = (0..steps)
+            .map(|n| trajectory::TrajectoryStep {
+                action: format!("echo {n}"),
+                ..trajectory::TrajectoryStep::default()
+            })
+            .collect();
+        trajectory.info.exit_status = exit_status;
+        trajectory
+    }
+
+    #[tokio::test]
+    async fn the_saver_leaves_the_last_save_on_disk_once_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.traj");
+        let saver = Saver::start(path.clone());
+        for steps in 0..50 {
+            saver.save(&with_steps(steps, None));
+        }
+        let last = with_steps(50, Some(ExitStatus::Submitted.into()));
+        saver.save(&last);
+        saver.finish().await;
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            (trajectory::read(&path).unwrap(), names),
+            (last, vec![std::ffi::OsString::from("x.traj")])
+        );
+    }
 }

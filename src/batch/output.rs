@@ -2,42 +2,12 @@
 //! rename), so a killed process never leaves half a file behind.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// Writes `bytes` to `path` atomically, creating the parent directory.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
-/// One prediction, as the SWE-bench harness reads it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Prediction {
-    /// The instance.
-    pub instance_id: String,
-    /// The model (or run) that made it.
-    pub model_name_or_path: String,
-    /// The patch; empty when nothing was submitted.
-    pub model_patch: String,
-}
+use crate::files::write_atomic;
+pub use crate::protocol::Prediction;
 
 /// Where an instance's files go: `DIR/<id>/`.
 pub fn instance_dir(output: &Path, instance_id: &str) -> PathBuf {
@@ -111,7 +81,7 @@ pub fn write_exit_statuses(output: &Path) -> std::io::Result<ExitStatuses> {
             let status = trajectory
                 .info
                 .exit_status
-                .unwrap_or_else(|| "unfinished".to_owned());
+                .map_or_else(|| "unfinished".to_owned(), String::from);
             statuses
                 .instances_by_exit_status
                 .entry(status)
@@ -197,16 +167,5 @@ mod tests {
             std::fs::read(patch_path(dir.path(), "a")).unwrap(),
             b"patch a\n"
         );
-    }
-
-    #[test]
-    fn atomic_writes_leave_no_temporary_files() {
-        let dir = tempfile::tempdir().unwrap();
-        write_atomic(&dir.path().join("x/y.json"), b"{}").unwrap();
-        let names: Vec<_> = std::fs::read_dir(dir.path().join("x"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["y.json"]);
     }
 }

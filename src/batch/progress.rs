@@ -86,24 +86,10 @@ pub struct Counters {
     pub running: usize,
     /// Finished or skipped with a non-empty patch.
     pub submitted: usize,
-    /// Finished or skipped with an error status ([`is_error`]).
+    /// Finished or skipped with an error status ([`crate::protocol::RecordedStatus::is_error`]).
     pub errors: usize,
     /// Model cost of the instances run in this run.
     pub cost: f64,
-}
-
-/// Whether an exit status means the harness, the environment or the API failed, rather than
-/// the agent ending its own way: `exit_error`, `exit_environment_error`, `exit_api`,
-/// `early_exit`, alone or autosubmitted (`submitted (exit_api)`).
-pub fn is_error(status: &str) -> bool {
-    let base = status
-        .strip_prefix("submitted (")
-        .and_then(|rest| rest.strip_suffix(')'))
-        .unwrap_or(status);
-    matches!(
-        base,
-        "exit_error" | "exit_environment_error" | "exit_api" | "early_exit"
-    )
 }
 
 /// `m:ss`, or `h:mm:ss` from an hour up.
@@ -265,7 +251,7 @@ impl Progress {
         let counters = &mut self.counters;
         counters.done += 1;
         counters.submitted += usize::from(previous.has_patch);
-        counters.errors += usize::from(is_error(&previous.exit_status));
+        counters.errors += usize::from(previous.exit_status.is_error());
         let line = format!(
             "[{}/{}] {id}: skipped ({})",
             counters.done, counters.total, previous.exit_status
@@ -286,7 +272,7 @@ impl Progress {
         counters.done += 1;
         counters.ran += 1;
         counters.submitted += usize::from(result.has_patch);
-        counters.errors += usize::from(is_error(&result.exit_status));
+        counters.errors += usize::from(result.exit_status.is_error());
         counters.cost += result.cost;
         let line = format!(
             "[{}/{}] {}: {} ({:.1}s) | {}",
@@ -439,32 +425,9 @@ mod tests {
     fn result(id: &str, status: &str, has_patch: bool, cost: f64) -> InstanceResult {
         InstanceResult {
             instance_id: id.to_owned(),
-            exit_status: status.to_owned(),
+            exit_status: status.into(),
             cost,
             has_patch,
-        }
-    }
-
-    #[test]
-    fn errors_are_harness_environment_and_api_failures_even_when_autosubmitted() {
-        for status in [
-            "exit_error",
-            "exit_environment_error",
-            "exit_api",
-            "early_exit",
-            "submitted (exit_api)",
-            "submitted (early_exit)",
-        ] {
-            assert!(is_error(status), "{status}");
-        }
-        for status in [
-            "submitted",
-            "exit_cost",
-            "submitted (exit_cost)",
-            "exit_format",
-            "exit_total_execution_time",
-        ] {
-            assert!(!is_error(status), "{status}");
         }
     }
 
@@ -521,7 +484,7 @@ mod tests {
         let out = Shared::default();
         let mut progress = Progress::new(Box::new(out.clone()), Style::Lines, 3);
         let previous = Previous {
-            exit_status: "submitted".to_owned(),
+            exit_status: "submitted".into(),
             has_patch: true,
             cost: 0.5,
         };

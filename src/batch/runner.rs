@@ -22,9 +22,9 @@ use tokio::task::JoinSet;
 
 use super::progress::Progress;
 use super::{InstanceResult, RunContext, fail, output, run_instance_interruptible};
-use crate::agent::stop::ExitStatus;
 use crate::instance::Instance;
 use crate::model::ReplayInput;
+use crate::protocol::{ExitStatus, RecordedStatus};
 use crate::trajectory;
 
 /// A one-way flag that Ctrl-C sets, seen by the scheduler and by every running instance.
@@ -100,10 +100,10 @@ pub enum Outcome {
 }
 
 /// An earlier run's result, read from its trajectory.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Previous {
     /// Its `info.exit_status`.
-    pub exit_status: String,
+    pub exit_status: RecordedStatus,
     /// Whether it has a non-empty submission.
     pub has_patch: bool,
     /// Its `info.model_stats.instance_cost`.
@@ -151,13 +151,16 @@ pub fn find_replay(dir: &Path, instance_id: &str) -> Option<PathBuf> {
 /// prediction is written last, so a run killed in between is not finished). Only the keys
 /// needed are read, so a foreign trajectory counts too.
 pub fn previous_result(output: &Path, instance_id: &str) -> Option<Previous> {
-    let path = output::traj_path(output, instance_id);
-    if !trajectory::is_finished(&path) || !output::pred_path(output, instance_id).is_file() {
+    if !output::pred_path(output, instance_id).is_file() {
         return None;
     }
+    let path = output::traj_path(output, instance_id);
     let value: Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+    if !trajectory::is_finished_value(&value) {
+        return None;
+    }
     Some(Previous {
-        exit_status: value.pointer("/info/exit_status")?.as_str()?.to_owned(),
+        exit_status: RecordedStatus::from(value.pointer("/info/exit_status")?.as_str()?),
         has_patch: value
             .pointer("/info/submission")
             .and_then(Value::as_str)
@@ -167,6 +170,33 @@ pub fn previous_result(output: &Path, instance_id: &str) -> Option<Previous> {
             .and_then(Value::as_f64)
             .unwrap_or(0.0),
     })
+}
+
+/// [`previous_result`] of every id, in order: read on blocking threads, a share of the ids
+/// each (one per core), so resuming a large run neither stalls the async runtime nor reads its
+/// trajectories one after another. An id whose reader panicked counts as not finished.
+pub async fn previous_results(output: &Path, ids: Vec<String>) -> Vec<Option<Previous>> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let share = ids.len().div_ceil(threads).max(1);
+    let mut readers = Vec::new();
+    for part in ids.chunks(share) {
+        let (output, part) = (output.to_owned(), part.to_vec());
+        let count = part.len();
+        let reader = tokio::task::spawn_blocking(move || {
+            part.iter()
+                .map(|id| previous_result(&output, id))
+                .collect::<Vec<_>>()
+        });
+        readers.push((reader, count));
+    }
+    let mut results = Vec::with_capacity(ids.len());
+    for (reader, count) in readers {
+        match reader.await {
+            Ok(part) => results.extend(part),
+            Err(_) => results.extend(std::iter::repeat_n(None, count)),
+        }
+    }
+    results
 }
 
 /// Runs a batch: resume decisions, then the instances to run under [`schedule`].
@@ -181,12 +211,12 @@ pub async fn run_batch(
     let ids: Vec<String> = instances.iter().map(|i| i.instance_id.clone()).collect();
     let mut outcomes: Vec<Option<Outcome>> = vec![None; instances.len()];
     let mut queue = VecDeque::new();
-    for (index, instance) in instances.into_iter().enumerate() {
-        let previous = if options.redo {
-            None
-        } else {
-            previous_result(&ctx.output, &instance.instance_id)
-        };
+    let previous = if options.redo {
+        vec![None; instances.len()]
+    } else {
+        previous_results(&ctx.output, ids.clone()).await
+    };
+    for ((index, instance), previous) in instances.into_iter().enumerate().zip(previous) {
         match previous {
             Some(previous) => {
                 progress.skipped(&instance.instance_id, &previous);
@@ -204,7 +234,7 @@ pub async fn run_batch(
     };
     let on_panic = |instance: &Instance, message: String| {
         let message = format!("the instance's task panicked: {message}");
-        fail(&ctx, instance, ExitStatus::ExitError.as_str(), &message)
+        fail(&ctx, instance, ExitStatus::ExitError, &message)
     };
     let scheduled = schedule(queue, options.workers, interrupt, task, on_panic, progress).await;
     for (index, outcome) in scheduled.outcomes {
@@ -234,8 +264,9 @@ async fn run_one(
 ) -> InstanceResult {
     let id = &instance.instance_id;
     let dir = output::instance_dir(&ctx.output, id);
-    if dir.exists()
-        && let Err(error) = std::fs::remove_dir_all(&dir)
+    // Off the async runtime: a partial run's directory can hold a large trajectory.
+    if tokio::fs::try_exists(&dir).await.unwrap_or(false)
+        && let Err(error) = tokio::fs::remove_dir_all(&dir).await
     {
         eprintln!(
             "warning: {id}: cannot remove the partial run in {}: {error}",
@@ -251,11 +282,11 @@ async fn run_one(
                      {id}.json, {id}.traj and {id}/{id}.traj)",
                     replay_dir.display()
                 );
-                return fail(ctx, instance, ExitStatus::ExitError.as_str(), &message);
+                return fail(ctx, instance, ExitStatus::ExitError, &message);
             };
             match ReplayInput::load(&path) {
                 Ok(replay) => Some(replay),
-                Err(error) => return fail(ctx, instance, error.exit_status(), &error.to_string()),
+                Err(error) => return fail(ctx, instance, error.exit_status(), &error.with_hint()),
             }
         }
     };

@@ -22,13 +22,13 @@ pub struct SummaryContext<'a> {
 
 /// Renders the summary table.
 pub fn render(report: &BatchReport, context: &SummaryContext<'_>) -> String {
-    let mut ran: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut ran: BTreeMap<String, usize> = BTreeMap::new();
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
     let (mut not_started, mut run, mut patches, mut cost) = (0, 0, 0, 0.0);
     for item in &report.outcomes {
         match &item.outcome {
             Outcome::Ran { result, .. } => {
-                *ran.entry(result.exit_status.as_str()).or_default() += 1;
+                *ran.entry(result.exit_status.to_string()).or_default() += 1;
                 run += 1;
                 patches += usize::from(result.has_patch);
                 cost += result.cost;
@@ -40,7 +40,7 @@ pub fn render(report: &BatchReport, context: &SummaryContext<'_>) -> String {
             Outcome::NotStarted => not_started += 1,
         }
     }
-    let mut rows: Vec<(String, usize)> = ran.into_iter().map(|(s, n)| (s.to_owned(), n)).collect();
+    let mut rows: Vec<(String, usize)> = ran.into_iter().collect();
     rows.extend(skipped);
     if not_started > 0 {
         rows.push(("not started (interrupted)".to_owned(), not_started));
@@ -108,7 +108,7 @@ mod tests {
             outcome: Outcome::Ran {
                 result: InstanceResult {
                     instance_id: id.to_owned(),
-                    exit_status: status.to_owned(),
+                    exit_status: status.into(),
                     cost,
                     has_patch,
                 },
@@ -122,7 +122,7 @@ mod tests {
         let skipped = InstanceOutcome {
             instance_id: "d".to_owned(),
             outcome: Outcome::Skipped(Previous {
-                exit_status: "submitted".to_owned(),
+                exit_status: "submitted".into(),
                 has_patch: true,
                 cost: 1.0,
             }),

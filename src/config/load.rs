@@ -25,7 +25,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// A file (or a `--set`) does not fit the schema.
-    #[error("{origin}{location}: {message}{hint}")]
+    #[error("{origin}{location}: {message}")]
     Invalid {
         /// The file path, or `--set key=value`.
         origin: String,
@@ -33,8 +33,8 @@ pub enum ConfigError {
         location: String,
         /// serde's message, which names the key path.
         message: String,
-        /// `\nhint: …` with the nearest valid key, or empty.
-        hint: String,
+        /// The nearest valid key, as a `hint:` line's text ([`ConfigError::hint`]).
+        hint: Option<String>,
     },
     /// A file (or a `--set` value) nests collections deeper than [`MAX_DEPTH`]: no key of the
     /// schema is that deep, and parsing such a text takes minutes.
@@ -48,6 +48,27 @@ pub enum ConfigError {
     /// A `--set` without `=`.
     #[error("--set {0}: expected key.path=value")]
     SetSyntax(String),
+}
+
+impl ConfigError {
+    /// What to do about the error, for a `hint:` line under its `error:` line (the message
+    /// does not repeat it): the nearest valid key for an unknown one.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { hint, .. } => hint.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// A setting that is valid but works against another, for a `warning:` line and a `hint:`
+/// line under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// What is wrong.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
 }
 
 /// The built-in defaults, as a YAML document.
@@ -77,21 +98,16 @@ fn invalid(
 }
 
 /// For "unknown field `x`, expected one of `a`, `b`": the expected key closest to `x`.
-fn nearest_key_hint(message: &str) -> String {
-    let Some(rest) = message.split("unknown field `").nth(1) else {
-        return String::new();
-    };
-    let Some((unknown, expected)) = rest.split_once('`') else {
-        return String::new();
-    };
+fn nearest_key_hint(message: &str) -> Option<String> {
+    let rest = message.split("unknown field `").nth(1)?;
+    let (unknown, expected) = rest.split_once('`')?;
     let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
     candidates
         .iter()
         .map(|c| (edit_distance(unknown, c), *c))
         .min()
         .filter(|(distance, c)| *distance <= (c.len().max(unknown.len()) / 2).max(2))
-        .map(|(_, c)| format!("\nhint: did you mean `{c}`?"))
-        .unwrap_or_default()
+        .map(|(_, c)| format!("did you mean `{c}`?"))
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -284,18 +300,20 @@ pub fn resolve_text(layers: &[(&str, &str)], sets: &[String]) -> Result<Config, 
 }
 
 impl Config {
-    /// Settings that are valid but work against each other, worded for a `warning:` line.
-    pub fn warnings(&self) -> Vec<String> {
+    /// Settings that are valid but work against each other.
+    pub fn warnings(&self) -> Vec<ConfigWarning> {
         let mut warnings = Vec::new();
         let wall = self.agent.limits.max_wall_time_secs;
-        if wall > 0 && self.env.instance_timeout <= wall as f64 {
-            warnings.push(format!(
-                "env.instance_timeout ({} s) ends an instance before \
-                 agent.limits.max_wall_time_secs ({wall} s) can, so the model is never warned \
-                 that its time is running out\nhint: keep env.instance_timeout above \
-                 agent.limits.max_wall_time_secs",
-                self.env.instance_timeout
-            ));
+        if wall > 0 && self.env.instance_timeout.get() <= wall as f64 {
+            warnings.push(ConfigWarning {
+                message: format!(
+                    "env.instance_timeout ({} s) ends an instance before \
+                     agent.limits.max_wall_time_secs ({wall} s) can, so the model is never \
+                     warned that its time is running out",
+                    self.env.instance_timeout
+                ),
+                hint: "keep env.instance_timeout above agent.limits.max_wall_time_secs".to_owned(),
+            });
         }
         warnings
     }
@@ -318,14 +336,17 @@ mod tests {
     #[test]
     fn a_watchdog_shorter_than_the_wall_time_limit_is_warned_about() {
         let config = super::resolve_text(&[], &[]).unwrap();
-        assert_eq!(config.warnings(), Vec::<String>::new());
+        assert_eq!(config.warnings(), Vec::new());
         let short = super::resolve_text(&[], &["env.instance_timeout=1800".to_owned()]).unwrap();
         assert_eq!(
             short.warnings(),
-            ["env.instance_timeout (1800 s) ends an instance before \
-              agent.limits.max_wall_time_secs (3600 s) can, so the model is never warned that \
-              its time is running out\nhint: keep env.instance_timeout above \
-              agent.limits.max_wall_time_secs"]
+            [super::ConfigWarning {
+                message: "env.instance_timeout (1800 s) ends an instance before \
+                          agent.limits.max_wall_time_secs (3600 s) can, so the model is never \
+                          warned that its time is running out"
+                    .to_owned(),
+                hint: "keep env.instance_timeout above agent.limits.max_wall_time_secs".to_owned()
+            }]
         );
         let off = super::resolve_text(
             &[],
@@ -340,9 +361,14 @@ mod tests {
 
     use super::*;
 
+    /// The error's two lines as printed: the message, then its hint.
     fn error(layers: &[(&str, &str)], sets: &[&str]) -> String {
         let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
-        resolve_text(layers, &sets).unwrap_err().to_string()
+        let error = resolve_text(layers, &sets).unwrap_err();
+        match error.hint() {
+            Some(hint) => format!("{error}\nhint: {hint}"),
+            None => error.to_string(),
+        }
     }
 
     #[test]
@@ -404,7 +430,10 @@ mod tests {
         let a = "env:\n  command_timeout: 5\n  pids: 10\n";
         let b = "env:\n  command_timeout: 7\n";
         let config = resolve_text(&[("a", a), ("b", b)], &["env.pids=99".to_owned()]).unwrap();
-        assert_eq!((config.env.command_timeout, config.env.pids), (7.0, 99));
+        assert_eq!(
+            (config.env.command_timeout.get(), config.env.pids.get()),
+            (7.0, 99)
+        );
         assert_eq!(config.env.repo_dir, "/testbed");
     }
 

@@ -2,7 +2,11 @@
 //! `env` — where every field has a doc comment (the reference for users) and a default, and
 //! unknown keys are errors. Layering and `--set` live in [`load`].
 
+pub mod aci;
+pub mod agent;
 pub mod load;
+pub mod model;
+pub mod units;
 
 use std::collections::BTreeMap;
 
@@ -10,12 +14,12 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aci::action::Blocklist;
-use crate::agent::history::HistoryConfig;
-use crate::agent::stop::{Limits, NudgeTexts};
-use crate::model::ModelConfig;
+pub use aci::Blocklist;
+pub use agent::{HistoryConfig, Limits, NudgeTexts};
+pub use model::ModelConfig;
+pub use units::{Positive, Seconds};
 
-pub use load::{ConfigError, resolve, resolve_text, resolve_with_presets};
+pub use load::{ConfigError, ConfigWarning, resolve, resolve_text, resolve_with_presets};
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -71,9 +75,8 @@ impl Default for AgentConfig {
             parser: ParserKind::ThoughtAction,
             enable_bash_tool: true,
             history: HistoryConfig::default(),
-            max_observation_length: crate::agent::history::DEFAULT_MAX_OBSERVATION_LENGTH,
-            max_stored_observation_length:
-                crate::agent::history::DEFAULT_MAX_STORED_OBSERVATION_LENGTH,
+            max_observation_length: agent::DEFAULT_MAX_OBSERVATION_LENGTH,
+            max_stored_observation_length: agent::DEFAULT_MAX_STORED_OBSERVATION_LENGTH,
             limits: Limits::default(),
             nudges: NudgeTexts::default(),
         }
@@ -148,7 +151,7 @@ pub struct AciConfig {
 impl Default for AciConfig {
     fn default() -> Self {
         Self {
-            commands: crate::aci::registry::BUILTIN_COMMANDS
+            commands: aci::BUILTIN_COMMANDS
                 .iter()
                 .map(|c| (*c).to_owned())
                 .collect(),
@@ -157,7 +160,7 @@ impl Default for AciConfig {
             overlap: 2,
             scroll_warning: true,
             raw_output: false,
-            max_line_length: crate::aci::window::DEFAULT_MAX_LINE_LENGTH,
+            max_line_length: aci::DEFAULT_MAX_LINE_LENGTH,
             lint: LintConfig::default(),
             search: SearchConfig::default(),
             blocklist: Blocklist::default(),
@@ -233,26 +236,27 @@ pub struct EnvConfig {
     /// Where the repository is checked out in the container; `{repo_name}` is the instance's
     /// `repo` with `/` replaced by `__`.
     pub repo_dir: String,
-    /// Seconds a single command may run before it is killed (the model is told).
-    pub command_timeout: f64,
+    /// Seconds a single command may run before it is killed (the model is told). Like every
+    /// duration here: above 0 and at most 365 days.
+    pub command_timeout: Seconds,
     /// Seconds a whole instance may run (agent loop and all) before the watchdog stops it and
     /// autosubmits. A backstop: keep it above `agent.limits.max_wall_time_secs`, the limit the
     /// model is warned about and that the loop itself enforces between turns.
-    pub instance_timeout: f64,
+    pub instance_timeout: Seconds,
     /// Seconds an environment image build (repository, baseline and `setup`) may take before
     /// it fails that instance. Apart from `instance_timeout`: a short watchdog for quick runs
     /// must not fail a long `pip install`.
-    pub build_timeout: f64,
-    /// Container memory limit in MiB (no swap on top).
-    pub memory_mb: u64,
-    /// Container CPU limit in cores.
-    pub cpus: f64,
-    /// Maximum number of processes in the container.
-    pub pids: i64,
-    /// Disk quota per container in MiB: what a task may write on top of its image. No single
-    /// file may grow past it, and the task ends (`exit_environment_error`) once everything it
-    /// wrote is over it (checked every few seconds).
-    pub disk_mb: u64,
+    pub build_timeout: Seconds,
+    /// Container memory limit in MiB (no swap on top); above 0.
+    pub memory_mb: Positive<u64>,
+    /// Container CPU limit in cores (fractions allowed); above 0.
+    pub cpus: Positive<f64>,
+    /// Maximum number of processes in the container; above 0.
+    pub pids: Positive<i64>,
+    /// Disk quota per container in MiB: what a task may write on top of its image; above 0. No
+    /// single file may grow past it, and the task ends (`exit_environment_error`) once
+    /// everything it wrote is over it (checked every few seconds).
+    pub disk_mb: Positive<u64>,
     /// Give the container a network. Off by default: the container has only `lo`.
     pub network: bool,
     /// Bytes of a command's output kept from the start while it streams.
@@ -336,13 +340,13 @@ impl Default for EnvConfig {
                 ("rust".to_owned(), "aci-rust:bookworm".to_owned()),
             ]),
             repo_dir: "/testbed".to_owned(),
-            command_timeout: 25.0,
-            instance_timeout: 3900.0,
-            build_timeout: 1800.0,
-            memory_mb: 4096,
-            cpus: 2.0,
-            pids: 1024,
-            disk_mb: 8192,
+            command_timeout: Seconds::whole(25),
+            instance_timeout: Seconds::whole(3900),
+            build_timeout: Seconds::whole(1800),
+            memory_mb: Positive(4096),
+            cpus: Positive(2.0),
+            pids: Positive(1024),
+            disk_mb: Positive(8192),
             network: false,
             output_head_bytes: 512 * 1024,
             output_tail_bytes: 512 * 1024,

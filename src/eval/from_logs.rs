@@ -18,7 +18,7 @@ use super::report::{
 };
 use super::run::{EvalError, InstanceDone, InstanceStatus};
 use super::spec;
-use crate::batch::output::write_atomic;
+use crate::files::write_atomic;
 use crate::instance::Instance;
 
 /// How deep under `DIR` logs are looked for (the 2.x layout needs four levels).
@@ -327,10 +327,7 @@ impl Job<'_> {
         patch: Option<&str>,
     ) -> (InstanceStatus, Vec<String>) {
         let instance = self.instance;
-        let parser = match spec::builtin()
-            .map_err(ToString::to_string)
-            .and_then(|table| log_parser(instance, table).map_err(|e| e.to_string()))
-        {
+        let parser = match log_parser(instance, spec::builtin()).map_err(|e| e.to_string()) {
             Ok(parser) => parser,
             Err(reason) => return (self.error(dir, Some(log), &reason), Vec::new()),
         };

@@ -33,3 +33,35 @@ pub(crate) fn swebench_data_dir() -> std::path::PathBuf {
     );
     dir
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::LazyLock;
+
+    /// Every regular expression and table written as a literal in the code is compiled here, so
+    /// a typo fails this test instead of panicking in a run (they used to fail silently, as
+    /// "no match": no hunk counts, no ANSI stripping). Each pattern must also find a sample of
+    /// what it is for.
+    #[test]
+    fn every_literal_regex_and_the_builtin_specs_compile() {
+        let patterns: [(&LazyLock<regex::Regex>, &str); 7] = [
+            (&super::script::HUNK_HEADER, "@@ -1,2 +1,3 @@ fn main"),
+            (&super::parse::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
+            (&super::parse::CARGO_TEST_LINE, "test tests::adds ... ok"),
+            (&super::parse::SUITE_RAN, "=== 3 passed in 0.1s ==="),
+            (&crate::image::spec_env::PACKAGE_NAME, "numpy==1.19.2"),
+            (&crate::image::spec_env::PIP_VERSIONS, "<3.9.0,>=3"),
+            (
+                &crate::image::env::QUOTED_RUN,
+                "The command '/bin/sh -c sh /setup.sh' returned a non-zero code: 1",
+            ),
+        ];
+        let unmatched: Vec<&str> = patterns
+            .into_iter()
+            .filter(|(pattern, sample)| !LazyLock::force(pattern).is_match(sample))
+            .map(|(_, sample)| sample)
+            .collect();
+        assert_eq!(unmatched, Vec::<&str>::new());
+        assert!(LazyLock::force(&super::spec::BUILTIN).repos().count() > 0);
+    }
+}

@@ -14,6 +14,7 @@ use super::script::{
     APPLY_PATCH_FAIL, END_MARKER, EXIT_CODE_PREFIX, INERT_PREFIX, RESET_FAILED, START_MARKER,
     TESTS_ERROR, TESTS_TIMEOUT,
 };
+use crate::text::literal_regex;
 
 /// The outcome of one test, as SWE-bench names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -201,15 +202,13 @@ fn record(map: &mut StatusMap, id: &str, status: TestStatus) {
         .or_insert(status);
 }
 
-static ANSI_ESCAPE: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"));
+/// An ANSI escape sequence.
+pub(crate) static ANSI_ESCAPE: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"));
 
 /// Removes ANSI escape sequences (colours, cursor moves) from `text`.
 pub fn strip_ansi(text: &str) -> Cow<'_, str> {
-    match ANSI_ESCAPE.as_ref() {
-        Ok(regex) => regex.replace_all(text, ""),
-        Err(_) => Cow::Borrowed(text),
-    }
+    ANSI_ESCAPE.replace_all(text, "")
 }
 
 /// Lines of `log` with ANSI codes and carriage returns removed.
@@ -302,8 +301,9 @@ fn bracket_id_end(rest: &str, open: usize) -> Option<usize> {
     first_candidate
 }
 
-static CARGO_TEST_LINE: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"^test (.+?) \.\.\. ?(.*)$"));
+/// libtest's `test <name> ... <outcome>` line.
+pub(crate) static CARGO_TEST_LINE: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"^test (.+?) \.\.\. ?(.*)$"));
 
 /// `cargo test` output (libtest's pretty format), over any number of test binaries and the
 /// doc-tests.
@@ -316,9 +316,7 @@ static CARGO_TEST_LINE: LazyLock<Result<Regex, regex::Error>> =
 /// Names are not prefixed with their binary, so ids match SWE-bench's.
 pub fn parse_cargo(log: &str) -> StatusMap {
     let mut map = StatusMap::new();
-    let Ok(test_line) = CARGO_TEST_LINE.as_ref() else {
-        return map;
-    };
+    let test_line = &*CARGO_TEST_LINE;
     let mut pending: Vec<String> = Vec::new();
     let mut in_failure_list = false;
     for line in clean_lines(log) {
@@ -527,8 +525,9 @@ pub fn recorded_exit_code(text: &str) -> Option<i32> {
         .next_back()
 }
 
-static SUITE_RAN: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
-    Regex::new(concat!(
+/// Evidence that a test runner ran at least one test ([`suite_ran`]).
+pub(crate) static SUITE_RAN: LazyLock<Regex> = LazyLock::new(|| {
+    literal_regex(concat!(
         r"(?m)\b[1-9]\d* (?:passed|failed|errors?|skipped|xfailed|xpassed)\b",
         r"|^Ran [1-9]\d* tests? in ",
         r"|^running [1-9]\d* tests?\s*$",
@@ -544,9 +543,7 @@ static SUITE_RAN: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| {
 /// and `running 0 tests` are not evidence.
 /// Lines written through `eval.sh`'s inert filter (the header, the reinstall) are not evidence.
 pub fn suite_ran(log: &str) -> bool {
-    let Ok(regex) = SUITE_RAN.as_ref() else {
-        return false;
-    };
+    let regex = &*SUITE_RAN;
     strip_ansi(log)
         .lines()
         .filter(|line| !line.starts_with(INERT_PREFIX))

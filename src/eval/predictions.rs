@@ -8,20 +8,10 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::instance::Instance;
+pub use crate::protocol::Prediction;
 
 /// The model name of `--predictions gold`.
 pub const GOLD_MODEL_NAME: &str = "gold";
-
-/// One model's patch for one instance.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Prediction {
-    /// The instance this patch is for.
-    pub instance_id: String,
-    /// The model (or `gold`); SWE-bench puts it in log paths with `/` → `__`.
-    pub model_name_or_path: String,
-    /// The patch; a JSON `null` becomes the empty string.
-    pub model_patch: String,
-}
 
 /// A predictions file that cannot be used. Any bad prediction fails the whole file, as in the
 /// SWE-bench harness: grading a partial file would silently change the denominator.

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
@@ -23,8 +22,8 @@ use super::report::{
 };
 use super::script::{EvalScriptSpec, eval_script};
 use super::spec;
-use crate::batch::output::write_atomic;
 use crate::config::EnvConfig;
+use crate::files::write_atomic;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
@@ -206,26 +205,27 @@ pub async fn evaluate_with(
         .iter()
         .map(|p| (p.instance_id.as_str(), p))
         .collect();
-    let semaphore = Arc::new(Semaphore::new(workers));
+    // At most `workers` tasks exist at once, started in instance order as others finish; once
+    // an image build fails for every instance (`stop`), no more start.
+    let mut pending = instances.into_iter();
     let mut tasks = JoinSet::new();
-    for instance in instances {
-        let prediction = by_id.remove(instance.instance_id.as_str()).cloned();
-        let shared = Arc::clone(&shared);
-        let semaphore = Arc::clone(&semaphore);
-        tasks.spawn(async move {
-            let _permit = semaphore.acquire_owned().await.ok()?;
-            if shared.stop.load(Ordering::SeqCst) {
-                return None;
-            }
-            Some(evaluate_one(&shared, instance, prediction).await)
-        });
-    }
     let mut outcomes = BTreeMap::new();
     let mut resolved_touching_tests = Vec::new();
-    while let Some(joined) = tasks.join_next().await {
+    loop {
+        while tasks.len() < workers && !shared.stop.load(Ordering::SeqCst) {
+            let Some(instance) = pending.next() else {
+                break;
+            };
+            let prediction = by_id.remove(instance.instance_id.as_str()).cloned();
+            let shared = Arc::clone(&shared);
+            tasks.spawn(async move { evaluate_one(&shared, instance, prediction).await });
+        }
+        let Some(joined) = tasks.join_next().await else {
+            break;
+        };
         // A task that panicked leaves its instance without an outcome: the summary counts it as
         // an error.
-        if let Ok(Some(done)) = joined {
+        if let Ok(done) = joined {
             progress(&done);
             if let Some(outcome) = done.outcome() {
                 outcomes.insert(done.instance_id.clone(), outcome);

@@ -6,6 +6,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::text::literal_regex;
+
 /// Printed (through `set -x`) just before the test command. The parser slices after it.
 pub const START_MARKER: &str = ">>>>> Start Test Output";
 /// Printed (through `set -x`) just after the test command. The parser slices before it.
@@ -330,8 +332,9 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
     }
 }
 
-static HUNK_HEADER: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@"));
+/// A hunk header, with the old and new line counts.
+pub(crate) static HUNK_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@"));
 
 /// The files of a git diff, in order. Paths come from the `--- `/`+++ ` lines (quoted paths
 /// unescaped, `a/`/`b/` and git's trailing tab stripped), else from `rename`/`copy` lines, else
@@ -374,8 +377,7 @@ pub fn patch_files(patch: &str) -> Vec<FileChange> {
 }
 
 fn hunk_counts(line: &str) -> Option<(usize, usize)> {
-    let regex = HUNK_HEADER.as_ref().ok()?;
-    let captures = regex.captures(line)?;
+    let captures = HUNK_HEADER.captures(line)?;
     let count = |index: usize| {
         captures
             .get(index)

@@ -250,15 +250,17 @@ impl SpecTable {
     }
 }
 
-static BUILTIN: LazyLock<Result<SpecTable, SpecError>> =
-    LazyLock::new(|| SpecTable::from_yaml(BUILTIN_SPECS_YAML));
+/// The built-in table. The file is compiled in, so an invalid one is a bug: the test that
+/// forces every literal table and pattern fails with its error.
+pub(crate) static BUILTIN: LazyLock<SpecTable> =
+    LazyLock::new(|| match SpecTable::from_yaml(BUILTIN_SPECS_YAML) {
+        Ok(table) => table,
+        Err(error) => panic!("the built-in SWE-bench specs do not load: {error}"),
+    });
 
 /// The built-in table, read once.
-///
-/// # Errors
-/// The compiled-in file is invalid (a unit test keeps this from shipping).
-pub fn builtin() -> Result<&'static SpecTable, &'static SpecError> {
-    BUILTIN.as_ref()
+pub fn builtin() -> &'static SpecTable {
+    &BUILTIN
 }
 
 /// The built-in table with `files` (`env.specs`) read after it, in order, each repository of
@@ -266,15 +268,14 @@ pub fn builtin() -> Result<&'static SpecTable, &'static SpecError> {
 /// files; without files it is the built-in table.
 ///
 /// # Errors
-/// The built-in table is invalid, or a file cannot be read or is not a valid spec file; the
-/// error names the file.
+/// A file cannot be read or is not a valid spec file; the error names the file.
 pub fn table(files: &[PathBuf]) -> Result<Arc<SpecTable>, SpecError> {
     static TABLES: LazyLock<Mutex<HashMap<Vec<PathBuf>, Arc<SpecTable>>>> =
         LazyLock::new(|| Mutex::new(HashMap::new()));
     if let Some(table) = TABLES.lock().ok().and_then(|t| t.get(files).cloned()) {
         return Ok(table);
     }
-    let mut table = builtin().map_err(Clone::clone)?.clone();
+    let mut table = builtin().clone();
     for path in files {
         table.extend(read_spec_file(path)?);
     }

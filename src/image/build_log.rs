@@ -91,7 +91,7 @@ impl BuildLog {
     /// Adds a piece of the build's output (any number of lines, the last maybe unfinished).
     /// Terminal colour codes (the daemon paints a step's stderr red) are dropped.
     pub fn push(&mut self, output: &str) {
-        let output = strip_ansi(output);
+        let output = crate::eval::parse::strip_ansi(output);
         if let Some(file) = &mut self.file
             && file.write_all(output.as_bytes()).is_err()
         {
@@ -150,16 +150,6 @@ impl BuildLog {
     }
 }
 
-/// `text` without ANSI escape sequences (`ESC [ … letter`).
-pub fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
-    static ANSI: std::sync::LazyLock<Result<regex::Regex, regex::Error>> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]"));
-    match ANSI.as_ref() {
-        Ok(ansi) => ansi.replace_all(text, ""),
-        Err(_) => std::borrow::Cow::Borrowed(text),
-    }
-}
-
 /// `failed at step <step>: <error's first line>`, then the last lines of the build behind
 /// `| `, then `build log: <path>`.
 pub fn failure_message(
@@ -207,7 +197,7 @@ pub async fn build_logged(
         network: true,
     };
     let on_step = request.on_step;
-    let limit = Duration::from_secs_f64(request.env.build_timeout.max(1.0));
+    let limit = Duration::from_secs_f64(request.env.build_timeout.get().max(1.0));
     on_step(&format!(
         "[{instance_id}] building the environment image {tag}"
     ));

@@ -22,6 +22,7 @@ use crate::config::EnvConfig;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
 use crate::sandbox::{RepoSource, SandboxError, SandboxSpec, repo};
+use crate::text::literal_regex;
 
 /// `aci.image` value of an environment image.
 pub const ENV_IMAGE_KIND: &str = "env";
@@ -468,15 +469,14 @@ async fn build(
 /// The daemon quotes the whole failing `RUN` line (the baseline script and every setup call);
 /// the setup's own output, which follows, says more.
 fn shorten_step_error(message: &str) -> String {
-    static QUOTED_RUN: LazyLock<Result<regex::Regex, regex::Error>> =
-        LazyLock::new(|| regex::Regex::new(r"The command '/bin/sh -c [^\n]*' returned"));
-    match QUOTED_RUN.as_ref() {
-        Ok(regex) => regex
-            .replace(message, "the RUN step (baseline and setup) returned")
-            .into_owned(),
-        Err(_) => message.to_owned(),
-    }
+    QUOTED_RUN
+        .replace(message, "the RUN step (baseline and setup) returned")
+        .into_owned()
 }
+
+/// The daemon's quote of a failing `RUN` line.
+pub(crate) static QUOTED_RUN: LazyLock<regex::Regex> =
+    LazyLock::new(|| literal_regex(r"The command '/bin/sh -c [^\n]*' returned"));
 
 /// What goes into an environment image's Dockerfile.
 #[derive(Debug, Clone)]

@@ -33,6 +33,7 @@ use crate::eval::spec::{self, Packages, SpecEntry, SpecError};
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
 use crate::sandbox::shell_quote;
+use crate::text::literal_regex;
 
 /// Where the spec's virtual environment is created in the image.
 pub const VENV: &str = "/opt/aci-venv";
@@ -210,6 +211,16 @@ pub fn spec_env(
     }
 }
 
+/// A package name at the start of a requirement.
+pub(crate) static PACKAGE_NAME: LazyLock<regex::Regex> =
+    LazyLock::new(|| literal_regex(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"));
+/// Version clauses pip and conda read alike: `==1.2`, `<2.0,>=1`.
+pub(crate) static PIP_VERSIONS: LazyLock<regex::Regex> = LazyLock::new(|| {
+    literal_regex(
+        r"^(\s*(==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*)(,\s*(==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*)*$",
+    )
+});
+
 /// A package of a spec's `packages` list (a conda spec) as a pip requirement: `name`,
 /// `name==1.2`, `name<2.0`, `name>=1,<2` as they are, conda's fuzzy `name=1.2` as
 /// `name==1.2.*`.
@@ -218,23 +229,13 @@ pub fn spec_env(
 /// A conda build string (`name=1.2=py39_0`), a channel (`conda-forge::name`) or text that is no
 /// requirement: a description of the package for the conda error.
 pub fn pip_requirement(conda: &str) -> Result<String, String> {
-    static NAME: LazyLock<Result<regex::Regex, regex::Error>> =
-        LazyLock::new(|| regex::Regex::new(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"));
-    static PIP_SPEC: LazyLock<Result<regex::Regex, regex::Error>> = LazyLock::new(|| {
-        regex::Regex::new(
-            r"^(\s*(==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*)(,\s*(==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*)*$",
-        )
-    });
     let text = conda.trim();
     let not_pip = || format!("the package {text:?}, a conda spec");
-    let (Ok(name), Ok(pip_spec)) = (NAME.as_ref(), PIP_SPEC.as_ref()) else {
-        return Err(not_pip());
-    };
-    let Some(found) = name.find(text) else {
+    let Some(found) = PACKAGE_NAME.find(text) else {
         return Err(not_pip());
     };
     let rest = &text[found.end()..];
-    if rest.is_empty() || pip_spec.is_match(rest) {
+    if rest.is_empty() || PIP_VERSIONS.is_match(rest) {
         return Ok(text.to_owned());
     }
     // conda's `name=1.2` is `1.2.*`; a second `=` is a build string, which pip has no notion of.

@@ -35,7 +35,9 @@ use text::LineIndex;
 /// A language the gate can check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Language {
+    /// Python: `.py` and `.pyi` files.
     Python,
+    /// Rust: `.rs` files.
     Rust,
 }
 
@@ -101,8 +103,11 @@ impl fmt::Display for LintError {
 /// the changed lines itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EditRange {
+    /// The first replaced line, 1-based.
     pub start: usize,
+    /// The last replaced line, 1-based and inclusive.
     pub end: usize,
+    /// How many lines replaced them.
     pub replacement_lines: usize,
 }
 

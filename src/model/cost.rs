@@ -205,7 +205,7 @@ mod tests {
         ledger.record(&call).unwrap();
         ledger.check_before_call().unwrap();
         let error = ledger.record(&call).unwrap_err();
-        assert_eq!(error.exit_status(), "exit_cost");
+        assert_eq!(error.exit_status().as_str(), "exit_cost");
         assert_eq!(ledger.stats().api_calls, 2);
         assert!((ledger.stats().instance_cost - 1.5).abs() < 1e-9);
         assert!(matches!(
@@ -230,7 +230,7 @@ mod tests {
             error,
             ModelError::CallLimit { calls: 2, limit: 2 }
         ));
-        assert_eq!(error.exit_status(), "exit_cost");
+        assert_eq!(error.exit_status().as_str(), "exit_cost");
     }
 
     #[test]

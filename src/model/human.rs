@@ -262,7 +262,7 @@ mod tests {
         let error = next(&mut model, &[]).await.unwrap_err();
         assert!(matches!(error, ModelError::Interrupted { .. }));
         assert!(error.to_string().contains("end_of_edit"), "{error}");
-        assert_eq!(error.exit_status(), "early_exit");
+        assert_eq!(error.exit_status().as_str(), "early_exit");
         let error = next(&mut model, &[]).await.unwrap_err();
         assert!(error.to_string().contains("input ended"), "{error}");
     }

@@ -28,19 +28,8 @@ pub use openai::{OpenAiModel, OpenAiWire};
 pub use replay::{ReplayInput, ReplayModel, ReplayStep};
 pub use retry::{ApiKey, RetryPolicy};
 
-/// Who wrote a [`Message`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The system prompt.
-    System,
-    /// The harness speaking for the user: the task, observations, format errors.
-    User,
-    /// The model.
-    Assistant,
-    /// The result of a tool call (function calling); [`Message::tool_call_id`] names the call.
-    Tool,
-}
+use crate::protocol::ExitStatus;
+pub use crate::protocol::Role;
 
 /// One tool (function) call the model asked for.
 ///
@@ -275,10 +264,12 @@ pub enum ModelError {
     Api {
         /// The last HTTP status, or `None` for a timeout or connection error.
         status: Option<u16>,
-        /// What went wrong, with a hint on its own line where one helps.
+        /// What went wrong.
         message: String,
         /// Requests made.
         attempts: u32,
+        /// What to do about it, where that is known ([`ModelError::hint`]).
+        hint: Option<String>,
     },
     /// The API's answers could not be understood, on every attempt.
     #[error("model API returned an unreadable response after {attempts} attempt(s): {message}")]
@@ -291,8 +282,10 @@ pub enum ModelError {
     /// The model cannot be set up: bad spec, missing key, invalid config.
     #[error("{message}")]
     Config {
-        /// What is wrong, with a hint on its own line.
+        /// What is wrong.
         message: String,
+        /// What to do about it ([`ModelError::hint`]).
+        hint: Option<String>,
     },
     /// Input ended or the run was interrupted before an answer came (e.g. the human model's
     /// stdin closed).
@@ -313,13 +306,13 @@ fn status_text(status: Option<u16>) -> String {
 impl ModelError {
     /// The trajectory's `exit_status` for an instance that ends with this error
     /// (reference §8).
-    pub fn exit_status(&self) -> &'static str {
+    pub fn exit_status(&self) -> ExitStatus {
         match self {
-            ModelError::CostLimit { .. } | ModelError::CallLimit { .. } => "exit_cost",
-            ModelError::ContextWindow { .. } => "exit_context",
-            ModelError::Api { .. } | ModelError::Malformed { .. } => "exit_api",
-            ModelError::Config { .. } => "exit_error",
-            ModelError::Interrupted { .. } => "early_exit",
+            ModelError::CostLimit { .. } | ModelError::CallLimit { .. } => ExitStatus::ExitCost,
+            ModelError::ContextWindow { .. } => ExitStatus::ExitContext,
+            ModelError::Api { .. } | ModelError::Malformed { .. } => ExitStatus::ExitApi,
+            ModelError::Config { .. } => ExitStatus::ExitError,
+            ModelError::Interrupted { .. } => ExitStatus::EarlyExit,
         }
     }
 
@@ -333,9 +326,35 @@ impl ModelError {
         }
     }
 
+    /// What to do about the error, for a `hint:` line under its `error:` line; the message
+    /// ([`std::fmt::Display`]) does not repeat it.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ModelError::Api { hint, .. } | ModelError::Config { hint, .. } => hint.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The message with its hint on a line of its own, as a trajectory or a log line records
+    /// the error.
+    pub fn with_hint(&self) -> String {
+        match self.hint() {
+            Some(hint) => format!("{self}\nhint: {hint}"),
+            None => self.to_string(),
+        }
+    }
+
     pub(crate) fn config(message: impl Into<String>) -> Self {
         ModelError::Config {
             message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub(crate) fn config_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        ModelError::Config {
+            message: message.into(),
+            hint: Some(hint.into()),
         }
     }
 }
@@ -403,8 +422,9 @@ pub fn from_spec(
     let spec = spec.trim();
     if spec == "replay" {
         let input = replay.ok_or_else(|| {
-            ModelError::config(
-                "the replay model needs actions to replay\nhint: pass --replay FILE (or --replay-dir DIR for batch)",
+            ModelError::config_with_hint(
+                "the replay model needs actions to replay",
+                "pass --replay FILE (or --replay-dir DIR for batch)",
             )
         })?;
         return Ok(AnyModel::Replay(ReplayModel::new(input, config)));
@@ -419,9 +439,12 @@ pub fn from_spec(
         Some(("anthropic", name)) if !name.is_empty() => {
             Ok(AnyModel::Anthropic(AnthropicModel::from_env(name, config)?))
         }
-        _ => Err(ModelError::config(format!(
-            "unknown model spec `{spec}`\nhint: use `replay`, `human`, `openai/<name>` or `anthropic/<name>` (e.g. `openai/{spec}`)"
-        ))),
+        _ => Err(ModelError::config_with_hint(
+            format!("unknown model spec `{spec}`"),
+            format!(
+                "use `replay`, `human`, `openai/<name>` or `anthropic/<name>` (e.g. `openai/{spec}`)"
+            ),
+        )),
     }
 }
 
@@ -451,6 +474,7 @@ mod tests {
                     status: Some(500),
                     message: "boom".into(),
                     attempts: 7,
+                    hint: None,
                 },
                 "exit_api",
             ),
@@ -470,7 +494,7 @@ mod tests {
             ),
         ];
         for (error, status) in cases {
-            assert_eq!(error.exit_status(), status, "{error}");
+            assert_eq!(error.exit_status().as_str(), status, "{error}");
         }
     }
 
@@ -480,6 +504,7 @@ mod tests {
             status: Some(503),
             message: "overloaded".into(),
             attempts: 3,
+            hint: None,
         };
         assert_eq!(
             error.to_string(),
@@ -489,6 +514,7 @@ mod tests {
             status: None,
             message: "timed out".into(),
             attempts: 1,
+            hint: None,
         };
         assert!(error.to_string().contains("no HTTP response"));
     }
@@ -547,14 +573,24 @@ mod tests {
         for spec in ["gpt-4o", "openai/", "bedrock/claude", ""] {
             let error = from_spec(spec, &config, None).unwrap_err();
             assert!(matches!(error, ModelError::Config { .. }), "{spec}");
-            assert!(error.to_string().contains("hint:"), "{error}");
+            assert_eq!(
+                (error.hint().is_some(), error.to_string().contains("hint")),
+                (true, false),
+                "{error}"
+            );
         }
     }
 
     #[test]
     fn replay_spec_without_input_is_a_config_error() {
         let error = from_spec("replay", &ModelConfig::default(), None).unwrap_err();
-        assert!(error.to_string().contains("--replay"));
+        assert_eq!(
+            (error.to_string(), error.hint()),
+            (
+                "the replay model needs actions to replay".to_owned(),
+                Some("pass --replay FILE (or --replay-dir DIR for batch)")
+            )
+        );
         assert!(error.is_run_level());
     }
 

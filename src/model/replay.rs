@@ -54,7 +54,11 @@ impl ReplayInput {
             ))
         })?;
         Self::parse(&text).map_err(|error| {
-            ModelError::config(format!("invalid replay file {}: {error}", path.display()))
+            let message = format!("invalid replay file {}: {error}", path.display());
+            match error.hint() {
+                Some(hint) => ModelError::config_with_hint(message, hint),
+                None => ModelError::config(message),
+            }
         })
     }
 
@@ -116,9 +120,10 @@ fn parse_step(item: &Value) -> Option<ReplayStep> {
 }
 
 fn shape_error(found: &str) -> ModelError {
-    ModelError::config(format!(
-        "found {found}\nhint: give a list of action strings, or a .traj with trajectory[].action"
-    ))
+    ModelError::config_with_hint(
+        format!("found {found}"),
+        "give a list of action strings, or a .traj with trajectory[].action",
+    )
 }
 
 fn bad_step(what: &str, index: usize) -> ModelError {
@@ -271,7 +276,11 @@ mod tests {
         let error = ReplayInput::parse("- ls\n- [1, 2]\n").unwrap_err();
         assert!(error.to_string().contains("item 1"), "{error}");
         let error = ReplayInput::parse("just: a map").unwrap_err();
-        assert!(error.to_string().contains("hint:"), "{error}");
+        assert_eq!(
+            error.hint(),
+            Some("give a list of action strings, or a .traj with trajectory[].action"),
+            "{error}"
+        );
         assert!(ReplayInput::parse("[unclosed").is_err());
     }
 
@@ -315,7 +324,7 @@ mod tests {
         };
         model.query(request).await.unwrap();
         let error = model.query(request).await.unwrap_err();
-        assert_eq!(error.exit_status(), "exit_cost");
+        assert_eq!(error.exit_status().as_str(), "exit_cost");
         assert_eq!(model.remaining(), 1);
     }
 }

@@ -121,9 +121,10 @@ impl ApiKey {
     ) -> Result<Option<Self>, ModelError> {
         let key = value.map(ApiKey::new).filter(|key| !key.0.is_empty());
         if key.is_none() && api_base.is_none() {
-            return Err(ModelError::config(format!(
-                "{var} is not set\nhint: export {var}=…, or pass --api-base for a server that needs no key"
-            )));
+            return Err(ModelError::config_with_hint(
+                format!("{var} is not set"),
+                format!("export {var}=…, or pass --api-base for a server that needs no key"),
+            ));
         }
         Ok(key)
     }
@@ -350,7 +351,8 @@ impl Endpoint {
         if matches!(status, 400 | 413) && is_context_window_error(&code, &detail) {
             return Failure::ContextWindow { message: detail };
         }
-        let message = format!("{detail}{}", self.hint(status, &code));
+        let hint = self.hint(status, &code);
+        let message = detail;
         let retryable = match status {
             429 => code != "insufficient_quota",
             408 | 409 => true,
@@ -364,26 +366,30 @@ impl Endpoint {
                 malformed: false,
             }
         } else {
-            Failure::Rejected { status, message }
+            Failure::Rejected {
+                status,
+                message,
+                hint,
+            }
         }
     }
 
-    fn hint(&self, status: u16, code: &str) -> String {
+    fn hint(&self, status: u16, code: &str) -> Option<String> {
         let var = self.key_var;
         match status {
-            401 => format!(
-                "\nhint: check that {var} holds a valid key for {}",
+            401 => Some(format!(
+                "check that {var} holds a valid key for {}",
                 self.url
-            ),
-            403 => format!("\nhint: the key in {var} may lack access to this model"),
-            404 => format!(
-                "\nhint: check the model name and the API base URL ({})",
+            )),
+            403 => Some(format!("the key in {var} may lack access to this model")),
+            404 => Some(format!(
+                "check the model name and the API base URL ({})",
                 self.url
-            ),
+            )),
             429 if code == "insufficient_quota" => {
-                "\nhint: the account is out of quota; retrying will not help".to_owned()
+                Some("the account is out of quota; retrying will not help".to_owned())
             }
-            _ => String::new(),
+            _ => None,
         }
     }
 
@@ -395,10 +401,12 @@ impl Endpoint {
                 status,
                 message,
                 attempts,
+                hint,
             } => ModelError::Api {
                 status,
                 message: key.redact(&message),
                 attempts,
+                hint: hint.map(|hint| key.redact(&hint)),
             },
             ModelError::Malformed { message, attempts } => ModelError::Malformed {
                 message: key.redact(&message),
@@ -423,7 +431,11 @@ enum Failure {
         malformed: bool,
     },
     /// A 4xx that retrying will not fix.
-    Rejected { status: u16, message: String },
+    Rejected {
+        status: u16,
+        message: String,
+        hint: Option<String>,
+    },
     /// The prompt is too long for the model.
     ContextWindow { message: String },
 }
@@ -467,11 +479,17 @@ impl Failure {
                 status,
                 message,
                 attempts,
+                hint: None,
             },
-            Failure::Rejected { status, message } => ModelError::Api {
+            Failure::Rejected {
+                status,
+                message,
+                hint,
+            } => ModelError::Api {
                 status: Some(status),
                 message,
                 attempts,
+                hint,
             },
             Failure::ContextWindow { message } => ModelError::ContextWindow { message },
         }

@@ -193,13 +193,21 @@ impl DockerRuntime {
         Ok(created.id)
     }
 
+    /// The started containers' ids. A thread that panicked while holding the lock left the
+    /// list whole (each change is one push or retain), so a poisoned lock is used as it is:
+    /// tracking must go on, or the containers started after the panic would be left behind.
+    fn live_ids(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn track(&self, container_id: &str, live: bool) {
-        if let Ok(mut ids) = self.live.lock() {
-            if live {
-                ids.push(container_id.to_owned());
-            } else {
-                ids.retain(|id| id != container_id);
-            }
+        let mut ids = self.live_ids();
+        if live {
+            ids.push(container_id.to_owned());
+        } else {
+            ids.retain(|id| id != container_id);
         }
     }
 
@@ -245,7 +253,7 @@ impl DockerRuntime {
     /// Removes every container this process started that is still there (for Ctrl-C and for
     /// the end of a run, whatever happened before).
     pub async fn remove_all_started(&self) -> usize {
-        let ids: Vec<String> = self.live.lock().map(|ids| ids.clone()).unwrap_or_default();
+        let ids: Vec<String> = self.live_ids().clone();
         let mut removed = 0;
         for id in ids {
             if self.remove_container(&id).await.is_ok() {

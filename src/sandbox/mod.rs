@@ -128,10 +128,10 @@ impl ResourceLimits {
     /// The limits `env` sets (`env.memory_mb`, `env.cpus`, `env.pids`, `env.disk_mb`).
     pub fn from_env(env: &crate::config::EnvConfig) -> Self {
         Self {
-            memory_mb: env.memory_mb,
-            cpus: env.cpus,
-            pids: env.pids,
-            disk_mb: env.disk_mb,
+            memory_mb: env.memory_mb.get(),
+            cpus: env.cpus.get(),
+            pids: env.pids.get(),
+            disk_mb: env.disk_mb.get(),
         }
     }
 }

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::agent::history::{MessageType, Role};
+use crate::protocol::Role;
 
 const SWE_AGENT_V0_7: &str = include_str!("../../tests/fixtures/sweagent_v0_7.traj");
 
@@ -70,7 +70,7 @@ fn ours() -> Trajectory {
             },
         ],
         info: Info {
-            exit_status: Some("submitted (exit_cost)".to_owned()),
+            exit_status: Some("submitted (exit_cost)".into()),
             submission: Some("diff --git a/x b/x\n".to_owned()),
             model_stats: ModelStats {
                 total_cost: None,
@@ -166,7 +166,7 @@ fn a_sweagent_v0_7_trajectory_reads_with_its_fields_in_place() {
     assert_eq!(
         trajectory.info,
         Info {
-            exit_status: Some("submitted".to_owned()),
+            exit_status: Some("submitted".into()),
             submission: Some(submission),
             model_stats: ModelStats {
                 total_cost: Some(1.8461),
@@ -253,7 +253,7 @@ fn an_atomic_write_leaves_only_the_target_file() {
     let path = dir.0.join("x.traj");
     write_atomic(&path, &ours()).unwrap();
     let mut second = ours();
-    second.info.exit_status = Some("submitted".to_owned());
+    second.info.exit_status = Some("submitted".into());
     write_atomic(&path, &second).unwrap();
     assert_eq!(
         (dir.names(), read(&path).unwrap()),

@@ -136,8 +136,8 @@ pub async fn start_aci(
         sandbox,
         ctx.registry.clone(),
         ctx.config.aci.clone(),
-        Duration::from_secs_f64(env.command_timeout),
-        env.memory_mb,
+        env.command_timeout.duration(),
+        env.memory_mb.get(),
     );
     AciRun {
         aci,

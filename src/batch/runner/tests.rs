@@ -22,7 +22,7 @@ fn instances(ids: &[&str]) -> VecDeque<(usize, Instance)> {
 fn result(id: &str, status: &str) -> InstanceResult {
     InstanceResult {
         instance_id: id.to_owned(),
-        exit_status: status.to_owned(),
+        exit_status: status.into(),
         cost: 0.0,
         has_patch: false,
     }
@@ -38,7 +38,7 @@ fn statuses(scheduled: &Scheduled) -> Vec<(usize, String)> {
         .iter()
         .map(|(index, outcome)| {
             let status = match outcome {
-                Outcome::Ran { result, .. } => result.exit_status.clone(),
+                Outcome::Ran { result, .. } => result.exit_status.to_string(),
                 Outcome::Skipped(previous) => format!("skipped ({})", previous.exit_status),
                 Outcome::NotStarted => "not started".to_owned(),
             };
@@ -253,7 +253,7 @@ fn previous_results_come_from_finished_trajectories_only() {
     assert_eq!(
         previous_result(dir.path(), "done"),
         Some(Previous {
-            exit_status: "submitted (exit_cost)".to_owned(),
+            exit_status: "submitted (exit_cost)".into(),
             has_patch: true,
             cost: 1.5
         })
@@ -261,7 +261,7 @@ fn previous_results_come_from_finished_trajectories_only() {
     assert_eq!(
         previous_result(dir.path(), "empty"),
         Some(Previous {
-            exit_status: "submitted".to_owned(),
+            exit_status: "submitted".into(),
             has_patch: false,
             cost: 0.0
         })
@@ -272,4 +272,35 @@ fn previous_results_come_from_finished_trajectories_only() {
     assert_eq!(previous_result(dir.path(), "empty"), None);
     assert_eq!(previous_result(dir.path(), "interrupted"), None);
     assert_eq!(previous_result(dir.path(), "missing"), None);
+}
+
+#[tokio::test]
+async fn previous_results_read_in_parallel_keep_the_order_of_the_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    // More ids than cores, so each reader gets several; every third one is unfinished.
+    let ids: Vec<String> = (0..40).map(|n| format!("i{n}")).collect();
+    for (n, id) in ids.iter().enumerate() {
+        let path = output::traj_path(dir.path(), id);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let status = if n % 3 == 0 {
+            "early_exit"
+        } else {
+            "submitted"
+        };
+        let info = format!(
+            r#"{{"exit_status": "{status}", "submission": "d", "model_stats": {{"instance_cost": {n}}}}}"#
+        );
+        std::fs::write(path, format!("{{\"trajectory\": [], \"info\": {info}}}")).unwrap();
+        std::fs::write(output::pred_path(dir.path(), id), "{}").unwrap();
+    }
+    let expected: Vec<Option<Previous>> = (0..40)
+        .map(|n| {
+            (n % 3 != 0).then(|| Previous {
+                exit_status: "submitted".into(),
+                has_patch: true,
+                cost: f64::from(n),
+            })
+        })
+        .collect();
+    assert_eq!(previous_results(dir.path(), ids).await, expected);
 }

@@ -102,7 +102,7 @@ fn django_directives_are_runtests_module_labels() {
 fn a_swe_bench_record_gets_the_spec_command_directives_locale_commands_and_reinstall() {
     let plan = grading_plan(
         &record("django/django", "3.0", serde_json::json!({})),
-        builtin().unwrap(),
+        builtin(),
     )
     .unwrap();
     assert_eq!(
@@ -136,7 +136,7 @@ fn a_swe_bench_record_gets_the_spec_command_directives_locale_commands_and_reins
 
 #[test]
 fn instance_fields_override_the_spec() {
-    let table = builtin().unwrap();
+    let table = builtin();
     let own = record(
         "django/django",
         "3.0",
@@ -180,7 +180,7 @@ fn instance_fields_override_the_spec() {
 
 #[test]
 fn a_record_without_test_cmd_that_the_table_lacks_is_an_error_naming_repo_and_version() {
-    let table = builtin().unwrap();
+    let table = builtin();
     let cases = [
         (
             record("acme/widget", "1.0", serde_json::json!({})),
@@ -235,7 +235,7 @@ fn every_swe_bench_lite_record_gets_a_full_grading_plan() {
     let loaded = crate::instance::load_instances_file(&path).unwrap();
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     assert_eq!(loaded.instances.len(), 300);
-    let table = builtin().unwrap();
+    let table = builtin();
     let mut repos = std::collections::BTreeSet::new();
     for instance in &loaded.instances {
         let id = &instance.instance_id;

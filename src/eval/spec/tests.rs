@@ -3,7 +3,7 @@
 use super::*;
 
 fn table() -> &'static SpecTable {
-    builtin().unwrap()
+    builtin()
 }
 
 fn strings(items: &[&str]) -> Vec<String> {

@@ -14,7 +14,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 #[test]
 fn each_lite_spec_gets_the_release_of_its_python_or_an_error_that_names_it_and_suggests_swebench() {
-    let table = builtin().unwrap();
+    let table = builtin();
     let release = |repo: &str, version: &str| check("x-1", &entry(table, repo, version));
     assert_eq!(release("sympy/sympy", "1.1"), Ok(DebianRelease::Bullseye));
     assert_eq!(release("pallets/flask", "2.3"), Ok(DebianRelease::Bookworm));
@@ -87,7 +87,7 @@ fn a_requirements_file_is_read_as_swe_bench_reads_it() {
             "pytest==7.4\n# pinned\ntypes-pkg_resources\n",
         ),
     ]);
-    let replacements = builtin().unwrap().requirement_replacements.clone();
+    let replacements = builtin().requirement_replacements.clone();
     let mut asked = Vec::new();
     let found = requirements_text(
         &strings(&["requirements.txt", "requirements/dev.txt"]),
@@ -117,7 +117,7 @@ fn a_requirements_file_is_read_as_swe_bench_reads_it() {
 }
 
 fn sympy() -> SpecEnv {
-    let table = builtin().unwrap();
+    let table = builtin();
     let entry = entry(table, "sympy/sympy", "1.1");
     let release = check("x", &entry).unwrap();
     spec_env(&entry, release, None)
@@ -125,7 +125,7 @@ fn sympy() -> SpecEnv {
 
 #[test]
 fn sympy_versions_1_0_to_1_12_share_one_environment_76_of_its_77_lite_instances() {
-    let table = builtin().unwrap();
+    let table = builtin();
     let hashes: std::collections::BTreeSet<String> = [
         "1.0", "1.1", "1.2", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12",
     ]
@@ -295,7 +295,7 @@ fn tags_name_the_repository_and_the_hash_in_characters_docker_allows() {
 
 #[test]
 fn pre_install_commands_run_as_one_script_before_install() {
-    let table = builtin().unwrap();
+    let table = builtin();
     let entry = entry(table, "sphinx-doc/sphinx", "7.2");
     let env = spec_env(&entry, check("x", &entry).unwrap(), None);
     assert_eq!(

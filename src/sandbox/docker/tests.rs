@@ -68,3 +68,27 @@ fn own_process_has_a_start_time() {
     );
     assert_eq!(process_start_time(u32::MAX), None);
 }
+
+#[tokio::test]
+async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
+    let runtime = DockerRuntime::connect()
+        .await
+        .expect("this test needs the Docker daemon");
+    runtime.track("before", true);
+    let live = Arc::clone(&runtime.live);
+    let panicked = std::thread::spawn(move || {
+        let _held = live.lock().unwrap();
+        panic!("a panic while the list is held");
+    })
+    .join();
+    runtime.track("after", true);
+    runtime.track("before", false);
+    assert_eq!(
+        (
+            panicked.is_err(),
+            runtime.live.is_poisoned(),
+            runtime.live_ids().clone()
+        ),
+        (true, true, vec!["after".to_owned()])
+    );
+}
