@@ -57,7 +57,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     };
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
-    aci::eval::spec::table(&config.env.specs)?;
+    aci::spec::table(&config.env.specs)?;
     let docker = connect_docker().await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),

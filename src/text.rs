@@ -2,6 +2,9 @@
 //! (nudge texts, command docstrings), and the compiled form of the regular expressions written
 //! as literals in the code.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
 use regex::Regex;
 
 /// `pattern`, compiled. Patterns are literals in the code, so one that does not compile is a
@@ -18,6 +21,15 @@ pub fn literal_regex(pattern: &'static str) -> Regex {
             panic!("the literal regular expression {pattern:?} does not compile: {error}")
         }
     }
+}
+
+/// An ANSI escape sequence.
+pub(crate) static ANSI_ESCAPE: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"));
+
+/// Removes ANSI escape sequences (colours, cursor moves) from `text`: test logs, build logs.
+pub fn strip_ansi(text: &str) -> Cow<'_, str> {
+    ANSI_ESCAPE.replace_all(text, "")
 }
 
 /// How a template's braces read, apart from the `{name}` fields that are filled.

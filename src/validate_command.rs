@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use aci::config::Seconds;
 use aci::eval::run::EvalSettings;
-use aci::eval::spec;
+use aci::spec;
 use aci::validate::{table, validate as validate_instances};
 
 use crate::cli::ValidateArgs;

@@ -14,7 +14,7 @@ pub mod predictions;
 pub mod report;
 pub mod run;
 pub mod script;
-pub mod spec;
+pub use crate::spec;
 
 /// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,
 /// `harness-verdicts.json`): `ACI_SWEBENCH_DATA`, else `../shared/swebench` beside the crate.
@@ -46,7 +46,7 @@ mod tests {
     fn every_literal_regex_and_the_builtin_specs_compile() {
         let patterns: [(&LazyLock<regex::Regex>, &str); 7] = [
             (&super::script::HUNK_HEADER, "@@ -1,2 +1,3 @@ fn main"),
-            (&super::parse::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
+            (&crate::text::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
             (&super::parse::CARGO_TEST_LINE, "test tests::adds ... ok"),
             (&super::parse::SUITE_RAN, "=== 3 passed in 0.1s ==="),
             (&crate::image::spec_env::PACKAGE_NAME, "numpy==1.19.2"),
@@ -62,6 +62,6 @@ mod tests {
             .map(|(_, sample)| sample)
             .collect();
         assert_eq!(unmatched, Vec::<&str>::new());
-        assert!(LazyLock::force(&super::spec::BUILTIN).repos().count() > 0);
+        assert!(LazyLock::force(&crate::spec::BUILTIN).repos().count() > 0);
     }
 }

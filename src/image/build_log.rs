@@ -91,7 +91,7 @@ impl BuildLog {
     /// Adds a piece of the build's output (any number of lines, the last maybe unfinished).
     /// Terminal colour codes (the daemon paints a step's stderr red) are dropped.
     pub fn push(&mut self, output: &str) {
-        let output = crate::eval::parse::strip_ansi(output);
+        let output = crate::text::strip_ansi(output);
         if let Some(file) = &mut self.file
             && file.write_all(output.as_bytes()).is_err()
         {

@@ -1,7 +1,7 @@
 //! Environment images from the SWE-bench spec table, with no registry and no conda.
 //!
 //! A SWE-bench record with no `image` and no `setup`, whose repository and version the spec
-//! table ([`crate::eval::spec`]) has, gets its environment built from that entry: the Debian
+//! table ([`crate::spec`]) has, gets its environment built from that entry: the Debian
 //! release whose Python is the spec's ([`DebianRelease::for_python`]), a virtual environment
 //! at [`VENV`] with the spec's packages, its requirements file (read from the repository at
 //! `environment_setup_commit`) and its pip pins, all from PyPI; then, per instance, the spec's
@@ -29,10 +29,10 @@ use super::env::{
 };
 use super::release::DebianRelease;
 use crate::config::EnvConfig;
-use crate::eval::spec::{self, Packages, SpecEntry, SpecError};
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
 use crate::sandbox::shell_quote;
+use crate::spec::{self, Packages, SpecEntry, SpecError};
 use crate::text::literal_regex;
 
 /// Where the spec's virtual environment is created in the image.

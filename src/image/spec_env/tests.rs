@@ -2,7 +2,7 @@
 //! SWE-bench reads it, the recipe, the hash and the tag.
 
 use super::*;
-use crate::eval::spec::{SpecTable, builtin};
+use crate::spec::{SpecTable, builtin};
 
 fn entry<'a>(table: &'a SpecTable, repo: &str, version: &str) -> SpecEntry<'a> {
     table.lookup(repo, version).unwrap()
