@@ -506,6 +506,14 @@ impl ParserName {
             })
     }
 
+    /// Whether this is one of the pytest parsers (they read the same runner's output).
+    pub fn is_pytest(self) -> bool {
+        matches!(
+            self,
+            Self::Pytest | Self::PytestOptions | Self::PytestV2 | Self::Matplotlib | Self::Seaborn
+        )
+    }
+
     /// aci's names, comma-separated, for error messages.
     pub fn names() -> String {
         Self::ALL.map(Self::as_str).join(", ")

@@ -526,12 +526,15 @@ fn finish(
     cost: f64,
 ) -> InstanceResult {
     let patch = submission.unwrap_or_default();
+    // `submit` makes a UTF-8 patch (files that are not UTF-8 in git's binary format); the
+    // `.patch` file is written from the same text as `preds.json`, so the two always agree.
     let prediction = Prediction {
         instance_id: id.clone(),
         model_name_or_path: ctx.model.clone(),
         model_patch: String::from_utf8_lossy(&patch).into_owned(),
     };
-    if let Err(error) = output::write_prediction(&ctx.output, &prediction, &patch) {
+    let patch = prediction.model_patch.as_bytes();
+    if let Err(error) = output::write_prediction(&ctx.output, &prediction, patch) {
         eprintln!("error: cannot write the prediction of {id}: {error}");
     }
     InstanceResult {

@@ -447,6 +447,7 @@ pub fn suite_ran(log: &str) -> bool {
 }
 
 mod python;
+pub mod summary;
 
 pub use python::{
     parse_django, parse_matplotlib, parse_pytest_options, parse_pytest_v2, parse_seaborn,
