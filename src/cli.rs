@@ -29,6 +29,11 @@ pub enum Command {
     /// no network, the patch applied, the tests run and parsed. Writes DIR/<id>/{patch.diff,
     /// eval.sh, test_output.txt, report.json} and the summary DIR/report.json.
     Eval(EvalArgs),
+    /// Check a dataset as the SWE-bench harness does: each instance's gold patch must resolve
+    /// it, and with no patch every FAIL_TO_PASS test must fail. Writes DIR/validation.json
+    /// ({id: {gold_resolved, empty_fails, seconds}}), DIR/validation.md (the table, also
+    /// printed) and both evaluations in `aci eval`'s layout under DIR/gold and DIR/empty.
+    Validate(ValidateArgs),
     /// Run many instances in parallel, resuming by default: writes DIR/<id>/ per instance,
     /// DIR/preds.json, DIR/run_batch_exit_statuses.yaml and DIR/manifest.json, and prints a
     /// summary table. Ctrl-C stops starting instances, autosubmits the running ones and exits
@@ -66,6 +71,11 @@ pub enum ImagesCommand {
         /// Rebuild even when the images are present and up to date.
         #[arg(long)]
         force: bool,
+        /// The Debian release the images come from, with its Python: bullseye (3.9), bookworm
+        /// (3.11) or trixie (3.13). Tags: aci-base:<release>, aci-python:<release>,
+        /// aci-rust:<release> (not on bullseye, whose rustc predates the 2021 edition).
+        #[arg(long, value_name = "RELEASE", default_value = "bookworm")]
+        debian: aci::image::release::DebianRelease,
     },
     /// Build when missing, then push to a registry, the images the instances need: the Debian
     /// base, the language images and each instance's environment image, as
@@ -282,6 +292,44 @@ pub struct EvalArgs {
     /// Which images instances are graded in (as for `aci batch`).
     #[arg(long, value_enum, default_value_t = Images::Local)]
     pub images: Images,
+}
+
+/// `aci validate`
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The instances file (JSON array or JSONL of SWE-bench records).
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// How many instances are evaluated at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+    /// The output directory. Rerunning into the same directory keeps every evaluation graded
+    /// from the same patch, eval script and image.
+    #[arg(long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// The run id labelled on containers and on the environment images this run builds
+    /// (default: a timestamp).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Seconds the tests of one evaluation may run; past that the instance is an error.
+    #[arg(long, value_name = "S", default_value_t = 1800.0)]
+    pub timeout: f64,
+    /// Validate only this instance; repeatable.
+    #[arg(long = "id", value_name = "ID")]
+    pub ids: Vec<String>,
+    /// A config file for the `env` section (images, specs, repo_dir, limits); repeatable,
+    /// later files win.
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
+    /// Override one config value: `--set env.specs=[my-specs.yaml]`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Which images instances are graded in (as for `aci batch`).
+    #[arg(long, value_enum, default_value_t = Images::Local)]
+    pub images: Images,
+    /// Where the evaluations run.
+    #[command(flatten)]
+    pub cluster: EngineArgs,
 }
 
 /// `aci batch`

@@ -56,6 +56,8 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         );
     };
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
+    // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
+    aci::spec::table(&config.env.specs)?;
     let docker = connect_docker().await?;
     let engine = crate::engine_command::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {

@@ -7,10 +7,13 @@
 //! `aci.recipe`, a hash of its Dockerfile and of the base image's id: a build is a no-op when
 //! that hash matches, and a changed recipe or base rebuilds it.
 
+pub mod build_log;
 pub mod env;
 pub mod prune;
 pub mod pull;
 pub mod push;
+pub mod release;
+pub mod spec_env;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -19,6 +22,7 @@ use sha2::{Digest, Sha256};
 
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::{BuildRequest, DockerRuntime};
+use release::DebianRelease;
 
 /// The base image's tag.
 pub const BASE_TAG: &str = "aci-base:bookworm";
@@ -36,7 +40,7 @@ pub const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 pub struct LanguageImage {
     /// `python` or `rust`.
     pub language: &'static str,
-    /// The image tag.
+    /// The image tag on bookworm (on any release: [`DebianRelease::language_tag`]).
     pub tag: &'static str,
     /// The Dockerfile text.
     pub dockerfile: &'static str,
@@ -80,6 +84,16 @@ pub enum ImageError {
     /// An unknown language was asked for.
     #[error("no image recipe for language `{0}` (known: python, rust)")]
     UnknownLanguage(String),
+    /// The release has no image for the language asked for.
+    #[error("no {language} image for {release}: {reason}")]
+    NotInRelease {
+        /// The language.
+        language: String,
+        /// The release.
+        release: DebianRelease,
+        /// Why.
+        reason: &'static str,
+    },
 }
 
 /// What happened to one image.
@@ -115,53 +129,105 @@ pub fn recipe_hash(image: &LanguageImage, base_id: &str) -> String {
     digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
 }
 
-/// Builds the base image (when absent or forced) and the given language images (when absent,
-/// out of date or forced). `progress` gets one line per step.
+/// The language images of `--lang` that `release` has: naming one it lacks is an error, and
+/// `all` leaves it out (`progress` says so).
+pub fn languages_in_release(
+    languages: Vec<LanguageImage>,
+    release: DebianRelease,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<LanguageImage>, ImageError> {
+    let lacking: Vec<(&str, &'static str)> = languages
+        .iter()
+        .filter_map(|image| Some((image.language, release.lacks_language(image.language)?)))
+        .collect();
+    match lacking.as_slice() {
+        [] => Ok(languages),
+        [(language, reason)] if languages.len() == 1 => Err(ImageError::NotInRelease {
+            language: (*language).to_owned(),
+            release,
+            reason,
+        }),
+        _ => {
+            for (language, reason) in &lacking {
+                progress(&format!(
+                    "[{language}] no {language} image for {release}: {reason}"
+                ));
+            }
+            Ok(languages
+                .into_iter()
+                .filter(|image| release.lacks_language(image.language).is_none())
+                .collect())
+        }
+    }
+}
+
+/// Builds the bookworm images: [`build_release`] with [`DebianRelease::DEFAULT`].
 pub async fn build(
     runtime: &DockerRuntime,
     languages: &[LanguageImage],
     force: bool,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Vec<BuiltImage>, ImageError> {
+    build_release(runtime, DebianRelease::DEFAULT, languages, force, progress).await
+}
+
+/// Builds the base image of `release` (`aci-base:<release>`, when absent or forced) and the
+/// given language images on it (`aci-<lang>:<release>`, when absent, out of date or forced).
+/// `progress` gets one line per step.
+pub async fn build_release(
+    runtime: &DockerRuntime,
+    release: DebianRelease,
+    languages: &[LanguageImage],
+    force: bool,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<Vec<BuiltImage>, ImageError> {
     let mut results = Vec::new();
-    let base = match runtime.inspect_image(BASE_TAG).await? {
+    let base_tag = release.base_tag();
+    let base = match runtime.inspect_image(&base_tag).await? {
         Some(info) if !force => {
             progress(&format!(
-                "[base] {BASE_TAG} is present ({})",
+                "[base] {base_tag} is present ({})",
                 short_id(&info.id)
             ));
             BuiltImage {
-                tag: BASE_TAG.to_owned(),
+                tag: base_tag.clone(),
                 id: info.id,
                 built: false,
             }
         }
         _ => {
-            build_base(progress).await?;
-            let info = runtime.inspect_image(BASE_TAG).await?.ok_or_else(|| {
-                ImageError::base(format!("the recipe ran but {BASE_TAG} does not exist"))
+            build_base(&base_tag, release, progress).await?;
+            let info = runtime.inspect_image(&base_tag).await?.ok_or_else(|| {
+                ImageError::base(format!("the recipe ran but {base_tag} does not exist"))
             })?;
             BuiltImage {
-                tag: BASE_TAG.to_owned(),
+                tag: base_tag.clone(),
                 id: info.id,
                 built: true,
             }
         }
     };
     for image in languages {
+        if let Some(reason) = release.lacks_language(image.language) {
+            return Err(ImageError::NotInRelease {
+                language: image.language.to_owned(),
+                release,
+                reason,
+            });
+        }
+        let tag = release.language_tag(image.language);
         let hash = recipe_hash(image, &base.id);
-        let existing = runtime.inspect_image(image.tag).await?;
+        let existing = runtime.inspect_image(&tag).await?;
         if let Some(info) =
             existing.filter(|info| !force && info.labels.get(LABEL_RECIPE) == Some(&hash))
         {
             progress(&format!(
-                "[{}] {} is up to date ({})",
+                "[{}] {tag} is up to date ({})",
                 image.language,
-                image.tag,
                 short_id(&info.id)
             ));
             results.push(BuiltImage {
-                tag: image.tag.to_owned(),
+                tag,
                 id: info.id,
                 built: false,
             });
@@ -172,10 +238,10 @@ pub async fn build(
             (LABEL_IMAGE.to_owned(), image.language.to_owned()),
             (LABEL_RECIPE.to_owned(), hash),
         ]);
-        let args = HashMap::from([("BASE".to_owned(), BASE_TAG.to_owned())]);
+        let args = HashMap::from([("BASE".to_owned(), base_tag.clone())]);
         let prefix = format!("[{}] ", image.language);
         let request = BuildRequest {
-            tag: image.tag,
+            tag: &tag,
             dockerfile: "Dockerfile",
             context,
             build_args: &args,
@@ -186,13 +252,12 @@ pub async fn build(
             .build_image(request, |line| progress(&format!("{prefix}{line}")))
             .await?;
         progress(&format!(
-            "[{}] built {} ({})",
+            "[{}] built {tag} ({})",
             image.language,
-            image.tag,
             short_id(&id)
         ));
         results.push(BuiltImage {
-            tag: image.tag.to_owned(),
+            tag,
             id,
             built: true,
         });
@@ -254,6 +319,7 @@ impl ImageError {
                 "the base image is built as root on a Debian or Ubuntu host, with debootstrap \
                  (installed with apt-get when missing); see docker/build-base.sh",
             ),
+            ImageError::NotInRelease { .. } => Some("use --debian bookworm or trixie"),
             _ => None,
         }
     }
@@ -273,11 +339,17 @@ fn recipe_failure(stderr: &str) -> ImageError {
     }
 }
 
-/// Runs the base recipe (`bash -s BASE_TAG`), streaming its lines to `progress`.
-async fn build_base(progress: &mut (dyn FnMut(&str) + Send)) -> Result<(), ImageError> {
+/// Runs the base recipe (`bash -s TAG` with `ACI_SUITE=<release>`), streaming its lines to
+/// `progress`.
+async fn build_base(
+    tag: &str,
+    release: DebianRelease,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), ImageError> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let mut child = tokio::process::Command::new("bash")
-        .args(["-s", BASE_TAG])
+        .args(["-s", tag])
+        .env("ACI_SUITE", release.name())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -320,6 +392,36 @@ mod tests {
         assert_eq!(
             select_languages("cobol").unwrap_err().to_string(),
             "no image recipe for language `cobol` (known: python, rust)"
+        );
+    }
+
+    #[test]
+    fn bullseye_has_no_rust_image_naming_it_is_an_error_and_all_leaves_it_out() {
+        let mut lines = Vec::new();
+        let mut progress = |line: &str| lines.push(line.to_owned());
+        let all = select_languages("all").unwrap();
+        let bullseye = DebianRelease::Bullseye;
+        let kept = languages_in_release(all.clone(), bullseye, &mut progress).unwrap();
+        let kept: Vec<&str> = kept.iter().map(|image| image.language).collect();
+        assert_eq!(kept, ["python"]);
+        assert_eq!(
+            lines,
+            ["[rust] no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition"]
+        );
+        let rust = select_languages("rust").unwrap();
+        let error = languages_in_release(rust.clone(), bullseye, &mut |_| {}).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition"
+        );
+        assert_eq!(error.hint(), Some("use --debian bookworm or trixie"));
+        let trixie = languages_in_release(all, DebianRelease::Trixie, &mut |_| {}).unwrap();
+        assert_eq!(trixie.len(), 2);
+        assert_eq!(
+            languages_in_release(rust, DebianRelease::Bookworm, &mut |_| {})
+                .unwrap()
+                .len(),
+            1
         );
     }
 

@@ -9,6 +9,7 @@
 mod cli;
 mod engine_command;
 mod eval_command;
+mod validate_command;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -92,7 +93,11 @@ fn main() -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
-        Command::Images(ImagesCommand::Build { lang, force }) => images_build(&lang, force).await,
+        Command::Images(ImagesCommand::Build {
+            lang,
+            force,
+            debian,
+        }) => images_build(&lang, force, debian).await,
         Command::Run(args) => run(args).await,
         Command::Images(ImagesCommand::Push(args)) => engine_command::images_push(args).await,
         Command::Images(ImagesCommand::Prune {
@@ -101,6 +106,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             pulled,
         }) => eval_command::images_prune(run_id, all, pulled).await,
         Command::Eval(args) => eval_command::eval(args).await,
+        Command::Validate(args) => validate_command::validate(args).await,
         Command::Batch(args) => batch_command(args).await,
         Command::Ablate(args) => ablate_command(args).await,
         Command::Shell(args) => shell(args).await,
@@ -121,11 +127,16 @@ async fn connect_docker() -> Result<DockerRuntime, Failure> {
     Ok(runtime)
 }
 
-async fn images_build(lang: &str, force: bool) -> Result<ExitCode, Failure> {
-    let runtime = connect_docker().await?;
-    let languages = image::select_languages(lang)?;
+async fn images_build(
+    lang: &str,
+    force: bool,
+    debian: image::release::DebianRelease,
+) -> Result<ExitCode, Failure> {
     let mut progress = |line: &str| eprintln!("{line}");
-    let built = image::build(&runtime, &languages, force, &mut progress).await?;
+    let languages =
+        image::languages_in_release(image::select_languages(lang)?, debian, &mut progress)?;
+    let runtime = connect_docker().await?;
+    let built = image::build_release(&runtime, debian, &languages, force, &mut progress).await?;
     for image in built {
         let state = if image.built { "built" } else { "up to date" };
         println!("{}\t{}\t{state}", image.tag, image.id);

@@ -2,6 +2,9 @@
 //! (nudge texts, command docstrings), the compiled form of the regular expressions written
 //! as literals in the code, and Python's line boundaries.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
 use regex::Regex;
 
 /// Whether `c` ends a line for Python's `str.splitlines` (`\r\n` counts once, which callers
@@ -35,6 +38,15 @@ pub fn literal_regex(pattern: &'static str) -> Regex {
             panic!("the literal regular expression {pattern:?} does not compile: {error}")
         }
     }
+}
+
+/// An ANSI escape sequence.
+pub(crate) static ANSI_ESCAPE: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"));
+
+/// Removes ANSI escape sequences (colours, cursor moves) from `text`: test logs, build logs.
+pub fn strip_ansi(text: &str) -> Cow<'_, str> {
+    ANSI_ESCAPE.replace_all(text, "")
 }
 
 /// How a template's braces read, apart from the `{name}` fields that are filled.

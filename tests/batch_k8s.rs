@@ -445,3 +445,42 @@ fn aci_run_on_k8s_submits_and_a_missing_cluster_or_local_runtime_is_one_clear_er
         local.stderr
     );
 }
+
+#[test]
+fn aci_validate_on_k8s_grades_gold_and_empty_patches_in_pods_and_leaves_nothing() {
+    let rt = tokio();
+    let standin = rt.block_on(StandIn::start(Options::default()));
+    let dir = tempfile::tempdir().unwrap();
+    let instances = demo_dir().join("instances.jsonl");
+    let output = dir.path().join("validation");
+    let run = run_id("validate-k8s");
+    let args = [
+        "validate",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--id",
+        "demo__inicfg-1",
+        "--id",
+        "demo__moneyfmt-1",
+        "--workers",
+        "2",
+        "--output",
+        output.to_str().unwrap(),
+        "--run-id",
+        &run,
+    ];
+    aci_k8s(&standin, &args).expect_code(0);
+    let verdicts = read_json(&output.join("validation.json"));
+    for id in ["demo__inicfg-1", "demo__moneyfmt-1"] {
+        assert_eq!(verdicts[id]["gold_resolved"], true, "{verdicts}");
+        assert_eq!(verdicts[id]["empty_fails"], true, "{verdicts}");
+    }
+    // Each evaluation of each instance ran in a pod of its own.
+    let ran = standin
+        .history()
+        .iter()
+        .filter(|h| h.kind == "running" && h.run.starts_with(&run))
+        .count();
+    assert_eq!(ran, 4);
+    assert_nothing_left(&standin, &[&format!("{run}-gold"), &format!("{run}-empty")]);
+}

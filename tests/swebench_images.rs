@@ -439,12 +439,23 @@ fn two_workers_clone_one_file_mirror_once_and_a_record_with_no_repository_fails_
     let repos = standin.root.join("repos");
     let url = format!("env.repo_url=file://{}/{{repo}}", repos.display());
     let cache_set = format!("env.repo_cache={}", cache.display());
+    // The stand-in is no installable requests: it runs in the language image, not in an
+    // environment built from requests' spec.
     let batch = run_batch(
         &instances,
         &replays,
         &output,
         &run,
-        &["--workers", "2", "--set", &url, "--set", &cache_set],
+        &[
+            "--workers",
+            "2",
+            "--set",
+            &url,
+            "--set",
+            &cache_set,
+            "--set",
+            "env.image=aci-python:bookworm",
+        ],
     );
     batch.expect_code(0);
     assert_eq!(

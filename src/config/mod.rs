@@ -290,6 +290,15 @@ pub struct EnvConfig {
     pub activate: Option<String>,
     /// `--engine k8s`: the namespace, the registry, and how long pods may take to start.
     pub k8s: K8sConfig,
+    /// Extra SWE-bench spec files, in the format of the built-in `specs/swebench.yaml`, read
+    /// after it in order: a repository a file names replaces the built-in entry of that name.
+    /// Grading and environment images both use them. Relative paths resolve against the
+    /// working directory.
+    pub specs: Vec<PathBuf>,
+    /// The directory where the whole log of each environment image build is kept, one file
+    /// per image (`<tag>.log`). Null: `$XDG_CACHE_HOME/aci/build-logs`, else
+    /// `~/.cache/aci/build-logs`.
+    pub build_logs: Option<PathBuf>,
 }
 
 /// `env.pull`: when an image is pulled.
@@ -353,6 +362,8 @@ impl Default for EnvConfig {
             pull: PullPolicy::Missing,
             activate: None,
             k8s: K8sConfig::default(),
+            specs: Vec::new(),
+            build_logs: None,
         }
     }
 }

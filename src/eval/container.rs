@@ -26,6 +26,8 @@ pub const PATCH_PATH: &str = "/tmp/patch.diff";
 pub const APPLY_SCRIPT_PATH: &str = "/tmp/apply_patch.sh";
 /// Where `eval.sh` is written in the container (as in SWE-bench).
 pub const EVAL_SCRIPT_PATH: &str = "/eval.sh";
+/// What `run_instance.log` says in place of the apply chain's output for an empty patch.
+pub const NO_PATCH: &str = "no patch to apply: the tests run on the base commit";
 
 /// What happened in the container.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,8 +89,8 @@ impl ContainerRun {
 }
 
 /// Starts a container (or pod) as `spec` says, reads the job's base files, applies its patch
-/// and, when it applied, runs its `eval.sh` under its deadline. The sandbox is removed whatever
-/// happens.
+/// (nothing when it is empty) and, when it applied, runs its `eval.sh` under its deadline. The
+/// sandbox is removed whatever happens.
 ///
 /// # Errors
 /// The container could not be started, died, or its session failed: an infrastructure error.
@@ -122,22 +124,17 @@ async fn apply_and_test(
         base_files.insert(path.clone(), text);
     }
     let (patch, eval_script, timeout) = (job.patch, job.eval_script, job.timeout);
-    sandbox.write_file(PATCH_PATH, patch.as_bytes()).await?;
-    let apply = apply_patch_script(repo_dir, PATCH_PATH);
-    sandbox
-        .write_file(APPLY_SCRIPT_PATH, apply.as_bytes())
-        .await?;
-    let applied = sandbox
-        .run_merged(&format!("bash {APPLY_SCRIPT_PATH}"), APPLY_TIMEOUT)
-        .await?;
-    let apply_output = applied.text();
-    let mut run = ContainerRun {
-        applied: patch_applied(&apply_output) && applied.exit_code == Some(0),
-        apply_output,
-        oom_killed: applied.oom_killed,
-        base_files,
-        ..ContainerRun::default()
+    let mut run = if patch.is_empty() {
+        // Nothing to apply: the tests run on the base commit (`aci validate`'s empty patch).
+        ContainerRun {
+            apply_output: format!("{NO_PATCH}\n"),
+            applied: true,
+            ..ContainerRun::default()
+        }
+    } else {
+        apply(sandbox, repo_dir, patch).await?
     };
+    run.base_files = base_files;
     if !run.applied {
         return Ok(run);
     }
@@ -152,6 +149,29 @@ async fn apply_and_test(
     run.oom_killed |= tested.oom_killed;
     run.elided_bytes = tested.elided_bytes;
     Ok(run)
+}
+
+/// The apply chain on `patch`.
+async fn apply(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    patch: &str,
+) -> Result<ContainerRun, SandboxError> {
+    sandbox.write_file(PATCH_PATH, patch.as_bytes()).await?;
+    let apply = apply_patch_script(repo_dir, PATCH_PATH);
+    sandbox
+        .write_file(APPLY_SCRIPT_PATH, apply.as_bytes())
+        .await?;
+    let applied = sandbox
+        .run_merged(&format!("bash {APPLY_SCRIPT_PATH}"), APPLY_TIMEOUT)
+        .await?;
+    let apply_output = applied.text();
+    Ok(ContainerRun {
+        applied: patch_applied(&apply_output) && applied.exit_code == Some(0),
+        apply_output,
+        oom_killed: applied.oom_killed,
+        ..ContainerRun::default()
+    })
 }
 
 #[cfg(test)]

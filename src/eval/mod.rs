@@ -16,7 +16,7 @@ pub mod predictions;
 pub mod report;
 pub mod run;
 pub mod script;
-pub mod spec;
+pub use crate::spec;
 pub mod suspicious;
 
 /// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,
@@ -48,7 +48,7 @@ mod tests {
     #[test]
     fn every_literal_regex_and_the_builtin_specs_compile() {
         use super::parse::summary;
-        let patterns: [(&LazyLock<regex::Regex>, &str); 10] = [
+        let patterns: [(&LazyLock<regex::Regex>, &str); 12] = [
             (&super::script::HUNK_HEADER, "@@ -1,2 +1,3 @@ fn main"),
             (
                 &summary::PYTEST_SUMMARY,
@@ -64,9 +64,11 @@ mod tests {
                 &summary::SYMPY_SUMMARY,
                 "== tests finished: 8 passed, 2 failed, in 0.08 seconds ==",
             ),
-            (&super::parse::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
+            (&crate::text::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
             (&super::parse::CARGO_TEST_LINE, "test tests::adds ... ok"),
             (&super::parse::SUITE_RAN, "=== 3 passed in 0.1s ==="),
+            (&crate::image::spec_env::PACKAGE_NAME, "numpy==1.19.2"),
+            (&crate::image::spec_env::PIP_VERSIONS, "<3.9.0,>=3"),
             (
                 &crate::image::env::QUOTED_RUN,
                 "The command '/bin/sh -c sh /setup.sh' returned a non-zero code: 1",
@@ -78,6 +80,6 @@ mod tests {
             .map(|(_, sample)| sample)
             .collect();
         assert_eq!(unmatched, Vec::<&str>::new());
-        assert!(LazyLock::force(&super::spec::BUILTIN).repos().count() > 0);
+        assert!(LazyLock::force(&crate::spec::BUILTIN).repos().count() > 0);
     }
 }

@@ -2,7 +2,6 @@
 //! [`TestStatus`], with the sentinel checks, the whole-log fallback, the recorded exit code and
 //! the "the suite ran" evidence that grading needs.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::LazyLock;
@@ -68,107 +67,9 @@ pub type StatusMap = BTreeMap<String, TestStatus>;
 /// A log parser: log text in, status map out.
 pub type LogParser = fn(&str) -> StatusMap;
 
-/// A log parser aci knows, by the name an instance's `log_parser` (or the spec table) gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ParserName {
-    /// pytest `-rA` short summary (SWE-bench's `parse_log_pytest`).
-    Pytest,
-    /// pytest, with parameters that are absolute paths cut to their last component
-    /// (`parse_log_pytest_options`: requests, pylint).
-    PytestOptions,
-    /// pytest with colour codes stripped and the older `<id> STATUS` lines read too
-    /// (`parse_log_pytest_v2`: astropy, scikit-learn, sphinx).
-    PytestV2,
-    /// pytest with matplotlib's `MouseButton` ids rewritten (`parse_log_matplotlib`).
-    Matplotlib,
-    /// pytest, passes and failures only (`parse_log_seaborn`).
-    Seaborn,
-    /// Django's `runtests.py --verbosity 2` (`parse_log_django`).
-    Django,
-    /// sympy's `bin/test --verbose` (`parse_log_sympy`).
-    Sympy,
-    /// Python `unittest -v`.
-    Unittest,
-    /// `cargo test` (libtest's pretty format).
-    Cargo,
-}
-
-/// SWE-bench's per-repository parser names (`parse_log_<repo>`) and the parser each is.
-const SWE_BENCH_REPO_PARSERS: [(&str, ParserName); 13] = [
-    ("astroid", ParserName::Pytest),
-    ("flask", ParserName::Pytest),
-    ("marshmallow", ParserName::Pytest),
-    ("pvlib", ParserName::Pytest),
-    ("pyvista", ParserName::Pytest),
-    ("sqlfluff", ParserName::Pytest),
-    ("xarray", ParserName::Pytest),
-    ("pydicom", ParserName::PytestOptions),
-    ("requests", ParserName::PytestOptions),
-    ("pylint", ParserName::PytestOptions),
-    ("astropy", ParserName::PytestV2),
-    ("scikit", ParserName::PytestV2),
-    ("sphinx", ParserName::PytestV2),
-];
+pub use crate::spec::ParserName;
 
 impl ParserName {
-    /// Every parser, in the order `--help` and error messages list them.
-    pub const ALL: [Self; 9] = [
-        Self::Pytest,
-        Self::PytestOptions,
-        Self::PytestV2,
-        Self::Matplotlib,
-        Self::Seaborn,
-        Self::Django,
-        Self::Sympy,
-        Self::Unittest,
-        Self::Cargo,
-    ];
-
-    /// aci's name: `pytest`, `pytest_options`, `pytest_v2`, `matplotlib`, `seaborn`, `django`,
-    /// `sympy`, `unittest`, `cargo`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pytest => "pytest",
-            Self::PytestOptions => "pytest_options",
-            Self::PytestV2 => "pytest_v2",
-            Self::Matplotlib => "matplotlib",
-            Self::Seaborn => "seaborn",
-            Self::Django => "django",
-            Self::Sympy => "sympy",
-            Self::Unittest => "unittest",
-            Self::Cargo => "cargo",
-        }
-    }
-
-    /// The parser called `name`: aci's names, SWE-bench's function names (`parse_log_pytest`,
-    /// `parse_log_django`, …) and SWE-bench's per-repository aliases (`parse_log_astropy`,
-    /// `parse_log_requests`, …, also without the `parse_log_` prefix).
-    pub fn from_name(name: &str) -> Option<Self> {
-        let bare = name.strip_prefix("parse_log_").unwrap_or(name);
-        Self::ALL
-            .into_iter()
-            .find(|parser| parser.as_str() == bare)
-            .or_else(|| {
-                SWE_BENCH_REPO_PARSERS
-                    .iter()
-                    .find(|(alias, _)| *alias == bare)
-                    .map(|(_, parser)| *parser)
-            })
-    }
-
-    /// Whether this is one of the pytest parsers (they read the same runner's output).
-    pub fn is_pytest(self) -> bool {
-        matches!(
-            self,
-            Self::Pytest | Self::PytestOptions | Self::PytestV2 | Self::Matplotlib | Self::Seaborn
-        )
-    }
-
-    /// aci's names, comma-separated, for error messages.
-    pub fn names() -> String {
-        Self::ALL.map(Self::as_str).join(", ")
-    }
-
     /// The parsing function.
     pub fn parser(self) -> LogParser {
         match self {
@@ -182,12 +83,6 @@ impl ParserName {
             Self::Unittest => parse_unittest,
             Self::Cargo => parse_cargo,
         }
-    }
-}
-
-impl fmt::Display for ParserName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -210,14 +105,7 @@ fn record(map: &mut StatusMap, id: &str, status: TestStatus) {
         .or_insert(status);
 }
 
-/// An ANSI escape sequence.
-pub(crate) static ANSI_ESCAPE: LazyLock<Regex> =
-    LazyLock::new(|| literal_regex(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"));
-
-/// Removes ANSI escape sequences (colours, cursor moves) from `text`.
-pub fn strip_ansi(text: &str) -> Cow<'_, str> {
-    ANSI_ESCAPE.replace_all(text, "")
-}
+pub use crate::text::strip_ansi;
 
 /// Lines of `log` with ANSI codes and carriage returns removed.
 fn clean_lines(log: &str) -> Vec<String> {

@@ -152,9 +152,20 @@ pub enum EvalError {
     },
 }
 
+/// What [`evaluate_with`] does with an empty patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmptyPatches {
+    /// Not evaluated: SWE-bench's `empty_patch` ([`evaluate`]).
+    Skip,
+    /// Graded like any patch, with nothing applied: the tests run on the base commit with only
+    /// the test patch (`aci validate`).
+    Grade,
+}
+
 struct Shared {
     engine: Engine,
     settings: EvalSettings,
+    empty_patches: EmptyPatches,
     stop: AtomicBool,
     stop_error: Mutex<Option<EnvImageError>>,
 }
@@ -174,11 +185,28 @@ pub async fn evaluate(
     settings: EvalSettings,
     progress: &mut (dyn FnMut(&InstanceDone) + Send),
 ) -> Result<RunSummary, EvalError> {
+    let skip = EmptyPatches::Skip;
+    evaluate_with(engine, instances, predictions, settings, skip, progress).await
+}
+
+/// [`evaluate`], with empty patches skipped or graded as `empty_patches` says.
+///
+/// # Errors
+/// As [`evaluate`].
+pub async fn evaluate_with(
+    engine: impl Into<Engine>,
+    instances: Vec<Instance>,
+    predictions: &[Prediction],
+    settings: EvalSettings,
+    empty_patches: EmptyPatches,
+    progress: &mut (dyn FnMut(&InstanceDone) + Send),
+) -> Result<RunSummary, EvalError> {
     let output = settings.output.clone();
     let workers = settings.workers.max(1);
     let shared = Arc::new(Shared {
         engine: engine.into(),
         settings,
+        empty_patches,
         stop: AtomicBool::new(false),
         stop_error: Mutex::new(None),
     });
@@ -252,7 +280,7 @@ async fn evaluate_one(
     let Some(prediction) = prediction else {
         return done(InstanceStatus::NoPrediction, false, Vec::new());
     };
-    if prediction.model_patch.is_empty() {
+    if prediction.model_patch.is_empty() && shared.empty_patches == EmptyPatches::Skip {
         // A report from an earlier, non-empty patch no longer describes this prediction.
         let _ = std::fs::remove_file(dir.join("report.json"));
         return done(InstanceStatus::EmptyPatch, false, Vec::new());
@@ -445,7 +473,8 @@ impl Job<'_> {
 
     /// The grading plan (test command, parser, commands before the tests), or why there is none.
     fn plan(&self) -> Result<GradingPlan, String> {
-        grading_plan(self.instance, spec::builtin()).map_err(|error| error.to_string())
+        let table = spec::table(&self.shared.settings.env.specs).map_err(|e| e.to_string())?;
+        grading_plan(self.instance, &table).map_err(|error| error.to_string())
     }
 
     fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {

@@ -3,20 +3,24 @@
 //! commands. Each is built once per hash of (base image id, repository content, setup,
 //! repo_dir), tagged `aci-env-<lang>:<hash12>`, and reused by later runs and by `aci eval`.
 //!
+//! A SWE-bench record with neither an image nor a `setup` is built on its spec's environment
+//! instead ([`super::spec_env`]), with the spec's pre-install and install steps as its setup.
+//!
 //! The baseline is made by the same script as the sandbox's ([`repo::baseline_script`]) over
 //! the same tar, so it is the same commit: a sandbox started from the env image (with
 //! `SandboxSpec::repo = None`) diffs against the same baseline as one that copied the repository.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::LABEL_IMAGE;
+use super::build_log::{STEP_MARKER, build_logged};
+use super::spec_env;
 use crate::config::EnvConfig;
 use crate::instance::Instance;
-use crate::sandbox::docker::{BuildRequest, DockerRuntime, LABEL_RUN_ID};
+use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
 use crate::sandbox::{RepoSource, SandboxError, SandboxSpec, repo};
 use crate::text::literal_regex;
 
@@ -27,7 +31,7 @@ pub const LABEL_ENV_HASH: &str = "aci.env_hash";
 /// Label holding the image an environment image was built on.
 pub const LABEL_BASE_IMAGE: &str = "aci.base_image";
 /// Bumped whenever the recipe below changes, so old images are not taken for new ones.
-const RECIPE_VERSION: &str = "aci-env-v3";
+const RECIPE_VERSION: &str = "aci-env-v4";
 /// Where the setup scripts sit during the build (removed afterwards).
 const SETUP_DIR: &str = "/tmp/aci-setup";
 
@@ -106,6 +110,22 @@ pub enum EnvImageError {
         /// The error.
         source: SandboxError,
     },
+    /// The Python image of the Debian release a spec environment needs does not exist.
+    #[error(
+        "{instance_id}: the image {image} does not exist\nhint: run `aci images build --debian \
+         {release} --lang python`"
+    )]
+    MissingRelease {
+        /// The instance.
+        instance_id: String,
+        /// The missing image.
+        image: String,
+        /// Its release.
+        release: super::release::DebianRelease,
+    },
+    /// The environment cannot be built from the instance's SWE-bench spec.
+    #[error(transparent)]
+    Spec(#[from] super::spec_env::SpecEnvError),
 }
 
 impl EnvImageError {
@@ -202,10 +222,21 @@ fn label_quote(text: &str) -> String {
     format!("\"{escaped}\"")
 }
 
-/// One setup command as a script: stop at the first failing line, run in the repository.
-fn setup_script(repo_dir: &str, command: &str) -> String {
+/// One setup command as a script: announce the step (`setup N of M: <its first line>`, for
+/// a failure's message), stop at the first failing line, run in the repository.
+fn setup_script(repo_dir: &str, command: &str, index: usize, total: usize) -> String {
+    let first: String = command
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(100)
+        .collect();
+    let step = format!("{STEP_MARKER}setup {index} of {total}: {first}");
     format!(
-        "set -eo pipefail\ncd {}\n{command}\n",
+        "set -eo pipefail\necho {}\ncd {}\n{command}\n",
+        crate::sandbox::shell_quote(&step),
         crate::sandbox::shell_quote(repo_dir)
     )
 }
@@ -293,7 +324,15 @@ pub async fn ensure_env_image(
         instance_id: id.clone(),
         source,
     };
-    let base = base_image(instance, request.env);
+    // A SWE-bench record with neither an image nor a setup: its spec's environment is the
+    // base, and the spec's pre-install and install steps are the setup.
+    let (base, setup) = match spec_env::for_instance(instance, request.env).await? {
+        Some(spec) => {
+            let env = spec_env::ensure_spec_env(runtime, &spec, id, request).await?;
+            (env.tag, spec.repo_setup())
+        }
+        None => (base_image(instance, request.env), instance.setup.clone()),
+    };
     let base_info = runtime
         .inspect_image(&base)
         .await
@@ -303,7 +342,7 @@ pub async fn ensure_env_image(
             image: base.clone(),
         })?;
     let repo_dir = instance.repo_dir(&request.env.repo_dir);
-    if instance.repo_path.is_none() && instance.setup.is_empty() {
+    if instance.repo_path.is_none() && setup.is_empty() {
         return Ok(EnvImage {
             tag: base.clone(),
             id: base_info.id,
@@ -313,7 +352,7 @@ pub async fn ensure_env_image(
         });
     }
     let fingerprint = repository_fingerprint(instance).await?;
-    let hash = env_hash(&base_info.id, &fingerprint, &repo_dir, &instance.setup);
+    let hash = env_hash(&base_info.id, &fingerprint, &repo_dir, &setup);
     let tag = env_tag(instance, &hash);
     let lock = build_lock(&hash);
     let _guard = lock.lock().await;
@@ -338,7 +377,7 @@ pub async fn ensure_env_image(
         base: &base_info.id,
         repo_dir: &repo_dir,
         baseline: repo_source(instance).map(|source| repo::Baseline::for_source(Some(&source))),
-        setup: &instance.setup,
+        setup: &setup,
         labels: std::collections::BTreeMap::from([
             (LABEL_IMAGE.to_owned(), ENV_IMAGE_KIND.to_owned()),
             (LABEL_ENV_HASH.to_owned(), hash.clone()),
@@ -409,7 +448,8 @@ fn repo_source(instance: &Instance) -> Option<RepoSource> {
     })
 }
 
-/// Runs the build with its time limit (`env.build_timeout`).
+/// Runs the build with its time limit (`env.build_timeout`), its whole log kept
+/// ([`build_logged`]).
 async fn build(
     runtime: &DockerRuntime,
     tag: &str,
@@ -417,38 +457,13 @@ async fn build(
     request: &EnvRequest<'_>,
     instance_id: &str,
 ) -> Result<String, EnvImageError> {
-    let build_error = |message: String| EnvImageError::Build {
-        instance_id: instance_id.to_owned(),
-        tag: tag.to_owned(),
-        message,
-    };
-    let none = HashMap::new();
-    let build = BuildRequest {
-        tag,
-        dockerfile: "Dockerfile",
-        context,
-        build_args: &none,
-        labels: &none,
-        network: true,
-    };
-    let on_step = request.on_step;
-    let limit = Duration::from_secs_f64(request.env.build_timeout.get().max(1.0));
-    on_step(&format!(
-        "[{instance_id}] building the environment image {tag}"
-    ));
-    let steps = runtime.build_image(build, |line| {
-        // Steps carry whole scripts and labels: one screen line each is enough to follow.
-        let line: String = line.chars().take(120).collect();
-        on_step(&format!("[{instance_id}] {line}"));
-    });
-    match tokio::time::timeout(limit, steps).await {
-        Ok(Ok(id)) => Ok(id),
-        Ok(Err(error)) => Err(build_error(shorten_step_error(&error.to_string()))),
-        Err(_) => Err(build_error(format!(
-            "it ran past env.build_timeout ({} s)",
-            limit.as_secs()
-        ))),
-    }
+    build_logged(runtime, tag, context, request, instance_id)
+        .await
+        .map_err(|message| EnvImageError::Build {
+            instance_id: instance_id.to_owned(),
+            tag: tag.to_owned(),
+            message: shorten_step_error(&message),
+        })
 }
 
 /// The daemon quotes the whole failing `RUN` line (the baseline script and every setup call);
@@ -484,7 +499,7 @@ fn build_context(recipe: &Recipe<'_>, repo_tar: &[u8]) -> Result<Vec<u8>, String
     let context_error = |e: std::io::Error| format!("cannot write the build context: {e}");
     let mut setup = tar::Builder::new(Vec::new());
     for (index, command) in recipe.setup.iter().enumerate() {
-        let script = setup_script(recipe.repo_dir, command);
+        let script = setup_script(recipe.repo_dir, command, index + 1, recipe.setup.len());
         let name = format!("{}/{}.sh", SETUP_DIR.trim_start_matches('/'), index + 1);
         append_file(&mut setup, &name, script.as_bytes()).map_err(context_error)?;
     }

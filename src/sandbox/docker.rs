@@ -450,6 +450,21 @@ impl DockerRuntime {
         request: BuildRequest<'_>,
         mut on_step: impl FnMut(&str) + Send,
     ) -> Result<String, SandboxError> {
+        self.build_image_logged(request, |line| {
+            if line.starts_with("Step ") {
+                on_step(line.trim_end());
+            }
+        })
+        .await
+    }
+
+    /// [`Self::build_image`], with every piece of the build's output (each ending in its own
+    /// newline, as the daemon sends it) given to `on_output`: the whole build log.
+    pub async fn build_image_logged(
+        &self,
+        request: BuildRequest<'_>,
+        mut on_output: impl FnMut(&str) + Send,
+    ) -> Result<String, SandboxError> {
         let BuildRequest {
             tag,
             dockerfile,
@@ -486,9 +501,7 @@ impl DockerRuntime {
                 )));
             }
             if let Some(line) = info.stream {
-                if line.starts_with("Step ") {
-                    on_step(line.trim_end());
-                }
+                on_output(&line);
                 log_tail.push(line);
                 let excess = log_tail.len().saturating_sub(30);
                 log_tail.drain(..excess);

@@ -107,10 +107,11 @@ fn without_a_repository_only_setup_runs_in_repo_dir() {
 }
 
 #[test]
-fn setup_scripts_stop_at_the_first_failure_in_the_repository() {
+fn setup_scripts_announce_their_step_and_stop_at_the_first_failure_in_the_repository() {
     assert_eq!(
-        setup_script("/testbed", "pip install -e .\nmake"),
-        "set -eo pipefail\ncd /testbed\npip install -e .\nmake\n"
+        setup_script("/testbed", "\npip install -e .\nmake", 2, 3),
+        "set -eo pipefail\necho '[aci] step: setup 2 of 3: pip install -e .'\ncd /testbed\n\npip \
+         install -e .\nmake\n"
     );
 }
 

@@ -4,15 +4,15 @@
 //! test command and the log parser. Grading reads the test command and parser from it; building
 //! an environment from the same entry needs nothing more.
 
-use std::collections::BTreeMap;
-use std::sync::LazyLock;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use serde::Deserialize;
 
-use super::parse::ParserName;
-
 /// The text of `specs/swebench.yaml`.
-pub const BUILTIN_SPECS_YAML: &str = include_str!("../../specs/swebench.yaml");
+pub const BUILTIN_SPECS_YAML: &str = include_str!("../specs/swebench.yaml");
 
 /// Where the packages of an environment come from (SWE-bench's `packages`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +170,14 @@ pub enum SpecError {
         /// What is wrong.
         message: String,
     },
+    /// An extra spec file (`env.specs`) cannot be read or is invalid.
+    #[error("{}: {message}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl SpecTable {
@@ -228,6 +236,17 @@ impl SpecTable {
     pub fn repos(&self) -> impl Iterator<Item = &RepoSpecs> {
         self.repos.values()
     }
+
+    /// Adds the repositories of `other`, each replacing the entry of the same name whole
+    /// (its parser, directives and every version), and its requirement replacements.
+    pub fn extend(&mut self, other: SpecTable) {
+        self.repos.extend(other.repos);
+        for replacement in other.requirement_replacements {
+            if !self.requirement_replacements.contains(&replacement) {
+                self.requirement_replacements.push(replacement);
+            }
+        }
+    }
 }
 
 /// The built-in table. The file is compiled in, so an invalid one is a bug: the test that
@@ -241,6 +260,39 @@ pub(crate) static BUILTIN: LazyLock<SpecTable> =
 /// The built-in table, read once.
 pub fn builtin() -> &'static SpecTable {
     &BUILTIN
+}
+
+/// The built-in table with `files` (`env.specs`) read after it, in order, each repository of
+/// a file replacing the entry of the same name ([`SpecTable::extend`]). Read once per list of
+/// files; without files it is the built-in table.
+///
+/// # Errors
+/// A file cannot be read or is not a valid spec file; the error names the file.
+pub fn table(files: &[PathBuf]) -> Result<Arc<SpecTable>, SpecError> {
+    static TABLES: LazyLock<Mutex<HashMap<Vec<PathBuf>, Arc<SpecTable>>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    if let Some(table) = TABLES.lock().ok().and_then(|t| t.get(files).cloned()) {
+        return Ok(table);
+    }
+    let mut table = builtin().clone();
+    for path in files {
+        table.extend(read_spec_file(path)?);
+    }
+    let table = Arc::new(table);
+    if let Ok(mut tables) = TABLES.lock() {
+        tables.insert(files.to_vec(), Arc::clone(&table));
+    }
+    Ok(table)
+}
+
+fn read_spec_file(path: &Path) -> Result<SpecTable, SpecError> {
+    let file_error = |message: String| SpecError::File {
+        path: path.to_owned(),
+        message,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| file_error(format!("cannot read the SWE-bench spec file: {e}")))?;
+    SpecTable::from_yaml(&text).map_err(|e| file_error(e.to_string()))
 }
 
 #[derive(Deserialize)]
@@ -363,6 +415,115 @@ fn version_spec(group: &GroupFile) -> Result<VersionSpec, String> {
         execute_test_as_nonroot: group.execute_test_as_nonroot,
         nano_cpus: group.nano_cpus,
     })
+}
+
+/// A log parser aci knows, by the name an instance's `log_parser` (or the spec table) gives it.
+/// The parsers themselves are `eval::parse`'s ([`ParserName`]'s `parser()` there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ParserName {
+    /// pytest `-rA` short summary (SWE-bench's `parse_log_pytest`).
+    Pytest,
+    /// pytest, with parameters that are absolute paths cut to their last component
+    /// (`parse_log_pytest_options`: requests, pylint).
+    PytestOptions,
+    /// pytest with colour codes stripped and the older `<id> STATUS` lines read too
+    /// (`parse_log_pytest_v2`: astropy, scikit-learn, sphinx).
+    PytestV2,
+    /// pytest with matplotlib's `MouseButton` ids rewritten (`parse_log_matplotlib`).
+    Matplotlib,
+    /// pytest, passes and failures only (`parse_log_seaborn`).
+    Seaborn,
+    /// Django's `runtests.py --verbosity 2` (`parse_log_django`).
+    Django,
+    /// sympy's `bin/test --verbose` (`parse_log_sympy`).
+    Sympy,
+    /// Python `unittest -v`.
+    Unittest,
+    /// `cargo test` (libtest's pretty format).
+    Cargo,
+}
+
+/// SWE-bench's per-repository parser names (`parse_log_<repo>`) and the parser each is.
+const SWE_BENCH_REPO_PARSERS: [(&str, ParserName); 13] = [
+    ("astroid", ParserName::Pytest),
+    ("flask", ParserName::Pytest),
+    ("marshmallow", ParserName::Pytest),
+    ("pvlib", ParserName::Pytest),
+    ("pyvista", ParserName::Pytest),
+    ("sqlfluff", ParserName::Pytest),
+    ("xarray", ParserName::Pytest),
+    ("pydicom", ParserName::PytestOptions),
+    ("requests", ParserName::PytestOptions),
+    ("pylint", ParserName::PytestOptions),
+    ("astropy", ParserName::PytestV2),
+    ("scikit", ParserName::PytestV2),
+    ("sphinx", ParserName::PytestV2),
+];
+
+impl ParserName {
+    /// Every parser, in the order `--help` and error messages list them.
+    pub const ALL: [Self; 9] = [
+        Self::Pytest,
+        Self::PytestOptions,
+        Self::PytestV2,
+        Self::Matplotlib,
+        Self::Seaborn,
+        Self::Django,
+        Self::Sympy,
+        Self::Unittest,
+        Self::Cargo,
+    ];
+
+    /// aci's name: `pytest`, `pytest_options`, `pytest_v2`, `matplotlib`, `seaborn`, `django`,
+    /// `sympy`, `unittest`, `cargo`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pytest => "pytest",
+            Self::PytestOptions => "pytest_options",
+            Self::PytestV2 => "pytest_v2",
+            Self::Matplotlib => "matplotlib",
+            Self::Seaborn => "seaborn",
+            Self::Django => "django",
+            Self::Sympy => "sympy",
+            Self::Unittest => "unittest",
+            Self::Cargo => "cargo",
+        }
+    }
+
+    /// The parser called `name`: aci's names, SWE-bench's function names (`parse_log_pytest`,
+    /// `parse_log_django`, …) and SWE-bench's per-repository aliases (`parse_log_astropy`,
+    /// `parse_log_requests`, …, also without the `parse_log_` prefix).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let bare = name.strip_prefix("parse_log_").unwrap_or(name);
+        Self::ALL
+            .into_iter()
+            .find(|parser| parser.as_str() == bare)
+            .or_else(|| {
+                SWE_BENCH_REPO_PARSERS
+                    .iter()
+                    .find(|(alias, _)| *alias == bare)
+                    .map(|(_, parser)| *parser)
+            })
+    }
+
+    /// Whether this is one of the pytest parsers (they read the same runner's output).
+    pub fn is_pytest(self) -> bool {
+        matches!(
+            self,
+            Self::Pytest | Self::PytestOptions | Self::PytestV2 | Self::Matplotlib | Self::Seaborn
+        )
+    }
+
+    /// aci's names, comma-separated, for error messages.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+}
+
+impl fmt::Display for ParserName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,711 @@
+//! Environment images from the SWE-bench spec table, with no registry and no conda.
+//!
+//! A SWE-bench record with no `image` and no `setup`, whose repository and version the spec
+//! table ([`crate::spec`]) has, gets its environment built from that entry: the Debian
+//! release whose Python is the spec's ([`DebianRelease::for_python`]), a virtual environment
+//! at [`VENV`] with the spec's packages, its requirements file (read from the repository at
+//! `environment_setup_commit`) and its pip pins, all from PyPI; then, per instance, the spec's
+//! pre-install and install steps. The venv comes first on the image's `PATH`, so the agent's
+//! shell and `eval.sh` both run in it.
+//!
+//! The layers: `aci-python:<release>` → the spec environment of one (repository, version),
+//! `aci-spec-<owner>__<name>:<hash12>` (this module; the versions whose specs install the same
+//! things share it) → the instance's repository at `base_commit` with its baseline and the
+//! spec's `pre_install` and `install` as its setup ([`super::env`]). So the instances of one
+//! repository and version share one environment layer. A spec whose Python no release has, or whose packages come from conda
+//! (`environment.yml`, conda build strings), is an error of that instance that says so: no
+//! other Python and no other package source is substituted.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use super::LABEL_IMAGE;
+use super::build_log::{STEP_MARKER, build_logged};
+use super::env::{
+    ENV_IMAGE_KIND, EnvImage, EnvImageError, EnvRequest, LABEL_BASE_IMAGE, LABEL_ENV_HASH,
+};
+use super::release::DebianRelease;
+use crate::config::EnvConfig;
+use crate::instance::Instance;
+use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
+use crate::sandbox::shell_quote;
+use crate::spec::{self, Packages, SpecEntry, SpecError};
+use crate::text::literal_regex;
+
+/// Where the spec's virtual environment is created in the image.
+pub const VENV: &str = "/opt/aci-venv";
+/// Label naming the repository and the Python of a spec environment: `<repo> python<X.Y>`.
+pub const LABEL_SPEC: &str = "aci.spec";
+/// The image's `PATH`: the venv first. The ACI's own tools (`/opt/venv`, with flake8 for the
+/// external lint gate) stay off it, so no other interpreter answers for the project's.
+pub const VENV_PATH: &str =
+    "/opt/aci-venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Bumped whenever the recipe below changes, so old images are not taken for new ones.
+const RECIPE_VERSION: &str = "aci-spec-env-v1";
+/// Where the scripts and the requirements file sit during the build.
+const SCRIPT_DIR: &str = "/tmp/aci-spec";
+/// The suggestion of every error that says aci cannot build an environment.
+const SWEBENCH_HINT: &str = "hint: run it in SWE-bench's prebuilt image with --images swebench";
+
+/// Why an instance's environment cannot be built from its spec.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecEnvError {
+    /// The spec's Python is in no Debian release aci builds.
+    #[error(
+        "{instance_id}: the SWE-bench spec of {repo} {version} asks for Python {python}, which \
+         no Debian release aci builds has (it has {known}); no other Python is substituted\n\
+         {SWEBENCH_HINT}",
+        known = DebianRelease::pythons()
+    )]
+    NoRelease {
+        /// The instance.
+        instance_id: String,
+        /// The repository.
+        repo: String,
+        /// The spec's version key.
+        version: String,
+        /// The Python version the spec asks for.
+        python: String,
+    },
+    /// The spec's packages come from conda.
+    #[error(
+        "{instance_id}: the SWE-bench spec of {repo} {version} installs {what} with conda, \
+         which aci does not use (its environments come from Debian and PyPI)\n{SWEBENCH_HINT}"
+    )]
+    Conda {
+        /// The instance.
+        instance_id: String,
+        /// The repository.
+        repo: String,
+        /// The spec's version key.
+        version: String,
+        /// What conda would install (`the packages of environment.yml`, a package spec).
+        what: String,
+    },
+    /// The requirements file must be read from the repository, and it cannot be.
+    #[error(
+        "{instance_id}: the SWE-bench spec of {repo} {version} installs the repository's \
+         requirements file, which {reason}\nhint: give the record a repo_path to a clone of \
+         {repo} that has the commit, or use --images swebench"
+    )]
+    Requirements {
+        /// The instance.
+        instance_id: String,
+        /// The repository.
+        repo: String,
+        /// The spec's version key.
+        version: String,
+        /// Why it cannot be read.
+        reason: String,
+    },
+    /// The spec table (with `env.specs`) cannot be read.
+    #[error("{instance_id}: {source}")]
+    Table {
+        /// The instance.
+        instance_id: String,
+        /// The table's error.
+        source: SpecError,
+    },
+}
+
+/// The environment of one (repository, version), as its spec says to build it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecEnv {
+    /// `owner/name`.
+    pub repo: String,
+    /// The spec's version key.
+    pub version: String,
+    /// The release whose Python is the spec's.
+    pub release: DebianRelease,
+    /// The spec's Python version.
+    pub python: String,
+    /// The spec's `packages` list as pip requirements.
+    pub packages: Vec<String>,
+    /// The requirements file's text (with its `-r` includes), when the spec installs one.
+    pub requirements: Option<String>,
+    /// The spec's pip pins, installed last.
+    pub pip_packages: Vec<String>,
+    /// Commands run in the repository before `install` (per instance).
+    pub pre_install: Vec<String>,
+    /// The command that installs the repository (per instance).
+    pub install: Option<String>,
+}
+
+/// One step of the spec environment's build: a script run by its own `RUN`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildStep {
+    /// The script's file name under the build's script directory.
+    pub file: String,
+    /// The script.
+    pub script: String,
+}
+
+/// Whether an instance's environment comes from its spec: no image (`env.image`, the
+/// record's `image` or `image_name`, `env.image_template`), no `setup`, and a Python task (or
+/// one that names no language).
+pub fn applies(instance: &Instance, env: &EnvConfig) -> bool {
+    instance.own_image().is_none()
+        && env.image.is_none()
+        && env.image_template.is_none()
+        && instance.setup.is_empty()
+        && matches!(instance.language.as_deref(), None | Some("python"))
+}
+
+/// The release for a spec entry, and the check that its packages are not conda's.
+///
+/// # Errors
+/// [`SpecEnvError::NoRelease`] or [`SpecEnvError::Conda`].
+pub fn check(instance_id: &str, entry: &SpecEntry<'_>) -> Result<DebianRelease, SpecEnvError> {
+    let spec = entry.spec;
+    let release =
+        DebianRelease::for_python(&spec.python).ok_or_else(|| SpecEnvError::NoRelease {
+            instance_id: instance_id.to_owned(),
+            repo: entry.repo.repo.clone(),
+            version: entry.version.to_owned(),
+            python: spec.python.clone(),
+        })?;
+    let conda = |what: String| SpecEnvError::Conda {
+        instance_id: instance_id.to_owned(),
+        repo: entry.repo.repo.clone(),
+        version: entry.version.to_owned(),
+        what,
+    };
+    match &spec.packages {
+        Packages::EnvironmentYml => Err(conda("the packages of its environment.yml".to_owned())),
+        Packages::List(list) => match list.iter().find_map(|p| pip_requirement(p).err()) {
+            Some(what) => Err(conda(what)),
+            None => Ok(release),
+        },
+        Packages::None | Packages::RequirementsTxt => Ok(release),
+    }
+}
+
+/// The environment for `entry` (checked by [`check`]), with the requirements file's text when
+/// the spec installs one.
+pub fn spec_env(
+    entry: &SpecEntry<'_>,
+    release: DebianRelease,
+    requirements: Option<String>,
+) -> SpecEnv {
+    let spec = entry.spec;
+    let packages = match &spec.packages {
+        Packages::List(list) => list
+            .iter()
+            .filter_map(|p| pip_requirement(p).ok())
+            .collect(),
+        _ => Vec::new(),
+    };
+    SpecEnv {
+        repo: entry.repo.repo.clone(),
+        version: entry.version.to_owned(),
+        release,
+        python: spec.python.clone(),
+        packages,
+        requirements,
+        pip_packages: spec.pip_packages.clone(),
+        pre_install: spec.pre_install.clone(),
+        install: spec.install.clone(),
+    }
+}
+
+/// A package name at the start of a requirement.
+pub(crate) static PACKAGE_NAME: LazyLock<regex::Regex> =
+    LazyLock::new(|| literal_regex(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"));
+/// Version clauses pip and conda read alike: `==1.2`, `<2.0,>=1`.
+pub(crate) static PIP_VERSIONS: LazyLock<regex::Regex> = LazyLock::new(|| {
+    literal_regex(
+        r"^(\s*(==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*)(,\s*(==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*)*$",
+    )
+});
+
+/// A package of a spec's `packages` list (a conda spec) as a pip requirement: `name`,
+/// `name==1.2`, `name<2.0`, `name>=1,<2` as they are, conda's fuzzy `name=1.2` as
+/// `name==1.2.*`.
+///
+/// # Errors
+/// A conda build string (`name=1.2=py39_0`), a channel (`conda-forge::name`) or text that is no
+/// requirement: a description of the package for the conda error.
+pub fn pip_requirement(conda: &str) -> Result<String, String> {
+    let text = conda.trim();
+    let not_pip = || format!("the package {text:?}, a conda spec");
+    let Some(found) = PACKAGE_NAME.find(text) else {
+        return Err(not_pip());
+    };
+    let rest = &text[found.end()..];
+    if rest.is_empty() || PIP_VERSIONS.is_match(rest) {
+        return Ok(text.to_owned());
+    }
+    // conda's `name=1.2` is `1.2.*`; a second `=` is a build string, which pip has no notion of.
+    if let Some(version) = rest.strip_prefix('=').map(|v| v.trim_end_matches(".*"))
+        && !version.is_empty()
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.')
+    {
+        return Ok(format!("{}=={version}.*", found.as_str()));
+    }
+    Err(not_pip())
+}
+
+/// SWE-bench's reading of a requirements file: the first of `paths` that `read` finds; each
+/// `-r FILE` line replaced by FILE's lines (FILE relative to the first file's directory; a
+/// missing one adds nothing); lines starting with `-e .`, `#` or `.[test` dropped; the
+/// included lines first, then the file's own; then each replacement applied to the text.
+/// Returns the path found and the text, or `None` when no path exists.
+pub fn requirements_text(
+    paths: &[String],
+    replacements: &[spec::RequirementReplacement],
+    mut read: impl FnMut(&str) -> Option<String>,
+) -> Option<(String, String)> {
+    let (path, text) = paths
+        .iter()
+        .find_map(|path| read(path).map(|text| (path.clone(), text)))?;
+    let excluded = |line: &str| {
+        let line = line.trim();
+        ["-e .", "#", ".[test"]
+            .iter()
+            .any(|prefix| line.starts_with(prefix))
+    };
+    let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let mut included = Vec::new();
+    let mut own = Vec::new();
+    for line in text.split('\n') {
+        if let Some(file) = line.trim().strip_prefix("-r") {
+            let file = file.trim();
+            let include = if dir.is_empty() {
+                file.to_owned()
+            } else {
+                format!("{dir}/{file}")
+            };
+            if let Some(extra) = read(&include) {
+                included.extend(
+                    extra
+                        .split('\n')
+                        .filter(|line| !excluded(line))
+                        .map(str::to_owned),
+                );
+            }
+        } else if !excluded(line) {
+            own.push(line.to_owned());
+        }
+    }
+    included.push(own.join("\n"));
+    let mut all = included.join("\n");
+    for replacement in replacements {
+        all = all.replace(&replacement.from, &replacement.to);
+    }
+    Some((path, all))
+}
+
+impl SpecEnv {
+    /// The per-instance setup: the pre-install commands as one script (SWE-bench runs them in
+    /// one shell, so a variable set by one is seen by the next), then the install command.
+    pub fn repo_setup(&self) -> Vec<String> {
+        let mut setup = Vec::new();
+        if !self.pre_install.is_empty() {
+            setup.push(self.pre_install.join("\n"));
+        }
+        setup.extend(self.install.clone());
+        setup
+    }
+
+    /// The environment hash: lowercase hex SHA-256 over the recipe version, the base image id,
+    /// the Python version, and each package, the requirements text and each pip pin, every
+    /// field length-prefixed and each list ended by its length.
+    pub fn env_hash(&self, base_id: &str) -> String {
+        let mut hasher = Sha256::new();
+        let mut field = |text: &str| {
+            hasher.update(u64::try_from(text.len()).unwrap_or(u64::MAX).to_le_bytes());
+            hasher.update(text.as_bytes());
+        };
+        field(RECIPE_VERSION);
+        field(base_id);
+        field(&self.python);
+        for list in [&self.packages, &self.pip_packages] {
+            for item in list {
+                field(item);
+            }
+            field(&format!("#{}", list.len()));
+        }
+        field(self.requirements.as_deref().unwrap_or("\0none"));
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// `aci-spec-<owner>__<name>:<hash12>`, lower-case, with every character Docker does not
+    /// allow as `-`. No version in it: the versions whose specs install the same things share
+    /// the image.
+    pub fn tag(&self, env_hash: &str) -> String {
+        let name: String = self
+            .repo
+            .replace('/', "__")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._".contains(c) {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        format!("aci-spec-{name}:{}", &env_hash[..env_hash.len().min(12)])
+    }
+
+    /// The build's scripts, in order: the venv (and the check that its Python is the spec's),
+    /// the packages, the requirements file, the pip pins. Each announces itself with
+    /// [`STEP_MARKER`] and stops at its first failing command.
+    pub fn steps(&self) -> Vec<BuildStep> {
+        let pip = format!("{VENV}/bin/python -m pip install");
+        let mut steps = vec![BuildStep {
+            file: "1-venv.sh".to_owned(),
+            script: script(
+                &format!(
+                    "python3 -m venv {VENV} (Python {} of {})",
+                    self.python, self.release
+                ),
+                &[
+                    format!("python3 -m venv {VENV}"),
+                    format!(
+                        "{VENV}/bin/python -c {}",
+                        shell_quote(&python_check(&self.python))
+                    ),
+                    format!("{VENV}/bin/python -m pip --version"),
+                ],
+            ),
+        }];
+        if !self.packages.is_empty() {
+            steps.push(BuildStep {
+                file: "2-packages.sh".to_owned(),
+                script: script(
+                    "pip install the packages of the spec",
+                    &[format!("{pip} {}", quote_all(&self.packages))],
+                ),
+            });
+        }
+        if self.requirements.is_some() {
+            steps.push(BuildStep {
+                file: "3-requirements.sh".to_owned(),
+                script: script(
+                    "pip install -r the requirements file of the repository",
+                    &[format!("{pip} -r {SCRIPT_DIR}/requirements.txt")],
+                ),
+            });
+        }
+        if !self.pip_packages.is_empty() {
+            steps.push(BuildStep {
+                file: "4-pip-packages.sh".to_owned(),
+                script: script(
+                    "pip install the pip_packages of the spec",
+                    &[format!("{pip} {}", quote_all(&self.pip_packages))],
+                ),
+            });
+        }
+        steps
+    }
+
+    /// The Dockerfile over `base` (an image id): the labels, the scripts, one `RUN` per step,
+    /// and the venv first on `PATH`. pip reaches PyPI with the host CA bundle that the
+    /// language image was built with (`PIP_CERT`).
+    pub fn dockerfile(&self, base: &str, labels: &BTreeMap<String, String>) -> String {
+        let mut lines = vec![format!("FROM {base}")];
+        if !labels.is_empty() {
+            let pairs: Vec<String> = labels
+                .iter()
+                .map(|(key, value)| format!("{}={}", label_quote(key), label_quote(value)))
+                .collect();
+            lines.push(format!("LABEL {}", pairs.join(" ")));
+        }
+        lines.push("ADD spec.tar /".to_owned());
+        for step in self.steps() {
+            lines.push(format!("RUN bash {SCRIPT_DIR}/{}", step.file));
+        }
+        lines.push(format!("RUN rm -rf {SCRIPT_DIR}"));
+        lines.push(format!("ENV VIRTUAL_ENV={VENV} PATH={VENV_PATH}"));
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    }
+
+    /// The tar build context: `Dockerfile` and `spec.tar`, with the scripts and
+    /// `requirements.txt` under the script directory.
+    pub fn build_context(
+        &self,
+        base: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> std::io::Result<Vec<u8>> {
+        let mut inner = tar::Builder::new(Vec::new());
+        let dir = SCRIPT_DIR.trim_start_matches('/');
+        for step in self.steps() {
+            append_file(
+                &mut inner,
+                &format!("{dir}/{}", step.file),
+                step.script.as_bytes(),
+            )?;
+        }
+        if let Some(requirements) = &self.requirements {
+            append_file(
+                &mut inner,
+                &format!("{dir}/requirements.txt"),
+                requirements.as_bytes(),
+            )?;
+        }
+        let inner = inner.into_inner()?;
+        let mut outer = tar::Builder::new(Vec::new());
+        append_file(
+            &mut outer,
+            "Dockerfile",
+            self.dockerfile(base, labels).as_bytes(),
+        )?;
+        append_file(&mut outer, "spec.tar", &inner)?;
+        outer.into_inner()
+    }
+}
+
+/// A failure because pip found no distribution gets the hint that conda may have it.
+fn with_pypi_hint(mut message: String) -> String {
+    if message.contains("No matching distribution found") {
+        message.push_str(
+            "\nhint: a package or pin of the spec is not on PyPI for this Python (some exist \
+             only on conda); use --images swebench",
+        );
+    }
+    message
+}
+
+/// Python code that exits non-zero unless the interpreter is `major.minor` = `python`.
+fn python_check(python: &str) -> String {
+    format!(
+        "import sys; v = \"%d.%d\" % sys.version_info[:2]; print(\"Python\", sys.version.split()[0]); \
+         sys.exit(0 if v == \"{python}\" else \"the venv has Python \" + v + \", the spec asks for \
+         {python}\")"
+    )
+}
+
+/// A build script: announce the step, stop at the first failing command, echo each one.
+fn script(step: &str, commands: &[String]) -> String {
+    let mut text = format!(
+        "set -eo pipefail\necho {}\nset -x\n",
+        shell_quote(&format!("{STEP_MARKER}{step}"))
+    );
+    for command in commands {
+        text.push_str(command);
+        text.push('\n');
+    }
+    text
+}
+
+fn quote_all(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|item| shell_quote(item))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A Dockerfile `LABEL` key or value in double quotes.
+fn label_quote(text: &str) -> String {
+    let escaped = text
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', " ");
+    format!("\"{escaped}\"")
+}
+
+fn append_file(
+    builder: &mut tar::Builder<Vec<u8>>,
+    name: &str,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(data.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    header.set_cksum();
+    builder.append_data(&mut header, name, data)
+}
+
+/// The spec environment of `instance`, when its environment comes from its spec ([`applies`],
+/// and the table has its repository and version); `None` otherwise.
+///
+/// # Errors
+/// The spec table cannot be read, the spec's Python is in no release, its packages are
+/// conda's, or its requirements file cannot be read from the repository.
+pub async fn for_instance(
+    instance: &Instance,
+    env: &EnvConfig,
+) -> Result<Option<SpecEnv>, SpecEnvError> {
+    if !applies(instance, env) {
+        return Ok(None);
+    }
+    let id = &instance.instance_id;
+    let table = spec::table(&env.specs).map_err(|source| SpecEnvError::Table {
+        instance_id: id.clone(),
+        source,
+    })?;
+    let Ok(entry) = table.lookup(&instance.repo, &instance.version) else {
+        return Ok(None);
+    };
+    let release = check(id, &entry)?;
+    let requirements = match entry.spec.packages {
+        Packages::RequirementsTxt => Some(read_requirements(instance, &entry, &table).await?),
+        _ => None,
+    };
+    Ok(Some(spec_env(&entry, release, requirements)))
+}
+
+/// The requirements file at `environment_setup_commit` (else `base_commit`) of the instance's
+/// repository, read with `git show`.
+async fn read_requirements(
+    instance: &Instance,
+    entry: &SpecEntry<'_>,
+    table: &spec::SpecTable,
+) -> Result<String, SpecEnvError> {
+    let error = |reason: String| SpecEnvError::Requirements {
+        instance_id: instance.instance_id.clone(),
+        repo: entry.repo.repo.clone(),
+        version: entry.version.to_owned(),
+        reason,
+    };
+    let Some(repo) = instance.repo_path.clone() else {
+        return Err(error(
+            "must be read from the repository, and the record has no repo_path".to_owned(),
+        ));
+    };
+    let Some(commit) = instance
+        .environment_setup_commit
+        .clone()
+        .or_else(|| instance.base_commit.clone())
+    else {
+        return Err(error(
+            "is read at environment_setup_commit, and the record has neither it nor a \
+             base_commit"
+                .to_owned(),
+        ));
+    };
+    let paths = entry.repo.requirements_paths.clone();
+    let replacements = table.requirement_replacements.clone();
+    let found = tokio::task::spawn_blocking({
+        let commit = commit.clone();
+        move || requirements_text(&paths, &replacements, |path| git_show(&repo, &commit, path))
+    })
+    .await
+    .map_err(|e| error(format!("could not be read: {e}")))?;
+    match found {
+        Some((_, text)) => Ok(text),
+        None => Err(error(format!(
+            "is at none of {} at commit {commit} of {}",
+            entry.repo.requirements_paths.join(", "),
+            instance
+                .repo_path
+                .as_deref()
+                .map_or_else(String::new, |p| p.display().to_string())
+        ))),
+    }
+}
+
+/// The file at `commit:path` of the git repository `repo`, when it is there.
+fn git_show(repo: &Path, commit: &str, path: &str) -> Option<String> {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["show", &format!("{commit}:{path}")])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// One lock per spec environment: the instances of one repository and version that start at
+/// once build it once, the others waiting.
+fn build_lock(env_hash: &str) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    match LOCKS.lock() {
+        Ok(mut locks) => locks.entry(env_hash.to_owned()).or_default().clone(),
+        Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+    }
+}
+
+/// Finds or builds the spec environment image of `spec` on `aci-python:<release>`: reused
+/// when its `aci.env_hash` label matches, else built with a network (pip reaches PyPI through
+/// the host CA bundle the language image holds), its whole log kept ([`build_logged`]).
+///
+/// # Errors
+/// The release's Python image is missing (the hint says how to build it), the daemon fails,
+/// or the build fails: the error names the step and quotes its last lines.
+pub async fn ensure_spec_env(
+    runtime: &DockerRuntime,
+    spec: &SpecEnv,
+    instance_id: &str,
+    request: &EnvRequest<'_>,
+) -> Result<EnvImage, EnvImageError> {
+    let docker_error = |source| EnvImageError::Docker {
+        instance_id: instance_id.to_owned(),
+        source,
+    };
+    let base = spec.release.language_tag("python");
+    let base_info = runtime
+        .inspect_image(&base)
+        .await
+        .map_err(docker_error)?
+        .ok_or_else(|| EnvImageError::MissingRelease {
+            instance_id: instance_id.to_owned(),
+            image: base.clone(),
+            release: spec.release,
+        })?;
+    let hash = spec.env_hash(&base_info.id);
+    let tag = spec.tag(&hash);
+    let lock = build_lock(&hash);
+    let _guard = lock.lock().await;
+    if let Some(existing) = runtime.inspect_image(&tag).await.map_err(docker_error)?
+        && existing.labels.get(LABEL_ENV_HASH) == Some(&hash)
+    {
+        return Ok(EnvImage {
+            tag,
+            id: existing.id,
+            env_hash: hash,
+            base_image: base,
+            built: false,
+        });
+    }
+    let build_error = |message: String| EnvImageError::Build {
+        instance_id: instance_id.to_owned(),
+        tag: tag.clone(),
+        message,
+    };
+    let labels = BTreeMap::from([
+        (LABEL_IMAGE.to_owned(), ENV_IMAGE_KIND.to_owned()),
+        (LABEL_ENV_HASH.to_owned(), hash.clone()),
+        (LABEL_BASE_IMAGE.to_owned(), base.clone()),
+        (LABEL_RUN_ID.to_owned(), request.run_id.to_owned()),
+        (
+            LABEL_SPEC.to_owned(),
+            format!("{} python{}", spec.repo, spec.python),
+        ),
+    ]);
+    let context = spec
+        .build_context(&base_info.id, &labels)
+        .map_err(|e| build_error(format!("cannot write the build context: {e}")))?;
+    let image_id = build_logged(runtime, &tag, context, request, instance_id)
+        .await
+        .map_err(|message| build_error(with_pypi_hint(message)))?;
+    Ok(EnvImage {
+        tag,
+        id: image_id,
+        env_hash: hash,
+        base_image: base,
+        built: true,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,95 @@
+//! `aci validate`: read the instances and the config, grade each instance with its gold patch
+//! and with none, print the table, and remove the run's containers (also on Ctrl-C, exit 130).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use aci::cluster::Engine;
+use aci::config::Seconds;
+use aci::eval::run::EvalSettings;
+use aci::spec;
+use aci::validate::{table, validate as validate_instances};
+
+use crate::cli::ValidateArgs;
+use crate::{Failure, connect_docker, default_run_id, load_instances};
+
+/// `aci validate`.
+pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
+    let timeout = Seconds::new(args.timeout)
+        .map_err(|error| Failure::new(format!("invalid --timeout: {error}")))?;
+    let mut instances = load_instances(&args.instances)?;
+    if !args.ids.is_empty() {
+        let missing: Vec<&str> = args
+            .ids
+            .iter()
+            .filter(|id| !instances.iter().any(|i| &&i.instance_id == id))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(Failure::new(format!(
+                "no instance {} in {}",
+                missing.join(", "),
+                args.instances.display()
+            )));
+        }
+        instances.retain(|i| args.ids.contains(&i.instance_id));
+    }
+    if instances.is_empty() {
+        return Err(Failure::new(format!(
+            "no instance of {} is selected",
+            args.instances.display()
+        )));
+    }
+    let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
+    // A spec file that cannot be read stops the run here, not once per instance.
+    spec::table(&config.env.specs)?;
+    std::fs::create_dir_all(&args.output).map_err(|e| {
+        Failure::new(format!(
+            "cannot create the output directory {}: {e}",
+            args.output.display()
+        ))
+    })?;
+    let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
+    let docker = connect_docker().await?;
+    let engine = crate::engine_command::eval_engine(docker, &args.cluster, &config.env).await?;
+    let settings = EvalSettings {
+        run_id: run_id.clone(),
+        output: args.output.clone(),
+        workers: usize::from(args.workers),
+        timeout: timeout.duration(),
+        env: config.env,
+        on_step: Arc::new(|line: &str| eprintln!("{line}")),
+    };
+    eprintln!(
+        "validating {} instance(s) with {} worker(s) into {}",
+        instances.len(),
+        args.workers,
+        args.output.display()
+    );
+    let mut progress = |line: &str| eprintln!("{line}");
+    let result = tokio::select! {
+        result = validate_instances(engine.clone(), instances, settings, &mut progress) => result,
+        _ = tokio::signal::ctrl_c() => {
+            remove_containers(&engine, &run_id).await;
+            eprintln!(
+                "interrupted: the containers were removed; rerun the same command to resume"
+            );
+            return Ok(ExitCode::from(130));
+        }
+    };
+    remove_containers(&engine, &run_id).await;
+    let verdicts = result.map_err(|e| Failure::new(e.to_string()))?;
+    print!("{}", table(&verdicts));
+    println!(
+        "verdicts: {}",
+        args.output.join("validation.json").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Removes the containers (or pods) of both evaluations (`<run id>-gold`, `<run id>-empty`).
+async fn remove_containers(engine: &Engine, run_id: &str) {
+    for part in ["gold", "empty"] {
+        engine.remove_run(&format!("{run_id}-{part}")).await;
+    }
+}
