@@ -329,7 +329,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let interrupt = signals.spawn(docker.clone());
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
-    finish_run(docker.as_ref(), &output).await?;
+    let finished = finish_run(docker.as_ref(), &output).await;
     let patch = output::patch_path(&output, &result.instance_id);
     println!(
         "{}\t{}\t{}",
@@ -337,6 +337,10 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         result.exit_status,
         patch.display()
     );
+    if let Some(failure) = result.run_failure {
+        return Err(run_failure(failure));
+    }
+    finished?;
     if watch.is_set() {
         eprintln!(
             "interrupted: the turns so far are in {}",
@@ -393,18 +397,34 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     };
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
-    let statuses = finish_run(docker.as_ref(), &output).await?;
+    let finished = finish_run(docker.as_ref(), &output).await;
     let context = batch::summary::SummaryContext {
         output: &output,
-        total_cost: statuses.total_cost,
+        total_cost: finished
+            .as_ref()
+            .map_or_else(|_| report.cost(), |statuses| statuses.total_cost),
         invalid_records,
     };
     print!("{}", batch::summary::render(&report, &context));
+    if report.failure.is_some() {
+        // Named when it happened (`error: …; stopping the batch`); what failed after it is
+        // its consequence.
+        return Ok(ExitCode::from(1));
+    }
+    finished?;
     Ok(if report.interrupted {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The exit of a run stopped by a run-level failure: its line, its hint, exit code 1.
+fn run_failure(failure: batch::RunFailure) -> Failure {
+    Failure {
+        message: failure.message,
+        hint: failure.hint,
+    }
 }
 
 /// Model settings that cannot work for a batch are run-level failures, found before anything

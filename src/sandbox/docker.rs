@@ -263,6 +263,17 @@ impl DockerRuntime {
         removed
     }
 
+    /// Checks that the daemon still answers (within 10 s).
+    pub async fn ping(&self) -> Result<(), SandboxError> {
+        match tokio::time::timeout(Duration::from_secs(10), self.docker.ping()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(docker_error(error)),
+            Err(_) => Err(SandboxError::Docker(
+                "no answer to a ping within 10 s".to_owned(),
+            )),
+        }
+    }
+
     /// Lists the ids of containers carrying `aci.run_id` (any run, or one run).
     pub async fn list_aci_containers(
         &self,
