@@ -73,10 +73,18 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(dispatch(cli));
-    // A read of the terminal (`aci shell`) may still block a thread after Ctrl-C: do not wait
-    // for it.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // Whatever ends the work, a panic too, every container this process started is removed
+    // before it exits.
+    let result = match aci::sandbox::guard::run_guarded(runtime, dispatch(cli)) {
+        Ok(result) => result,
+        Err(panicked) => {
+            eprintln!(
+                "error: aci panicked ({}); removed {} container(s) it had started",
+                panicked.message, panicked.removed
+            );
+            return ExitCode::from(101);
+        }
+    };
     match result {
         Ok(code) => code,
         Err(failure) => {

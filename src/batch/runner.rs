@@ -447,14 +447,7 @@ fn panic_text(error: tokio::task::JoinError) -> String {
     if !error.is_panic() {
         return error.to_string();
     }
-    let payload = error.into_panic();
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "(a panic without a message)".to_owned()
-    }
+    crate::sandbox::guard::panic_message(error.into_panic().as_ref())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! ([`local::LocalSandbox`]). Another engine is one new file with one more transport.
 
 pub mod docker;
+pub mod guard;
 pub mod local;
 pub mod repo;
 pub mod shell;
