@@ -1,5 +1,5 @@
 //! `aci eval` and `aci images prune`: read the inputs, run, print, and turn the outcome into an
-//! exit code (3 when `--expect` finds a regression, 130 on Ctrl-C).
+//! exit code (3 when `--expect` finds a regression, 130 on Ctrl-C or SIGTERM).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use aci::image::prune::{PruneScope, prune, prune_pulled};
 use aci::instance::{self, Instance, Selection, SliceSpec};
 
 use crate::cli::EvalArgs;
-use crate::{Failure, connect_docker, create_output_dir, default_run_id, load_instances};
+use crate::{Failure, Signals, connect_docker, create_output_dir, default_run_id, load_instances};
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
@@ -56,6 +56,8 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         );
     };
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
+    // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
+    let mut signals = Signals::listen()?;
     let docker = connect_docker().await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),
@@ -78,7 +80,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     };
     let result = tokio::select! {
         result = evaluate(docker.clone(), selected, &predictions, settings, &mut progress) => result,
-        _ = tokio::signal::ctrl_c() => {
+        () = signals.first() => {
             remove_containers(&docker, &run_id).await;
             eprintln!(
                 "interrupted: the evaluation containers were removed; finished instances keep \

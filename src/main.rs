@@ -530,15 +530,20 @@ impl Signals {
         })
     }
 
+    /// Waits for the first SIGINT or SIGTERM.
+    async fn first(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+
     fn spawn(mut self, docker: Option<DockerRuntime>) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
             let mut count = 0;
             loop {
-                tokio::select! {
-                    _ = self.interrupt.recv() => {}
-                    _ = self.terminate.recv() => {}
-                }
+                self.first().await;
                 count += 1;
                 if count == 1 {
                     handle.trigger();
