@@ -346,14 +346,16 @@ async fn drive(
     let watchdog = run.ctx.config.env.instance_timeout.duration();
     let mut failed = saver.failed.clone();
     tokio::select! {
+        // A failed save stops the episode before it goes on (and spends more).
+        biased;
+        failure = first_failure(&mut failed) => Ended::SaveFailed(failure),
+        () = interrupt.wait() => Ended::Interrupted,
         result = tokio::time::timeout(watchdog, episode(run, model, aci, saver)) => {
             match result {
                 Ok(result) => Ended::Episode(Box::new(result)),
                 Err(_) => Ended::Watchdog,
             }
         }
-        () = interrupt.wait() => Ended::Interrupted,
-        failure = first_failure(&mut failed) => Ended::SaveFailed(failure),
     }
 }
 
@@ -450,16 +452,25 @@ fn finish(ctx: &RunContext, id: String, ending: Ending) -> InstanceResult {
         model_patch: String::from_utf8_lossy(&patch).into_owned(),
     };
     let mut run_failure = ending.run_failure;
+    let mut has_patch = !patch.is_empty();
     if let Err(output::OutputError::Write { path, source }) =
         output::write_prediction(&ctx.output, &prediction, &patch)
     {
         run_failure.get_or_insert_with(|| RunFailure::write(&path, &source));
+        has_patch = false;
     }
+    // An instance that met a run-level failure is not finished, whatever its episode
+    // recorded (that record may not even be on disk): the rerun runs it again.
+    let exit_status = if run_failure.is_some() {
+        RecordedStatus::after(ExitStatus::EarlyExit, has_patch)
+    } else {
+        ending.status
+    };
     InstanceResult {
         instance_id: id,
-        exit_status: ending.status,
+        exit_status,
         cost: ending.cost,
-        has_patch: !patch.is_empty(),
+        has_patch,
         reason: ending.reason,
         run_failure,
     }

@@ -157,8 +157,12 @@ impl RunFailure {
 
     /// The Docker daemon stopped answering.
     pub fn daemon_gone(error: &SandboxError) -> Self {
+        let detail = match error {
+            SandboxError::Docker(detail) => detail.clone(),
+            other => other.to_string(),
+        };
         RunFailure {
-            message: format!("the Docker daemon went away ({error})"),
+            message: format!("the Docker daemon went away: {detail}"),
             hint: Some(
                 "start the Docker daemon again, then rerun the same command: the run resumes \
                  and removes the containers left behind"

@@ -59,6 +59,21 @@ const SESSION_ENV: [&str; 8] = [
     "TERM=dumb",
 ];
 
+/// An error and its causes, joined with `: `.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 fn docker_error(error: bollard::errors::Error) -> SandboxError {
     SandboxError::Docker(error.to_string())
 }
@@ -268,7 +283,8 @@ impl DockerRuntime {
     pub async fn ping(&self) -> Result<(), SandboxError> {
         match tokio::time::timeout(Duration::from_secs(10), self.docker.ping()).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(docker_error(error)),
+            // The causes say why (`Connection refused`, `No such file or directory`).
+            Ok(Err(error)) => Err(SandboxError::Docker(error_chain(&error))),
             Err(_) => Err(SandboxError::Docker(
                 "no answer to a ping within 10 s".to_owned(),
             )),
