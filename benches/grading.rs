@@ -2,17 +2,19 @@
 //! (or `ACI_SWEBENCH_DATA`), each read in its format, parsed with its repository's parser and
 //! graded against its record's test lists, in memory; and `aci eval --from-logs` end to end on
 //! the same logs (finding them, copying them and writing every report and the summary). Divide
-//! by 138 for the time per log.
+//! by 138 for the time per log. And aci's own side of the canaries of one evaluation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use aci::eval::canary::{CanaryNames, add_canaries, canary_plan, verify};
 use aci::eval::from_logs::{FromLogsSettings, grade_logs};
 use aci::eval::grade::grade;
 use aci::eval::logs::{AnyReading, read_any_log};
-use aci::eval::parse::LogParser;
-use aci::eval::plan::log_parser;
+use aci::eval::parse::{LogParser, ParserName};
+use aci::eval::plan::{grading_plan, log_parser};
+use aci::eval::script::{EvalScriptSpec, eval_steps, render_eval_script};
 use aci::eval::spec::builtin;
 use aci::instance::{Instance, load_instances_file};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -85,5 +87,51 @@ fn bench_grading(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_grading);
+/// aci's own side of the canaries for one evaluation: drawing the names, placing them, adding
+/// them to `eval.sh`, and checking a recorded log (the demo's ringbuf gold run: cargo, 24 tests).
+/// The rest of their cost is the two tests in the container (measured with eval runs; README).
+fn bench_canaries(c: &mut Criterion) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let log =
+        std::fs::read_to_string(root.join("src/eval/testdata/canary_ringbuf_gold.txt")).unwrap();
+    let names = CanaryNames {
+        module: String::new(),
+        pass: "test_9fc4c8e9e891".to_owned(),
+        fail: "test_5bcb34358d00".to_owned(),
+        terms: (0, 0),
+    };
+    let instances = load_instances_file(&root.join("tests/fixtures/demo/instances.jsonl"))
+        .unwrap()
+        .instances;
+    let ringbuf = instances
+        .iter()
+        .find(|i| i.instance_id == "demo__ringbuf-1")
+        .unwrap();
+    let plan = grading_plan(ringbuf, builtin()).unwrap();
+    let spec = EvalScriptSpec {
+        repo_dir: "/testbed",
+        base_ref: "HEAD",
+        test_patch: ringbuf.test_patch.as_deref(),
+        activate: None,
+        eval_commands: &[],
+        reinstall: None,
+        test_cmd: &plan.test_cmd,
+        test_directives: &[],
+    };
+    let mut group = c.benchmark_group("canaries");
+    group.bench_function("plan and eval.sh steps of one evaluation", |b| {
+        b.iter(|| {
+            let canary = canary_plan(&plan, ringbuf.test_patch.as_deref(), CanaryNames::draw());
+            let mut steps = eval_steps(&spec);
+            add_canaries(&mut steps, &canary);
+            render_eval_script(&steps)
+        });
+    });
+    group.bench_function("verify one recorded cargo log", |b| {
+        b.iter(|| verify(&log, ParserName::Cargo, &names, &[]).unwrap());
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_grading, bench_canaries);
 criterion_main!(benches);

@@ -236,8 +236,8 @@ fn print_summary(summary: &RunSummary, output: &Path) {
     let touching = &summary.resolved_touching_tests_ids;
     if !touching.is_empty() {
         eprintln!(
-            "warning: {} resolved instance(s) changed test files, so the tests that resolved \
-             them are not the ones given: {}\nhint: review `touches_tests` in each one's \
+            "warning: {} resolved instance(s) changed test infrastructure, so the tests that \
+             resolved them did not run as given: {}\nhint: review `touches_tests` in each one's \
              report.json",
             touching.len(),
             touching.join(", ")

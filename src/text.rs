@@ -1,8 +1,25 @@
 //! Text helpers the layers share: `{name}` placeholders in texts from config and command files
-//! (nudge texts, command docstrings), and the compiled form of the regular expressions written
-//! as literals in the code.
+//! (nudge texts, command docstrings), the compiled form of the regular expressions written
+//! as literals in the code, and Python's line boundaries.
 
 use regex::Regex;
+
+/// Whether `c` ends a line for Python's `str.splitlines` (`\r\n` counts once, which callers
+/// handle): SWE-agent splits observations and files into lines with it.
+pub fn is_python_line_boundary(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r'
+            | '\u{0b}'
+            | '\u{0c}'
+            | '\u{1c}'
+            | '\u{1d}'
+            | '\u{1e}'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
+}
 
 /// `pattern`, compiled. Patterns are literals in the code, so one that does not compile is a
 /// bug, reported with the pattern the first time it is used: as a `LazyLock<Regex>`, that is

@@ -1,6 +1,7 @@
 //! `submit`'s patch, checked the way SWE-bench uses it: `git apply --check` on a fresh checkout
 //! of the original repository passes, and applying it gives exactly the sandbox's files — with
-//! new, deleted, binary, no-final-newline and space-in-name files — on both runtimes. Nothing
+//! new, deleted, binary, not-UTF-8, no-final-newline and space-in-name files — on both runtimes,
+//! and the patch is UTF-8, so JSON carries it as it is. Nothing
 //! of the harness's own (its patch file, the viewer, searches) ends up in the patch.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,6 +28,7 @@ fn original() -> tempfile::TempDir {
             b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\xff\xfe",
         ),
         ("dir with space/old name.txt", b"spaced\n"),
+        ("latin1.txt", b"caf\xe9\nna\xefve\n"),
         ("tests/test_change.py", b"def test_f():\n    pass\n"),
     ];
     write_tree(
@@ -125,6 +127,10 @@ async fn the_patch_applies_to_a_fresh_checkout_and_gives_the_same_files(kind: Ki
     )
     .await;
     execute(&mut run, "printf 'no newline, new' > 'no newline.txt'").await;
+    // Text that is not UTF-8 (no NUL byte, so git diffs it as text): edited, and created under
+    // a name with glob characters and a space.
+    execute(&mut run, "printf 'cr\\350me\\n' >> latin1.txt").await;
+    execute(&mut run, "printf 'd\\351j\\340 vu\\n' > 'odd *name?.txt'").await;
     // Harness activity that must leave nothing behind.
     execute(
         &mut run,
@@ -140,7 +146,20 @@ async fn the_patch_applies_to_a_fresh_checkout_and_gives_the_same_files(kind: Ki
     let expected = repo_tree(&mut run.aci).await;
     run.shutdown().await;
 
-    let text = String::from_utf8_lossy(&patch).into_owned();
+    // JSON can carry it: the files that are not UTF-8 are in git's binary format, the rest is
+    // text as before.
+    let text = String::from_utf8(patch.clone()).expect("the patch is UTF-8");
+    assert!(text.contains("+    return 2\n"), "{text}");
+    for binary in ["latin1.txt", "odd *name?.txt"] {
+        let section = &text[text.find(&format!("diff --git a/{binary} ")).unwrap()..];
+        let next = section[1..]
+            .find("diff --git ")
+            .map_or(section.len(), |i| i + 1);
+        assert!(
+            section[..next].contains("GIT binary patch"),
+            "{binary}: {text}"
+        );
+    }
     assert_eq!(
         touched(&text),
         names(&[
@@ -151,8 +170,10 @@ async fn the_patch_applies_to_a_fresh_checkout_and_gives_the_same_files(kind: Ki
             "dir with space/old name.txt",
             "image.bin",
             "new dir/new file.py",
+            "latin1.txt",
             "no newline.txt",
             "nonl.txt",
+            "odd *name?.txt",
             "remove.txt",
         ]),
         "{text}"

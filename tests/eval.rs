@@ -1,7 +1,9 @@
 //! `aci eval` end to end on the real Docker daemon, over the demo dataset: gold patches resolve
-//! all eight instances, empty patches none; a patch that does not apply is an error; forged
-//! `PASSED` lines with a failing exit code are not believed; reruns reuse reports graded from
-//! the same inputs; `--expect` gates on the resolved set; a full disk stops the run.
+//! all eight instances with their canaries, empty patches none; a patch that does not apply is an
+//! error; patches that fool the test runner (`tests/fixtures/attacks/`, forged `PASSED` lines, a
+//! conftest that passes everything) are untrusted runs, and a patch into `.git` is never applied;
+//! reruns reuse reports graded from the same inputs; `--expect` gates on the resolved set; a
+//! full disk stops the run; a patch to files that are not UTF-8 goes through `preds.json` intact.
 //!
 //! The gold run happens once per test binary and builds the demo's environment images (reused
 //! by later runs of the suite); the other tests reuse it.
@@ -207,7 +209,21 @@ fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
         let script = std::fs::read_to_string(dir.join("eval.sh")).unwrap();
         assert!(script.starts_with("#!/bin/bash\nexec 2>&1\nset -uxo pipefail\n"));
         assert!(script.contains(record["test_patch"].as_str().unwrap()));
-        assert!(script.contains(record["test_cmd"].as_str().unwrap()));
+        let rust = record["language"] == "rust";
+        let test_cmd = record["test_cmd"].as_str().unwrap();
+        let command = if rust {
+            test_cmd.replacen("cargo test", "cargo test --no-fail-fast", 1)
+        } else {
+            test_cmd.to_owned()
+        };
+        assert!(
+            script.contains(&format!("(\n{command}\n)\n")),
+            "{id}: {script}"
+        );
+        // The canaries are written right before the start marker.
+        let canaries = script.find("<<'ACI_CANARY_EOF'").unwrap();
+        assert!(canaries < script.find(": '>>>>> Start Test Output'").unwrap());
+        assert!(canaries > script.find("git apply -v -").unwrap());
         let log = std::fs::read_to_string(dir.join("test_output.txt")).unwrap();
         // The header shows the applied patch, each line behind the inert prefix.
         let start = log.find("+ : '>>>>> Start Test Output'").unwrap();
@@ -218,7 +234,20 @@ fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
         );
         assert!(!log[..start].lines().any(|line| line == first), "{id}");
         assert!(log.contains("+ : '>>>>> End Test Output'"), "{id}");
-        assert!(log.contains("\n>>>>> Test Exit Code: 0\n"), "{id}");
+        // The failing canary is the only failure, so the test command failed.
+        let failed = canary_failures(&log);
+        assert_eq!(failed.len(), 1, "{id}: {failed:?}");
+        let name = failed[0].rsplit("::").next().unwrap();
+        assert!(
+            script.contains(&format!("def {name}():"))
+                || script.contains(&format!("fn {name}() {{")),
+            "{id}: {name} is not the failing canary of\n{script}"
+        );
+        let exit = if rust { 101 } else { 1 };
+        assert!(
+            log.contains(&format!("\n>>>>> Test Exit Code: {exit}\n")),
+            "{id}"
+        );
         let report = read_json(&dir.join("report.json"));
         let body = &report[id];
         assert_eq!(report.as_object().unwrap().len(), 1);
@@ -246,6 +275,21 @@ fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
         assert_eq!(body["eval_key"].as_str().unwrap().len(), 64);
         assert!(body.get("error").is_none() && body.get("untrusted_reason").is_none());
     }
+}
+
+/// The test ids a log reports failed (pytest's `FAILED <id>` and libtest's `test <id> ... FAILED`).
+fn canary_failures(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|line| {
+            line.strip_prefix("FAILED ")
+                .map(|rest| rest.split(' ').next().unwrap_or(rest))
+                .or_else(|| {
+                    line.strip_prefix("test ")
+                        .and_then(|rest| rest.strip_suffix(" ... FAILED"))
+                })
+                .map(str::to_owned)
+        })
+        .collect()
 }
 
 /// Copies `from` (files and one level of directories) into a fresh scratch directory.
@@ -276,6 +320,11 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// A patch that adds a comment line at the top of `file` in the demo repository `repo`: it
 /// applies, and fixes nothing.
 fn comment_patch(repo: &str, file: &str) -> String {
+    prepend_patch(repo, file, "# a comment that fixes nothing")
+}
+
+/// A patch that adds `line` at the top of `file` in the demo repository `repo`.
+fn prepend_patch(repo: &str, file: &str, line: &str) -> String {
     let path = manifest_dir()
         .join("tests/fixtures/demo/repos")
         .join(repo)
@@ -283,8 +332,7 @@ fn comment_patch(repo: &str, file: &str) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let context: Vec<&str> = text.lines().take(3).collect();
     let mut patch = format!(
-        "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -1,3 +1,4 @@\n\
-         +# a comment that fixes nothing\n"
+        "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -1,3 +1,4 @@\n+{line}\n"
     );
     for line in context {
         patch.push_str(&format!(" {line}\n"));
@@ -521,48 +569,78 @@ fn forging_patch(ids: &[String]) -> String {
     patch
 }
 
+/// Evaluates `predictions` (instance id → patch) into a fresh `DIR` named `name`; returns `DIR`.
+fn eval_patches(name: &str, predictions: &[(&str, String)]) -> (PathBuf, Output) {
+    let dir = scratch(name);
+    let list: Vec<Value> = predictions
+        .iter()
+        .map(|(id, patch)| json!({"instance_id": id, "model_name_or_path": "m", "model_patch": patch}))
+        .collect();
+    let file = write_predictions(&dir, &Value::Array(list));
+    let out = dir.join("out");
+    let mut args = vec!["--predictions", file.to_str().unwrap()];
+    for (id, _) in predictions {
+        args.extend(["--id", id]);
+    }
+    let output = eval(&out, &args);
+    (out, output)
+}
+
+/// The error line of an instance's `run_instance.log`, without `error: `.
+fn run_error(out: &Path, id: &str) -> String {
+    let log = std::fs::read_to_string(out.join(id).join("run_instance.log")).unwrap();
+    log.lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("error: "))
+        .unwrap_or_else(|| panic!("{id}: no error in\n{log}"))
+        .to_owned()
+}
+
+/// An untrusted run: an error (no report.json) whose reason says which check failed.
+fn assert_untrusted(out: &Path, id: &str, detail: &str) {
+    let error = run_error(out, id);
+    let rest = error
+        .strip_prefix("untrusted test run: ")
+        .unwrap_or_else(|| panic!("{id}: {error}"));
+    let canary = rest
+        .split(['(', ')'])
+        .nth(1)
+        .unwrap_or_else(|| panic!("{id}: {rest}"));
+    let script = std::fs::read_to_string(out.join(id).join("eval.sh")).unwrap();
+    assert!(
+        script.contains(canary),
+        "{id}: {canary} is not a canary of its eval.sh"
+    );
+    assert_eq!(rest.replace(canary, "NAME"), detail, "{id}");
+    assert!(!out.join(id).join("report.json").exists(), "{id}");
+}
+
 #[test]
-fn forged_passed_lines_with_a_failing_exit_code_are_not_resolved() {
+fn forged_passed_lines_from_a_conftest_that_deselects_every_test_are_an_untrusted_run() {
     assert_eq!(gold().output.status.code(), Some(0));
-    let dir = scratch("forged");
     let id = "demo__inicfg-1";
     let record = record(id);
     let mut ids = test_list(&record, "FAIL_TO_PASS");
     ids.extend(test_list(&record, "PASS_TO_PASS"));
-    let file = write_predictions(
-        &dir,
-        &json!([{"instance_id": id, "model_name_or_path": "m", "model_patch": forging_patch(&ids)}]),
-    );
-    let out = dir.join("out");
-    let output = eval(&out, &["--predictions", file.to_str().unwrap(), "--id", id]);
+    let (out, output) = eval_patches("forged", &[(id, forging_patch(&ids))]);
     assert_eq!(output.status.code(), Some(0));
     let log = std::fs::read_to_string(out.join(id).join("test_output.txt")).unwrap();
     assert!(log.contains("\nPASSED tests/test_interpolate.py::test_cross_section_reference\n"));
     assert!(log.contains("\n>>>>> Test Exit Code: 5\n"));
-    let body = &read_json(&out.join(id).join("report.json"))[id];
-    assert_eq!(body["patch_successfully_applied"], true);
-    assert_eq!(body["resolved"], false);
-    assert_eq!(
-        body["untrusted_reason"],
-        "the test command exited with status 5 but the log reports no failed or errored test, \
-         so its results cannot be trusted"
-    );
-    // The forged lines were read, and not believed.
-    assert_eq!(
-        body["tests_status"]["FAIL_TO_PASS"]["success"],
-        json!(test_list(&record, "FAIL_TO_PASS"))
+    assert_untrusted(
+        &out,
+        id,
+        "the canary test that must pass (NAME) has no result in the log",
     );
     let ids = vec![id.to_owned()];
-    assert_eq!(
-        read_json(&out.join("report.json")),
-        summary(&[("unresolved", ids.clone())], ids)
-    );
+    let mut expected = summary(&[("error", ids.clone())], ids.clone());
+    expected["touching_tests_ids"] = json!(ids);
+    assert_eq!(read_json(&out.join("report.json")), expected);
 }
 
 #[test]
-fn a_conftest_that_passes_every_test_resolves_as_in_swe_bench_but_is_flagged() {
+fn a_conftest_that_passes_every_test_is_an_untrusted_run_and_is_named() {
     assert_eq!(gold().output.status.code(), Some(0));
-    let dir = scratch("conftest");
     let id = "demo__inicfg-1";
     let body = [
         "import pytest",
@@ -583,32 +661,158 @@ fn a_conftest_that_passes_every_test_resolves_as_in_swe_bench_but_is_flagged() {
     for line in body {
         patch.push_str(&format!("+{line}\n"));
     }
-    let file = write_predictions(
-        &dir,
-        &json!([{"instance_id": id, "model_name_or_path": "m", "model_patch": patch}]),
-    );
-    let out = dir.join("out");
-    let output = eval(&out, &["--predictions", file.to_str().unwrap(), "--id", id]);
+    let (out, output) = eval_patches("conftest", &[(id, patch)]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let log = stderr(&output);
     assert!(
-        log.contains(&format!("{id}: resolved ("))
-            && log.contains("; the patch changes test files: conftest.py\n"),
-        "{log}"
-    );
-    assert!(
         log.contains(&format!(
-            "warning: 1 resolved instance(s) changed test files, so the tests that resolved them \
-             are not the ones given: {id}\nhint: review `touches_tests` in each one's report.json\n"
-        )),
+            "] {id}: error: untrusted test run: the canary test that must fail ("
+        )) && log.contains(
+            "; the patch changes test infrastructure: conftest.py (pytest loads it as a plugin)\n"
+        ),
         "{log}"
     );
-    let report = &read_json(&out.join(id).join("report.json"))[id];
-    assert_eq!(report["resolved"], true);
-    assert_eq!(report["touches_tests"], json!(["conftest.py"]));
+    assert_untrusted(
+        &out,
+        id,
+        "the canary test that must fail (NAME) is reported PASSED",
+    );
+    let run_log = std::fs::read_to_string(out.join(id).join("run_instance.log")).unwrap();
+    assert!(run_log.contains(
+        "\nthe patch changes test infrastructure: conftest.py: pytest loads it as a plugin\n"
+    ));
     let ids = vec![id.to_owned()];
-    let mut expected = summary(&[("resolved", ids.clone())], ids.clone());
-    expected["resolved_touching_tests_ids"] = json!(ids);
+    let mut expected = summary(&[("error", ids.clone())], ids.clone());
+    expected["touching_tests_ids"] = json!(ids);
+    assert_eq!(read_json(&out.join("report.json")), expected);
+}
+
+#[test]
+fn a_patch_that_does_not_compile_or_import_is_unresolved_not_an_error() {
+    assert_eq!(gold().output.status.code(), Some(0));
+    let (out, output) = eval_patches(
+        "broken",
+        &[
+            (
+                "demo__inicfg-1",
+                prepend_patch("inicfg", "inicfg/parser.py", "def broken(:"),
+            ),
+            (
+                "demo__calc-1",
+                prepend_patch("calc", "src/parser.rs", "fn broken( {"),
+            ),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    for id in ["demo__calc-1", "demo__inicfg-1"] {
+        // No test reported, the canaries neither; a log that cannot pass is unresolved.
+        let body = &read_json(&out.join(id).join("report.json"))[id];
+        assert_eq!(body["resolved"], false, "{id}");
+        assert_eq!(
+            body["untrusted_reason"]
+                .as_str()
+                .unwrap()
+                .split(" (")
+                .next()
+                .unwrap(),
+            "untrusted test run: the canary test that must pass",
+            "{id}"
+        );
+        assert!(body.get("error").is_none(), "{id}");
+    }
+    let ids = vec!["demo__calc-1".to_owned(), "demo__inicfg-1".to_owned()];
+    assert_eq!(
+        read_json(&out.join("report.json")),
+        summary(&[("unresolved", ids.clone())], ids)
+    );
+}
+
+/// The patch of `tests/fixtures/attacks/<id>.diff`.
+fn attack(id: &str) -> String {
+    std::fs::read_to_string(manifest_dir().join(format!("tests/fixtures/attacks/{id}.diff")))
+        .unwrap()
+}
+
+/// Every attack class of `tests/fixtures/attacks/` (each resolved before canary-verified
+/// grading), in one run over the eight demo instances.
+#[test]
+fn patches_that_fool_the_test_runner_are_untrusted_runs_or_never_applied_and_named() {
+    assert_eq!(gold().output.status.code(), Some(0));
+    let ids = sorted_ids();
+    let predictions: Vec<(&str, String)> = ids.iter().map(|id| (id.as_str(), attack(id))).collect();
+    let (out, output) = eval_patches("attacks", &predictions);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let no_pass = "the canary test that must pass (NAME) has no result in the log";
+    let fail_passed = "the canary test that must fail (NAME) is reported PASSED";
+    // The source module's no-op and the three plugins make the failing canary pass; the
+    // imitated output ends the run before the canaries report; the build script rewrites the
+    // canaries with the tests.
+    for (id, detail) in [
+        ("demo__inicfg-1", fail_passed),
+        ("demo__moneyfmt-1", fail_passed),
+        ("demo__ttlcache-1", fail_passed),
+        ("demo__csvreport-1", fail_passed),
+        ("demo__semverkit-1", no_pass),
+        ("demo__ringbuf-1", fail_passed),
+        ("demo__calc-1", no_pass),
+    ] {
+        assert_untrusted(&out, id, detail);
+    }
+    // The imitations did print every listed test as passed.
+    let semverkit = std::fs::read_to_string(out.join("demo__semverkit-1/test_output.txt")).unwrap();
+    assert!(semverkit.contains("\nPASSED tests/test_version.py::test_bumps\n"));
+    assert!(semverkit.contains("\n>>>>> Test Exit Code: 0\n"));
+    let calc = std::fs::read_to_string(out.join("demo__calc-1/test_output.txt")).unwrap();
+    assert!(calc.contains("\ntest eval::tests::chained_operators ... ok\n"));
+    // The .git patch is refused before any container starts, so its hook never runs.
+    let pathnorm = out.join("demo__pathnorm-1");
+    assert_eq!(
+        run_error(&out, "demo__pathnorm-1"),
+        "the patch writes inside .git (.git/hooks/post-checkout), so it is not applied"
+    );
+    assert!(!pathnorm.join("test_output.txt").exists());
+    assert!(!pathnorm.join("report.json").exists());
+    // Test infrastructure is named, with why.
+    let named = |id: &str| -> Vec<String> {
+        std::fs::read_to_string(out.join(id).join("run_instance.log"))
+            .unwrap()
+            .lines()
+            .filter_map(|line| line.strip_prefix("the patch changes test infrastructure: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let pytest_table = "pyproject.toml: changes [tool.pytest.ini_options], which configures pytest";
+    assert_eq!(named("demo__moneyfmt-1"), [pytest_table]);
+    assert_eq!(
+        named("demo__ttlcache-1"),
+        [pytest_table, "tox.ini: pytest reads its [pytest] section"]
+    );
+    assert_eq!(
+        named("demo__csvreport-1"),
+        [
+            pytest_table,
+            "setup.cfg: pytest reads its [tool:pytest] section"
+        ]
+    );
+    assert_eq!(
+        named("demo__ringbuf-1"),
+        ["build.rs: a Cargo build script: it runs before the tests compile"]
+    );
+    assert_eq!(
+        named("demo__pathnorm-1"),
+        [".git/hooks/post-checkout: inside .git: never applied"]
+    );
+    for id in ["demo__inicfg-1", "demo__semverkit-1", "demo__calc-1"] {
+        assert!(named(id).is_empty(), "{id}: source files only");
+    }
+    let mut expected = summary(&[("error", ids.clone())], ids.clone());
+    expected["touching_tests_ids"] = json!([
+        "demo__csvreport-1",
+        "demo__moneyfmt-1",
+        "demo__pathnorm-1",
+        "demo__ringbuf-1",
+        "demo__ttlcache-1"
+    ]);
     assert_eq!(read_json(&out.join("report.json")), expected);
 }
 
@@ -662,4 +866,146 @@ fn the_run_stops_with_a_hint_when_the_docker_root_is_short_of_space() {
          env.min_free_disk_gb"
     );
     assert!(!dir.join("out/report.json").exists());
+}
+
+/// A fresh git checkout of `repo` (its files committed) in `dir`.
+fn checkout(repo: &Path, dir: &Path) {
+    for entry in walk(repo) {
+        let target = dir.join(entry.strip_prefix(repo).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &target).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "base"]);
+}
+
+#[test]
+fn a_patch_to_files_that_are_not_utf8_goes_through_preds_json_applies_and_resolves() {
+    let dir = scratch("bytes");
+    let repo = dir.join("repo");
+    let files: [(&str, &[u8]); 4] = [
+        (
+            "pyproject.toml",
+            b"[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        ),
+        ("data/latin1.txt", b"caf\xe9\n"),
+        ("data/blob.bin", b"\x00\x01\x02old"),
+        (
+            "tests/test_data.py",
+            b"def test_files_exist():\n    assert open(\"data/latin1.txt\", \"rb\").read()\n",
+        ),
+    ];
+    for (path, bytes) in files {
+        std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
+        std::fs::write(repo.join(path), bytes).unwrap();
+    }
+    let test_patch = r#"diff --git a/tests/test_data.py b/tests/test_data.py
+--- a/tests/test_data.py
++++ b/tests/test_data.py
+@@ -1,2 +1,10 @@
+ def test_files_exist():
+     assert open("data/latin1.txt", "rb").read()
++
++
++def test_latin1_text_is_extended():
++    assert open("data/latin1.txt", "rb").read() == b"caf\xe9\ncr\xe8me\n"
++
++
++def test_binary_file_is_replaced():
++    assert open("data/blob.bin", "rb").read() == b"\x00\xff\xfenew\x00"
+"#;
+    let instances = dir.join("instances.jsonl");
+    let record = json!({
+        "instance_id": "bytes-1", "problem_statement": "extend the data files", "repo": "t/bytes",
+        "repo_path": "repo", "language": "python", "log_parser": "pytest",
+        "test_cmd": "python -m pytest -rA -p no:cacheprovider",
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": ["tests/test_data.py::test_latin1_text_is_extended",
+                         "tests/test_data.py::test_binary_file_is_replaced"],
+        "PASS_TO_PASS": ["tests/test_data.py::test_files_exist"],
+    });
+    std::fs::write(&instances, format!("{record}\n")).unwrap();
+    // The agent's edits: Latin-1 text appended (no NUL byte, so git diffs it as text) and a
+    // binary file rewritten.
+    let replays = dir.join("replays");
+    std::fs::create_dir_all(&replays).unwrap();
+    std::fs::write(
+        replays.join("bytes-1.yaml"),
+        "- |-\n  printf 'cr\\350me\\n' >> data/latin1.txt\n\
+         - |-\n  printf '\\000\\377\\376new\\000' > data/blob.bin\n- submit\n",
+    )
+    .unwrap();
+    let run = dir.join("run");
+    let batch = aci(&[
+        "batch",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--replay-dir",
+        replays.to_str().unwrap(),
+        "--run-id",
+        RUN_ID,
+        "--output",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(batch.status.code(), Some(0), "{}", stderr(&batch));
+    let preds = read_json(&run.join("preds.json"));
+    let model_patch = preds["bytes-1"]["model_patch"].as_str().unwrap().to_owned();
+    assert_eq!(
+        std::fs::read(run.join("bytes-1/bytes-1.patch")).unwrap(),
+        model_patch.as_bytes(),
+        "the .patch file and preds.json agree"
+    );
+    assert!(!model_patch.contains('\u{fffd}'), "{model_patch}");
+    assert_eq!(
+        model_patch.matches("GIT binary patch").count(),
+        2,
+        "{model_patch}"
+    );
+
+    let fresh = dir.join("fresh");
+    checkout(&repo, &fresh);
+    let patch_file = dir.join("model.patch");
+    std::fs::write(&patch_file, &model_patch).unwrap();
+    let applied = Command::new("git")
+        .arg("-C")
+        .arg(&fresh)
+        .args(["apply", patch_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(applied.status.success(), "{applied:?}");
+    assert_eq!(
+        std::fs::read(fresh.join("data/latin1.txt")).unwrap(),
+        b"caf\xe9\ncr\xe8me\n"
+    );
+    assert_eq!(
+        std::fs::read(fresh.join("data/blob.bin")).unwrap(),
+        b"\x00\xff\xfenew\x00"
+    );
+
+    let evaluated = dir.join("eval");
+    let output = aci(&[
+        "eval",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--predictions",
+        run.join("preds.json").to_str().unwrap(),
+        "--run-id",
+        RUN_ID,
+        "--output",
+        evaluated.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report = &read_json(&evaluated.join("bytes-1/report.json"))["bytes-1"];
+    assert_eq!(report["resolved"], true, "{report}");
 }

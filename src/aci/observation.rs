@@ -18,23 +18,6 @@ pub fn decode(bytes: &[u8]) -> String {
     out
 }
 
-/// Whether `c` ends a line for Python's `str.splitlines` (`\r\n` counts once; see
-/// [`normalize`]).
-fn is_line_boundary(c: char) -> bool {
-    matches!(
-        c,
-        '\n' | '\r'
-            | '\u{0b}'
-            | '\u{0c}'
-            | '\u{1c}'
-            | '\u{1d}'
-            | '\u{1e}'
-            | '\u{85}'
-            | '\u{2028}'
-            | '\u{2029}'
-    )
-}
-
 /// v0.7's `"\n".join(text.replace("\r\n", "\n").splitlines())`: every line boundary becomes
 /// `\n`, and a boundary at the very end is dropped (so `"a\n"` gives `"a"` and `"a\n\n"` gives
 /// `"a\n"`).
@@ -45,7 +28,7 @@ pub fn normalize(text: &str) -> String {
     let mut chars = text.chars().peekable();
     let mut ends_with_boundary = false;
     while let Some(c) = chars.next() {
-        if is_line_boundary(c) {
+        if crate::text::is_python_line_boundary(c) {
             if c == '\r' && chars.peek() == Some(&'\n') {
                 chars.next();
             }

@@ -15,6 +15,7 @@ use super::edit::{self, EditRange};
 use super::observation::{self, Transcript};
 use super::registry::Registry;
 use super::search;
+use super::submission;
 use super::window::{self, PathKind, WindowState};
 
 /// The built-in commands, each with its handler in [`Aci`]: the dispatch is an exhaustive
@@ -165,6 +166,10 @@ pub fn timeout_message(seconds: f64, had_output: bool) -> String {
 /// file is never part of a diff and two sandboxes on one host (`--runtime local`) never share
 /// it.
 const SUBMISSION_FILE: &str = ".git/aci-submission.patch";
+/// The attribute lines `submit` adds to `.git/info/attributes` for one diff.
+const ATTRIBUTES_FILE: &str = ".git/aci-binary-attributes";
+/// Where `submit` keeps the repository's own `.git/info/attributes` meanwhile.
+const SAVED_ATTRIBUTES: &str = ".git/aci-attributes.saved";
 
 /// The observation of a command that printed nothing.
 pub const NO_OUTPUT: &str = "Your command ran successfully and did not produce any output.";
@@ -481,17 +486,16 @@ impl<S: Sandbox> Aci<S> {
         };
         let after = edit::apply_edit(&before, range.start, range.end, body);
         let problems = self.lint(&path, &before, &after, range, body).await?;
+        let rejection = |window: &WindowState, first_line: &str, problems: &[String]| {
+            edit::lint_failure(window, range, body, &before, &after, problems, first_line)
+        };
         if !problems.is_empty() {
             step.lint_rejected = true;
             // The file was never written, so it is exactly as it was; so is the window.
-            return Ok(Err(edit::lint_failure(
+            return Ok(Err(rejection(
                 &self.window,
-                range,
-                body,
-                &before,
-                &after,
-                &problems,
                 &self.config.lint.rejection_first_line,
+                &problems,
             )));
         }
         self.sandbox.write_file(&path, &after).await?;
@@ -501,14 +505,10 @@ impl<S: Sandbox> Aci<S> {
         {
             self.sandbox.write_file(&path, &before).await?;
             step.lint_rejected = true;
-            return Ok(Err(edit::lint_failure(
+            return Ok(Err(rejection(
                 &self.window,
-                range,
-                body,
-                &before,
-                &after,
-                &problems,
                 &self.config.lint.rejection_first_line,
+                &problems,
             )));
         }
         Ok(Ok(edit::edit_success(&mut self.window, range, &after)))
@@ -586,18 +586,59 @@ impl<S: Sandbox> Aci<S> {
         Ok((!new.is_empty()).then(|| new.iter().map(lint::LintError::problem).collect()))
     }
 
-    /// `submit`: stages everything and diffs against the baseline. Binary files are included (`--binary`), so that the patch
-    /// applies; the prefixes are given, so that no user setting (`diff.noprefix`,
-    /// `diff.mnemonicPrefix`) can change them.
+    /// `submit`: stages everything and diffs against the baseline. Binary files are included
+    /// (`--binary`), so that the patch applies; the prefixes and the quoting of names are given,
+    /// so that no user setting (`diff.noprefix`, `diff.mnemonicPrefix`, `core.quotePath`) can
+    /// change them. A file whose content is not UTF-8 is diffed again in git's binary format
+    /// (ASCII), so the patch is always UTF-8 and reproduces every byte
+    /// ([`super::submission`]).
     pub async fn submit(&mut self) -> Result<Vec<u8>, SandboxError> {
+        let patch = self.staged_diff(None).await?;
+        if std::str::from_utf8(&patch).is_ok() {
+            return Ok(patch);
+        }
+        let paths = submission::non_utf8_paths(&patch);
+        let patch = self
+            .staged_diff(Some(&submission::binary_attributes(&paths)))
+            .await?;
+        if std::str::from_utf8(&patch).is_ok() {
+            return Ok(patch);
+        }
+        self.staged_diff(Some(submission::ALL_BINARY)).await
+    }
+
+    /// `git add -A` and the diff of the index against the baseline, read back whole; with
+    /// `binary`, those lines are added to `.git/info/attributes` for the diff and taken out again.
+    async fn staged_diff(&mut self, binary: Option<&str>) -> Result<Vec<u8>, SandboxError> {
         let repo_dir = self.sandbox.repo_dir().to_owned();
         let repo = shell_quote(&repo_dir);
         let baseline = self.sandbox.baseline().to_owned();
+        let (mark, unmark) = match binary {
+            Some(lines) => {
+                self.sandbox
+                    .write_file(&format!("{repo_dir}/{ATTRIBUTES_FILE}"), lines.as_bytes())
+                    .await?;
+                (
+                    format!(
+                        "mkdir -p .git/info && {{ if [ -e .git/info/attributes ]; then cp \
+                         .git/info/attributes {SAVED_ATTRIBUTES}; fi; cat {ATTRIBUTES_FILE} >> \
+                         .git/info/attributes; }} && "
+                    ),
+                    format!(
+                        "if [ -e {SAVED_ATTRIBUTES} ]; then mv {SAVED_ATTRIBUTES} \
+                         .git/info/attributes; else rm -f .git/info/attributes; fi; rm -f \
+                         {ATTRIBUTES_FILE}; "
+                    ),
+                )
+            }
+            None => (String::new(), String::new()),
+        };
         // The patch goes to a file and is read back whole: the shell's output limit must not
         // cut it. The subshell leaves the session's working directory alone.
         let script = format!(
-            "( cd {repo} && git add -A && git diff --cached --binary --no-color --no-ext-diff \
-             --src-prefix=a/ --dst-prefix=b/ {baseline} > {SUBMISSION_FILE} )"
+            "( cd {repo} && git add -A && {mark}git -c core.quotePath=true diff --cached --binary \
+             --no-color --no-ext-diff --src-prefix=a/ --dst-prefix=b/ {baseline} > \
+             {SUBMISSION_FILE}; status=$?; {unmark}exit $status )"
         );
         let out = self.sandbox.run(&script, Duration::from_secs(600)).await?;
         if out.exit_code != Some(0) {

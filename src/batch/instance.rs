@@ -446,15 +446,18 @@ enum Ended {
 /// run-level failure (the first one of the instance is kept).
 fn finish(ctx: &RunContext, id: String, ending: Ending) -> InstanceResult {
     let patch = ending.submission.unwrap_or_default();
+    // `submit` makes a UTF-8 patch (files that are not UTF-8 in git's binary format); the
+    // `.patch` file is written from the same text as `preds.json`, so the two always agree.
     let prediction = Prediction {
         instance_id: id.clone(),
         model_name_or_path: ctx.model.clone(),
         model_patch: String::from_utf8_lossy(&patch).into_owned(),
     };
+    let patch = prediction.model_patch.as_bytes();
     let mut run_failure = ending.run_failure;
     let mut has_patch = !patch.is_empty();
     if let Err(output::OutputError::Write { path, source }) =
-        output::write_prediction(&ctx.output, &prediction, &patch)
+        output::write_prediction(&ctx.output, &prediction, patch)
     {
         run_failure.get_or_insert_with(|| RunFailure::write(&path, &source));
         has_patch = false;

@@ -1,11 +1,13 @@
 //! One evaluation in a fresh container started from the instance's environment image, with no
-//! network: the patch is copied in and applied by the apply chain, then `eval.sh` runs under a
+//! network: the base content of the `pyproject.toml`/`Cargo.toml` files the patch changes is read,
+//! the patch is copied in and applied by the apply chain, then `eval.sh` runs under a
 //! deadline. Both run through the sandbox's session with stderr merged into stdout inside the
 //! container, so cargo's stderr lines cannot split a `test … ok` line.
 
 use std::time::Duration;
 
 use super::script::{APPLY_PATCH_FAIL, TESTS_TIMEOUT, apply_patch_script, patch_applied};
+use super::suspicious::BaseFiles;
 use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::{OutputLimit, Sandbox, SandboxError, SandboxSpec};
 
@@ -40,6 +42,22 @@ pub struct ContainerRun {
     pub oom_killed: bool,
     /// Bytes of test output dropped between the kept head and tail.
     pub elided_bytes: u64,
+    /// The base content of the files [`ContainerJob::base_files`] names, read before the patch
+    /// is applied (`None`: not readable).
+    pub base_files: BaseFiles,
+}
+
+/// What one evaluation runs in its container.
+#[derive(Debug, Clone, Copy)]
+pub struct ContainerJob<'a> {
+    /// The model's patch.
+    pub patch: &'a str,
+    /// Files (relative to the repository) to read before the patch is applied.
+    pub base_files: &'a [String],
+    /// `eval.sh`.
+    pub eval_script: &'a str,
+    /// Deadline of `eval.sh`.
+    pub timeout: Duration,
 }
 
 impl ContainerRun {
@@ -68,20 +86,18 @@ impl ContainerRun {
     }
 }
 
-/// Starts a container as `spec` says, applies `patch` and, when it applied, runs `eval_script`
-/// with `timeout`. The container is removed whatever happens.
+/// Starts a container as `spec` says, reads the job's base files, applies its patch and, when it
+/// applied, runs its `eval.sh` under its deadline. The container is removed whatever happens.
 ///
 /// # Errors
 /// The container could not be started, died, or its session failed: an infrastructure error.
 pub async fn run_in_container(
     runtime: &DockerRuntime,
     spec: &SandboxSpec,
-    patch: &str,
-    eval_script: &str,
-    timeout: Duration,
+    job: &ContainerJob<'_>,
 ) -> Result<ContainerRun, SandboxError> {
     let mut sandbox = runtime.start(spec).await?;
-    let result = apply_and_test(&mut sandbox, &spec.repo_dir, patch, eval_script, timeout).await;
+    let result = apply_and_test(&mut sandbox, &spec.repo_dir, job).await;
     let removed = sandbox.shutdown().await;
     let run = result?;
     removed?;
@@ -91,10 +107,19 @@ pub async fn run_in_container(
 async fn apply_and_test(
     sandbox: &mut impl Sandbox,
     repo_dir: &str,
-    patch: &str,
-    eval_script: &str,
-    timeout: Duration,
+    job: &ContainerJob<'_>,
 ) -> Result<ContainerRun, SandboxError> {
+    let mut base_files = BaseFiles::new();
+    for path in job.base_files {
+        let read = sandbox
+            .read_file(&format!("{}/{path}", repo_dir.trim_end_matches('/')))
+            .await;
+        let text = read
+            .ok()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        base_files.insert(path.clone(), text);
+    }
+    let (patch, eval_script, timeout) = (job.patch, job.eval_script, job.timeout);
     sandbox.write_file(PATCH_PATH, patch.as_bytes()).await?;
     let apply = apply_patch_script(repo_dir, PATCH_PATH);
     sandbox
@@ -108,6 +133,7 @@ async fn apply_and_test(
         applied: patch_applied(&apply_output) && applied.exit_code == Some(0),
         apply_output,
         oom_killed: applied.oom_killed,
+        base_files,
         ..ContainerRun::default()
     };
     if !run.applied {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::grade::{grade, test_files_touched};
+use super::grade::grade;
 use super::logs::{AnyReading, LogFormat, log_format, read_any_log};
 use super::plan::log_parser;
 use super::predictions::Prediction;
@@ -18,6 +18,7 @@ use super::report::{
 };
 use super::run::{EvalError, InstanceDone, InstanceStatus};
 use super::spec;
+use super::suspicious::{BaseFiles, TouchedFile, test_infrastructure};
 use crate::files::write_atomic;
 use crate::instance::Instance;
 
@@ -146,6 +147,7 @@ pub fn grade_logs(
     let mut submitted = BTreeMap::new();
     let mut outcomes = BTreeMap::new();
     let mut resolved_touching_tests = Vec::new();
+    let mut touching_tests = Vec::new();
     for instance in instances {
         let started = Instant::now();
         let id = instance.instance_id.clone();
@@ -179,14 +181,18 @@ pub fn grade_logs(
         if let Some(outcome) = outcome(&done.status) {
             outcomes.insert(id.clone(), outcome);
         }
-        if done.status == InstanceStatus::Resolved && !done.touches_tests.is_empty() {
-            resolved_touching_tests.push(id);
+        if !done.touches_tests.is_empty() {
+            touching_tests.push(id.clone());
+            if done.status == InstanceStatus::Resolved {
+                resolved_touching_tests.push(id);
+            }
         }
         progress(&done);
     }
     let all: Vec<String> = ids.into_iter().collect();
     let mut summary = run_summary_from(&all, &submitted, &outcomes);
     summary.resolved_touching_tests_ids = resolved_touching_tests;
+    summary.touching_tests_ids = touching_tests;
     let path = settings.output.join("report.json");
     write_atomic(&path, run_summary_json(&summary).as_bytes())
         .map_err(|source| EvalError::Output { path, source })?;
@@ -213,7 +219,7 @@ struct Job<'a> {
 
 impl Job<'_> {
     /// Grades and writes the files; returns the status and the test files the patch touches.
-    fn run(self) -> (InstanceStatus, Vec<String>) {
+    fn run(self) -> (InstanceStatus, Vec<TouchedFile>) {
         let dir = self.settings.output.join(&self.instance.instance_id);
         match self.prediction {
             Some(None) => return (InstanceStatus::NoPrediction, Vec::new()),
@@ -325,7 +331,7 @@ impl Job<'_> {
         log: &LogFile,
         text: &str,
         patch: Option<&str>,
-    ) -> (InstanceStatus, Vec<String>) {
+    ) -> (InstanceStatus, Vec<TouchedFile>) {
         let instance = self.instance;
         let parser = match log_parser(instance, spec::builtin()).map_err(|e| e.to_string()) {
             Ok(parser) => parser,
@@ -349,7 +355,9 @@ impl Job<'_> {
         let graded = grade(&reading, &instance.fail_to_pass, &instance.pass_to_pass);
         let mut report = InstanceReport::from_grade(&graded, None);
         report.touches_tests = patch
-            .map(|patch| test_files_touched(patch, instance.test_patch.as_deref()))
+            .map(|patch| {
+                test_infrastructure(patch, instance.test_patch.as_deref(), &BaseFiles::new())
+            })
             .unwrap_or_default();
         if let Some(error) = &report.error {
             return (self.error(dir, Some(log), error), report.touches_tests);

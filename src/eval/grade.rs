@@ -2,7 +2,6 @@
 //! FULL / PARTIAL / NO, resolved only when FULL; plus two guards against logs that cannot be
 //! trusted (a non-zero exit code with no failing test, and no sign that the suite ran).
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -75,6 +74,31 @@ pub struct Grade {
     pub timed_out: bool,
     /// Why the log's results are not believed. The instance counts as unresolved.
     pub untrusted_reason: Option<String>,
+}
+
+impl Grade {
+    /// This grade, for a log that [`super::canary::verify`] does not trust, never resolved, with
+    /// the reason `untrusted test run: <detail>`: an evaluation error when the log reads as
+    /// FULL (every listed test passing), since nothing in it can be believed; otherwise
+    /// unresolved with that reason, since a log that cannot be believed to pass does not resolve
+    /// either way, and a patch that fails to compile or to import (so that no test, canaries
+    /// included, reports) is unresolved, as in SWE-bench.
+    pub fn into_untrusted(self, detail: &str) -> Self {
+        let reason = format!("{}: {detail}", super::canary::UNTRUSTED_TEST_RUN);
+        if self.resolution == Resolution::Full {
+            Self {
+                resolved: false,
+                error: Some(reason),
+                ..self
+            }
+        } else {
+            Self {
+                resolved: false,
+                untrusted_reason: Some(reason),
+                ..self
+            }
+        }
+    }
 }
 
 /// Reads `log` with `parser` and grades it (see [`grade`]).
@@ -215,30 +239,6 @@ pub fn resolution(tests_status: &TestsStatus) -> Resolution {
         (false, false, true) => Resolution::Partial,
         _ => Resolution::No,
     }
-}
-
-/// The files a model patch changes that decide how the tests run or what they check: any
-/// `conftest.py`, `pytest.ini`, and every file the test patch changes. Grading stays as
-/// SWE-bench grades (the tests run with these changes); the list lets a reader find a
-/// "resolved" that came from changing the tests rather than the code.
-pub fn test_files_touched(model_patch: &str, test_patch: Option<&str>) -> Vec<String> {
-    let graded: BTreeSet<String> = test_patch.map(patch_paths).unwrap_or_default();
-    patch_paths(model_patch)
-        .into_iter()
-        .filter(|path| {
-            let name = path.rsplit('/').next().unwrap_or(path);
-            name == "conftest.py" || name == "pytest.ini" || graded.contains(path)
-        })
-        .collect()
-}
-
-/// Every path a diff names, before and after ([`super::script::patch_files`]).
-fn patch_paths(patch: &str) -> BTreeSet<String> {
-    super::script::patch_files(patch)
-        .into_iter()
-        .flat_map(|file| [file.old_path, file.new_path])
-        .flatten()
-        .collect()
 }
 
 #[cfg(test)]

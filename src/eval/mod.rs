@@ -1,9 +1,11 @@
 //! Grading patches the way the SWE-bench harness does (v4 semantics, with its known holes
 //! closed). Pure parts: predictions in, the built-in SWE-bench specs and each instance's grading
-//! plan, the eval and apply scripts, log parsing (any harness's log format), grading and the
-//! reports out. Effectful parts: [`container`] (one evaluation in a fresh container), [`run`]
+//! plan, the eval and apply scripts, the canary tests that decide whether a run can be trusted
+//! ([`canary`]), the patch's changes to test infrastructure and to `.git` ([`suspicious`]), log
+//! parsing (any harness's log format), grading and the reports out. Effectful parts: [`container`] (one evaluation in a fresh container), [`run`]
 //! (bounded concurrency, resume, files) and [`from_logs`] (grading logs that already exist).
 
+pub mod canary;
 pub mod container;
 pub mod from_logs;
 pub mod grade;
@@ -15,6 +17,7 @@ pub mod report;
 pub mod run;
 pub mod script;
 pub mod spec;
+pub mod suspicious;
 
 /// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,
 /// `harness-verdicts.json`): `ACI_SWEBENCH_DATA`, else `../shared/swebench` beside the crate.
@@ -44,8 +47,23 @@ mod tests {
     /// what it is for.
     #[test]
     fn every_literal_regex_and_the_builtin_specs_compile() {
-        let patterns: [(&LazyLock<regex::Regex>, &str); 5] = [
+        use super::parse::summary;
+        let patterns: [(&LazyLock<regex::Regex>, &str); 10] = [
             (&super::script::HUNK_HEADER, "@@ -1,2 +1,3 @@ fn main"),
+            (
+                &summary::PYTEST_SUMMARY,
+                "=== 1 failed, 3 passed in 0.12s ===",
+            ),
+            (&summary::COUNT, "3 passed"),
+            (
+                &summary::CARGO_RESULT,
+                "test result: ok. 2 passed; 0 failed; 0 ignored;",
+            ),
+            (&summary::UNITTEST_RAN, "Ran 9 tests in 0.001s"),
+            (
+                &summary::SYMPY_SUMMARY,
+                "== tests finished: 8 passed, 2 failed, in 0.08 seconds ==",
+            ),
             (&super::parse::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
             (&super::parse::CARGO_TEST_LINE, "test tests::adds ... ok"),
             (&super::parse::SUITE_RAN, "=== 3 passed in 0.1s ==="),

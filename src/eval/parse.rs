@@ -156,6 +156,14 @@ impl ParserName {
             })
     }
 
+    /// Whether this is one of the pytest parsers (they read the same runner's output).
+    pub fn is_pytest(self) -> bool {
+        matches!(
+            self,
+            Self::Pytest | Self::PytestOptions | Self::PytestV2 | Self::Matplotlib | Self::Seaborn
+        )
+    }
+
     /// aci's names, comma-separated, for error messages.
     pub fn names() -> String {
         Self::ALL.map(Self::as_str).join(", ")
@@ -551,6 +559,7 @@ pub fn suite_ran(log: &str) -> bool {
 }
 
 mod python;
+pub mod summary;
 
 pub use python::{
     parse_django, parse_matplotlib, parse_pytest_options, parse_pytest_v2, parse_seaborn,

@@ -160,17 +160,21 @@ pub fn test_directives(test_patch: &str, style: DirectiveStyle) -> Vec<String> {
         }
         let directive = match style {
             DirectiveStyle::Paths => path,
-            DirectiveStyle::DjangoModules => {
-                let module = path.strip_suffix(".py").unwrap_or(&path);
-                let module = module.strip_prefix("tests/").unwrap_or(module);
-                module.replace('/', ".")
-            }
+            DirectiveStyle::DjangoModules => django_label(&path),
         };
         if !directives.contains(&directive) {
             directives.push(directive);
         }
     }
     directives
+}
+
+/// The `runtests.py` label of a test file: `.py` and a leading `tests/` removed, `/` → `.`
+/// (`tests/auth_tests/test_models.py` → `auth_tests.test_models`).
+pub fn django_label(path: &str) -> String {
+    let module = path.strip_suffix(".py").unwrap_or(path);
+    let module = module.strip_prefix("tests/").unwrap_or(module);
+    module.replace('/', ".")
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::grade::{Grade, TestsStatus};
 use super::predictions::Prediction;
+use super::suspicious::TouchedFile;
 
 /// A problem reading a report or an expected-ids file.
 #[derive(Debug, thiserror::Error)]
@@ -56,10 +57,11 @@ pub struct InstanceReport {
     /// aci: why the parsed results were not believed (see [`super::grade::grade`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untrusted_reason: Option<String>,
-    /// aci: files of the patch that decide how the tests run or what they check
-    /// ([`super::grade::test_files_touched`]). Graded as SWE-bench grades; listed for review.
+    /// aci: files of the patch that change test infrastructure, each with why
+    /// ([`super::suspicious::test_infrastructure`]). Graded as SWE-bench grades (apart from
+    /// `.git`, which is never applied); listed for review.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub touches_tests: Vec<String>,
+    pub touches_tests: Vec<TouchedFile>,
     /// aci: the resume key ([`eval_key`]) of the inputs this report was graded from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval_key: Option<String>,
@@ -182,10 +184,14 @@ pub struct RunSummary {
     pub error_ids: Vec<String>,
     /// Always 2.
     pub schema_version: u32,
-    /// aci: resolved instances whose patch changed test files (their reports'
+    /// aci: resolved instances whose patch changed test infrastructure (their reports'
     /// `touches_tests`), to review before trusting the count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved_touching_tests_ids: Vec<String>,
+    /// aci: every evaluated instance whose patch changed test infrastructure, whatever its
+    /// outcome (an error has no report.json; its `run_instance.log` names the files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touching_tests_ids: Vec<String>,
 }
 
 /// Builds the summary the way SWE-bench's `make_run_report` buckets instances, over the selected

@@ -12,16 +12,20 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use super::container::{EVAL_OUTPUT_LIMIT, run_in_container};
-use super::grade::{grade_log, test_files_touched};
+use super::canary::{CANARY_SCHEME, CanaryNames, CanaryPlan, add_canaries, canary_plan, verify};
+use super::container::{ContainerJob, ContainerRun, EVAL_OUTPUT_LIMIT, run_in_container};
+use super::grade::grade_log;
 use super::plan::{GradingPlan, grading_plan};
 use super::predictions::Prediction;
 use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, eval_key, instance_report_json,
     parse_instance_report, run_summary, run_summary_json,
 };
-use super::script::{EvalScriptSpec, eval_script};
+use super::script::{EvalScriptSpec, eval_steps, render_eval_script};
 use super::spec;
+use super::suspicious::{
+    BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
+};
 use crate::config::EnvConfig;
 use crate::files::write_atomic;
 use crate::image::env::{EnvImage, EnvImageError};
@@ -77,8 +81,8 @@ pub struct InstanceDone {
     pub reused: bool,
     /// Wall time spent on it in this run.
     pub elapsed: Duration,
-    /// Test files its patch changes (see [`InstanceReport::touches_tests`]).
-    pub touches_tests: Vec<String>,
+    /// Test infrastructure its patch changes (see [`InstanceReport::touches_tests`]).
+    pub touches_tests: Vec<TouchedFile>,
 }
 
 impl InstanceDone {
@@ -110,9 +114,14 @@ impl InstanceDone {
         let tests = if self.touches_tests.is_empty() {
             String::new()
         } else {
+            let files: Vec<String> = self
+                .touches_tests
+                .iter()
+                .map(|file| format!("{} ({})", file.path, file.why))
+                .collect();
             format!(
-                "; the patch changes test files: {}",
-                self.touches_tests.join(", ")
+                "; the patch changes test infrastructure: {}",
+                files.join(", ")
             )
         };
         format!("{}: {status}{when}{tests}", self.instance_id)
@@ -183,6 +192,7 @@ pub async fn evaluate(
     let mut tasks = JoinSet::new();
     let mut outcomes = BTreeMap::new();
     let mut resolved_touching_tests = Vec::new();
+    let mut touching_tests = Vec::new();
     loop {
         while tasks.len() < workers && !shared.stop.load(Ordering::SeqCst) {
             let Some(instance) = pending.next() else {
@@ -202,8 +212,11 @@ pub async fn evaluate(
             if let Some(outcome) = done.outcome() {
                 outcomes.insert(done.instance_id.clone(), outcome);
             }
-            if done.status == InstanceStatus::Resolved && !done.touches_tests.is_empty() {
-                resolved_touching_tests.push(done.instance_id.clone());
+            if !done.touches_tests.is_empty() {
+                touching_tests.push(done.instance_id.clone());
+                if done.status == InstanceStatus::Resolved {
+                    resolved_touching_tests.push(done.instance_id.clone());
+                }
             }
         }
     }
@@ -212,7 +225,9 @@ pub async fn evaluate(
     }
     let mut summary = run_summary(&ids, predictions, &outcomes);
     resolved_touching_tests.sort();
+    touching_tests.sort();
     summary.resolved_touching_tests_ids = resolved_touching_tests;
+    summary.touching_tests_ids = touching_tests;
     let path = output.join("report.json");
     write_atomic(&path, run_summary_json(&summary).as_bytes())
         .map_err(|source| EvalError::Output { path, source })?;
@@ -284,6 +299,9 @@ impl Job<'_> {
     async fn run(&self) -> Result<(InstanceReport, bool), EnvImageError> {
         let settings = &self.shared.settings;
         let id = &self.instance.instance_id;
+        if let Some(refused) = self.refuse_git_dir() {
+            return Ok((refused, false));
+        }
         let plan = match self.plan() {
             Ok(plan) => plan,
             Err(reason) => return Ok((self.error_report(&reason, None), false)),
@@ -310,7 +328,7 @@ impl Job<'_> {
             return Ok((self.error_report(reason, None), false));
         };
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
-        let script = eval_script(&EvalScriptSpec {
+        let mut steps = eval_steps(&EvalScriptSpec {
             repo_dir: &repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
@@ -320,10 +338,19 @@ impl Job<'_> {
             test_cmd: &plan.test_cmd,
             test_directives: &plan.test_directives,
         });
-        let key = eval_key(id, self.patch, &script, &image.id);
+        // The key covers the script without the canaries, whose names change every run.
+        let key_script = format!("{}# {CANARY_SCHEME}\n", render_eval_script(&steps));
+        let key = eval_key(id, self.patch, &key_script, &image.id);
         if let Some(report) = self.reusable_report(&key) {
             return Ok((report, true));
         }
+        let canary = canary_plan(
+            &plan,
+            self.instance.test_patch.as_deref(),
+            CanaryNames::draw(),
+        );
+        add_canaries(&mut steps, &canary);
+        let script = render_eval_script(&steps);
         let written = self
             .write("patch.diff", self.patch)
             .and_then(|()| self.write("eval.sh", &script));
@@ -332,31 +359,57 @@ impl Job<'_> {
         }
         let mut spec = self.sandbox_spec(&image, repo_dir);
         spec.checkout = prepared.checkout;
-        let run = run_in_container(
-            &self.shared.runtime,
-            &spec,
-            self.patch,
-            &script,
-            settings.timeout,
-        )
-        .await;
-        let run = match run {
-            Ok(run) => run,
+        let job = ContainerJob {
+            patch: self.patch,
+            base_files: &base_files_needed(self.patch),
+            eval_script: &script,
+            timeout: settings.timeout,
+        };
+        match run_in_container(&self.shared.runtime, &spec, &job).await {
+            Ok(run) => Ok((self.finish(&plan, &canary, &image, key, &run), false)),
             Err(error) => {
                 let reason = format!("the evaluation container failed: {error}");
-                return Ok((self.error_report(&reason, Some(key)), false));
+                Ok((self.error_report(&reason, Some(key)), false))
             }
-        };
-        let log = run.test_log(settings.timeout);
-        let grade = grade_log(
+        }
+    }
+
+    /// Grades what ran in the container (the canaries checked) and writes the instance's files.
+    fn finish(
+        &self,
+        plan: &GradingPlan,
+        canary: &CanaryPlan,
+        image: &EnvImage,
+        key: String,
+        run: &ContainerRun,
+    ) -> InstanceReport {
+        let id = &self.instance.instance_id;
+        let log = run.test_log(self.shared.settings.timeout);
+        let graded: Vec<&String> = self
+            .instance
+            .fail_to_pass
+            .iter()
+            .chain(&self.instance.pass_to_pass)
+            .collect();
+        let mut grade = grade_log(
             &log,
             plan.parser.parser(),
             &self.instance.fail_to_pass,
             &self.instance.pass_to_pass,
         );
+        if grade.error.is_none()
+            && let Err(detail) = verify(&log, plan.parser, &canary.names, &graded)
+        {
+            grade = grade.into_untrusted(&detail);
+        }
         let mut report = InstanceReport::from_grade(&grade, Some(key));
-        report.touches_tests = test_files_touched(self.patch, self.instance.test_patch.as_deref());
-        let mut run_log = run_log(&image, &run.apply_output, run.oom_killed, run.elided_bytes);
+        report.touches_tests = test_infrastructure(
+            self.patch,
+            self.instance.test_patch.as_deref(),
+            &run.base_files,
+        );
+        let mut run_log = run_log(image, &run.apply_output, run.oom_killed, run.elided_bytes);
+        run_log.push_str(&touches_lines(&report.touches_tests));
         if let Some(error) = &report.error {
             run_log.push_str(&format!("error: {error}\n"));
         }
@@ -371,9 +424,21 @@ impl Job<'_> {
             Some(_) => written.map(|()| self.remove_report()),
         };
         match written {
-            Ok(()) => Ok((report, false)),
-            Err(reason) => Ok((self.error_report(&reason, None), false)),
+            Ok(()) => report,
+            Err(reason) => self.error_report(&reason, None),
         }
+    }
+
+    /// The error report of a patch that names a path inside `.git`, which is never applied.
+    fn refuse_git_dir(&self) -> Option<InstanceReport> {
+        let inside_git = git_dir_paths(self.patch);
+        (!inside_git.is_empty()).then(|| {
+            let reason = format!(
+                "the patch writes inside .git ({}), so it is not applied",
+                inside_git.join(", ")
+            );
+            self.error_report(&reason, None)
+        })
     }
 
     /// The grading plan (test command, parser, commands before the tests), or why there is none.
@@ -417,11 +482,17 @@ impl Job<'_> {
     /// the reason in `run_instance.log`, and no `report.json` (an earlier one is removed), since
     /// the harness counts every `report.json` as a completed evaluation.
     fn error_report(&self, reason: &str, key: Option<String>) -> InstanceReport {
-        let report = InstanceReport::from_error(reason, key);
+        let mut report = InstanceReport::from_error(reason, key);
+        report.touches_tests = test_infrastructure(
+            self.patch,
+            self.instance.test_patch.as_deref(),
+            &BaseFiles::new(),
+        );
         self.remove_report();
+        let log = format!("{}error: {reason}\n", touches_lines(&report.touches_tests));
         let _ = self
             .write("patch.diff", self.patch)
-            .and_then(|()| self.write("run_instance.log", &format!("error: {reason}\n")));
+            .and_then(|()| self.write("run_instance.log", &log));
         report
     }
 
@@ -435,6 +506,20 @@ impl Job<'_> {
         write_atomic(&path, text.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
+}
+
+/// One `run_instance.log` line per file of test infrastructure the patch changes:
+/// `the patch changes test infrastructure: <path>: <why>`.
+fn touches_lines(touched: &[TouchedFile]) -> String {
+    touched
+        .iter()
+        .map(|file| {
+            format!(
+                "the patch changes test infrastructure: {}: {}\n",
+                file.path, file.why
+            )
+        })
+        .collect()
 }
 
 /// `run_instance.log`: the image, the apply chain's output and what the container reported.

@@ -286,10 +286,23 @@ fn push_evaluation(out: &mut String, data: &InstanceData) {
     if let Some(files) = report.get("touches_tests").and_then(Value::as_array)
         && !files.is_empty()
     {
-        let names: Vec<&str> = files.iter().filter_map(Value::as_str).collect();
+        // Each entry is `{"path", "why"}`, or a bare path in reports of older versions.
+        let names: Vec<String> = files
+            .iter()
+            .filter_map(
+                |file| match (file.as_str(), file.get("path").and_then(Value::as_str)) {
+                    (Some(path), _) => Some(path.to_owned()),
+                    (None, Some(path)) => match file.get("why").and_then(Value::as_str) {
+                        Some(why) if !why.is_empty() => Some(format!("{path} ({why})")),
+                        _ => Some(path.to_owned()),
+                    },
+                    (None, None) => None,
+                },
+            )
+            .collect();
         let _ = write!(
             out,
-            "<div class=\"error-box\"><b>the patch changes test files</b>: {}</div>",
+            "<div class=\"error-box\"><b>the patch changes test infrastructure</b>: {}</div>",
             escape(&names.join(", "))
         );
     }

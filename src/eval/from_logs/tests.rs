@@ -194,7 +194,7 @@ fn without_predictions_every_instance_with_one_log_is_graded_and_the_rest_counte
     assert_eq!(report["a__a-1"]["patch_successfully_applied"], true);
     assert_eq!(
         report["a__a-1"]["touches_tests"],
-        serde_json::json!(["conftest.py"])
+        serde_json::json!([{"path": "conftest.py", "why": "pytest loads it as a plugin"}])
     );
     assert_eq!(
         std::fs::read_to_string(out.path().join("c__c-3/test_output.txt")).unwrap(),

@@ -335,34 +335,29 @@ fn resolution_follows_the_swe_bench_ratios() {
 }
 
 #[test]
-fn patches_that_change_conftest_pytest_ini_or_the_graded_test_files_are_named() {
-    let diff = |path: &str| {
-        format!(
-            "diff --git a/{path} b/{path}\nindex 1..2 100644\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n"
-        )
-    };
-    let new_file = "diff --git a/tests/conftest.py b/tests/conftest.py\nnew file mode 100644\n";
-    let test_patch = diff("tests/test_parser.py");
-    let model = [
-        diff("src/parser.py"),
-        new_file.to_owned(),
-        diff("pytest.ini"),
-        diff("tests/test_parser.py"),
-        diff("tests/test_other.py"),
-    ]
-    .concat();
+fn an_untrusted_log_that_reads_as_resolved_is_an_error_and_any_other_is_unresolved() {
+    let reason =
+        "untrusted test run: the canary test that must pass (test_x) has no result in the log";
+    let full = graded(Resolution::Full, None)
+        .into_untrusted("the canary test that must pass (test_x) has no result in the log");
     assert_eq!(
-        test_files_touched(&model, Some(&test_patch)),
-        ["pytest.ini", "tests/conftest.py", "tests/test_parser.py"]
+        full,
+        Grade {
+            resolved: false,
+            error: Some(reason.to_owned()),
+            ..graded(Resolution::Full, None)
+        }
     );
-    assert_eq!(
-        test_files_touched(&diff("src/parser.py"), Some(&test_patch)),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        test_files_touched(&diff("tests/test_parser.py"), None),
-        Vec::<String>::new()
-    );
-    let renamed = "diff --git a/conftest.py b/old_conftest.py\nsimilarity index 100%\n";
-    assert_eq!(test_files_touched(renamed, None), ["conftest.py"]);
+    // A patch that does not compile: nothing reported, canaries included.
+    for resolution in [Resolution::Partial, Resolution::No] {
+        assert_eq!(
+            graded(resolution, None)
+                .into_untrusted("the canary test that must pass (test_x) has no result in the log"),
+            Grade {
+                resolved: false,
+                untrusted_reason: Some(reason.to_owned()),
+                ..graded(resolution, None)
+            }
+        );
+    }
 }

@@ -295,7 +295,7 @@ fn sympy_banner(line: &str) -> Option<&str> {
 }
 
 /// The line without a trailing `[OK]` or `[FAIL]` (the file's verdict) and the spaces before it.
-fn strip_file_verdict(line: &str) -> &str {
+pub(super) fn strip_file_verdict(line: &str) -> &str {
     for verdict in ["[OK]", "[FAIL]"] {
         if let Some(head) = line.strip_suffix(verdict)
             && head.ends_with(char::is_whitespace)

@@ -179,6 +179,7 @@ fn the_summary_buckets_instances_like_swe_bench_with_sorted_ids() {
             error_ids: strings(&["e-error", "f-lost"]),
             schema_version: 2,
             resolved_touching_tests_ids: Vec::new(),
+            touching_tests_ids: Vec::new(),
         }
     );
 }

@@ -1,0 +1,473 @@
+//! Canaries: where each runner gets them, how `eval.sh` writes and cleans them up, and the
+//! verdict on logs recorded from real evaluations of the demo instances (the gold patches and
+//! patches that fool the test runner), plus unittest runs on this machine's Python.
+
+use super::*;
+use crate::eval::parse::parse_unittest;
+use crate::eval::script::{EvalScriptSpec, eval_steps, render_eval_script};
+
+fn names() -> CanaryNames {
+    CanaryNames {
+        module: "test_aaaaaaaaaaaa".to_owned(),
+        pass: "test_bbbbbbbbbbbb".to_owned(),
+        fail: "test_cccccccccccc".to_owned(),
+        terms: (2, 3),
+    }
+}
+
+fn plan(parser: ParserName, test_cmd: &str, directives: &[&str]) -> GradingPlan {
+    GradingPlan {
+        parser,
+        test_cmd: test_cmd.to_owned(),
+        test_directives: directives.iter().map(|d| (*d).to_owned()).collect(),
+        eval_commands: Vec::new(),
+        reinstall: None,
+        spec: None,
+    }
+}
+
+/// A test patch that changes `paths` (one line each).
+fn test_patch(paths: &[&str]) -> String {
+    paths
+        .iter()
+        .map(|path| {
+            format!(
+                "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn drawn_names_are_twelve_hex_digits_and_differ_from_draw_to_draw() {
+    let first = CanaryNames::draw();
+    let second = CanaryNames::draw();
+    for name in [&first.module, &first.pass, &first.fail] {
+        let hex = name.strip_prefix("test_").unwrap();
+        assert_eq!(hex.len(), 12, "{name}");
+        assert!(hex.chars().all(|c| c.is_ascii_hexdigit()), "{name}");
+    }
+    assert_ne!(first.pass, first.fail);
+    assert_ne!(first, second);
+    let same = CanaryNames::from_words([1, 2, 2, 7]);
+    assert_ne!(same.pass, same.fail, "equal words still give two names");
+    assert_eq!(
+        CanaryNames::from_words([1, 2, 3, 4]).module,
+        "test_000000000001"
+    );
+}
+
+#[test]
+fn pytest_gets_a_module_of_functions_beside_the_touched_tests_found_by_discovery() {
+    let patch = test_patch(&["README.md", "tests/unit/test_parser.py"]);
+    let canary = canary_plan(
+        &plan(ParserName::Pytest, "python -m pytest -rA", &[]),
+        Some(&patch),
+        names(),
+    );
+    assert_eq!(
+        canary.files,
+        vec![CanaryFile {
+            path: "tests/unit/test_aaaaaaaaaaaa.py".to_owned(),
+            content: "def test_bbbbbbbbbbbb():\n    assert 2 + 3 == 5\n\n\n\
+                      def test_cccccccccccc():\n    assert 2 + 3 == 6\n"
+                .to_owned(),
+            append: false,
+        }]
+    );
+    // The command names no tests: a path would narrow the run to the canaries.
+    assert_eq!(canary.directive, None);
+    assert!(!canary.no_fail_fast);
+}
+
+#[test]
+fn a_command_that_names_its_tests_gets_the_canary_module_too() {
+    let patch = test_patch(&["tests/test_parser.py"]);
+    let own = canary_plan(
+        &plan(ParserName::Pytest, "pytest -rA tests/test_parser.py", &[]),
+        Some(&patch),
+        names(),
+    );
+    assert_eq!(own.directive.as_deref(), Some("tests/test_aaaaaaaaaaaa.py"));
+    let spec = canary_plan(
+        &plan(
+            ParserName::PytestV2,
+            "pytest -rA",
+            &["tests/test_parser.py"],
+        ),
+        Some(&patch),
+        names(),
+    );
+    assert_eq!(
+        spec.directive.as_deref(),
+        Some("tests/test_aaaaaaaaaaaa.py")
+    );
+}
+
+#[test]
+fn unittest_style_tests_get_a_test_case_and_django_a_module_label() {
+    let patch = test_patch(&["tests/auth_tests/test_models.py"]);
+    let django = canary_plan(
+        &plan(
+            ParserName::Django,
+            "./tests/runtests.py --verbosity 2",
+            &["auth_tests.test_models"],
+        ),
+        Some(&patch),
+        names(),
+    );
+    assert_eq!(
+        django.directive.as_deref(),
+        Some("auth_tests.test_aaaaaaaaaaaa")
+    );
+    assert_eq!(
+        django.files[0].path,
+        "tests/auth_tests/test_aaaaaaaaaaaa.py"
+    );
+    assert_eq!(
+        django.files[0].content,
+        "import unittest\n\n\nclass Testaaaaaaaaaaaa(unittest.TestCase):\n    \
+         def test_bbbbbbbbbbbb(self):\n        self.assertEqual(2 + 3, 5)\n\n    \
+         def test_cccccccccccc(self):\n        self.assertEqual(2 + 3, 6)\n"
+    );
+    let pytest_unittest = canary_plan(
+        &plan(ParserName::Pytest, "pytest -rA", &[]),
+        Some(
+            "diff --git a/t/test_x.py b/t/test_x.py\n--- a/t/test_x.py\n+++ b/t/test_x.py\n\
+              @@ -1 +1,2 @@\n class XTest(TestCase):\n+    pass\n",
+        ),
+        names(),
+    );
+    assert!(
+        pytest_unittest.files[0]
+            .content
+            .contains("(unittest.TestCase)")
+    );
+}
+
+#[test]
+fn sympy_gets_plain_functions_passed_by_path() {
+    let patch = test_patch(&["sympy/core/tests/test_basic.py"]);
+    let canary = canary_plan(
+        &plan(
+            ParserName::Sympy,
+            "bin/test -C --verbose",
+            &["sympy/core/tests/test_basic.py"],
+        ),
+        Some(&patch),
+        names(),
+    );
+    assert_eq!(
+        canary.directive.as_deref(),
+        Some("sympy/core/tests/test_aaaaaaaaaaaa.py")
+    );
+    assert!(
+        canary.files[0]
+            .content
+            .starts_with("def test_bbbbbbbbbbbb():")
+    );
+}
+
+#[test]
+fn cargo_gets_two_tests_appended_to_a_touched_test_file_and_no_fail_fast() {
+    let patch = test_patch(&["benches/speed.rs", "crates/core/src/buffer/tests.rs"]);
+    let canary = canary_plan(
+        &plan(ParserName::Cargo, "cargo test --offline", &[]),
+        Some(&patch),
+        names(),
+    );
+    assert_eq!(
+        canary.files,
+        vec![CanaryFile {
+            path: "crates/core/src/buffer/tests.rs".to_owned(),
+            content: "\n#[test]\nfn test_bbbbbbbbbbbb() {\n    assert_eq!(2 + 3, 5);\n}\n\n\
+                      #[test]\nfn test_cccccccccccc() {\n    assert_eq!(2 + 3, 6);\n}\n"
+                .to_owned(),
+            append: true,
+        }]
+    );
+    assert_eq!(canary.directive, None);
+    assert!(canary.no_fail_fast);
+    let without = canary_plan(&plan(ParserName::Cargo, "cargo test", &[]), None, names());
+    assert_eq!(without.files[0].path, "tests/test_aaaaaaaaaaaa.rs");
+    assert!(!without.files[0].append);
+    assert!(without.files[0].content.starts_with("#[test]\n"));
+}
+
+#[test]
+fn no_fail_fast_goes_after_the_first_cargo_test_word() {
+    assert_eq!(
+        with_no_fail_fast("cargo test --offline -- --test-threads=1"),
+        "cargo test --no-fail-fast --offline -- --test-threads=1"
+    );
+    assert_eq!(
+        with_no_fail_fast("cd x && cargo test"),
+        "cd x && cargo test --no-fail-fast"
+    );
+    assert_eq!(
+        with_no_fail_fast("cargo test --no-fail-fast -p a"),
+        "cargo test --no-fail-fast -p a"
+    );
+    assert_eq!(with_no_fail_fast("mycargo tests"), "mycargo tests");
+}
+
+#[test]
+fn eval_sh_writes_the_canaries_right_before_the_start_marker_and_removes_them_after() {
+    let spec = EvalScriptSpec {
+        repo_dir: "/testbed",
+        base_ref: "HEAD",
+        test_patch: None,
+        activate: None,
+        eval_commands: &[],
+        reinstall: None,
+        test_cmd: "pytest -rA",
+        test_directives: &["tests/test_a.py".to_owned()],
+    };
+    let mut steps = eval_steps(&spec);
+    let canary = canary_plan(
+        &plan(ParserName::Pytest, "pytest -rA", &["tests/test_a.py"]),
+        Some(&test_patch(&["tests/test_a.py"])),
+        names(),
+    );
+    add_canaries(&mut steps, &canary);
+    let script = render_eval_script(&steps);
+    let tail = &script[script.find("mkdir -p").unwrap()..];
+    assert_eq!(
+        tail,
+        "mkdir -p -- tests && cat > tests/test_aaaaaaaaaaaa.py <<'ACI_CANARY_EOF'\n\
+         def test_bbbbbbbbbbbb():\n    assert 2 + 3 == 5\n\n\n\
+         def test_cccccccccccc():\n    assert 2 + 3 == 6\n\
+         ACI_CANARY_EOF\n\
+         : '>>>>> Start Test Output'\n\
+         (\npytest -rA tests/test_a.py tests/test_aaaaaaaaaaaa.py\n)\n\
+         ACI_TEST_EXIT_CODE=$?\n\
+         : '>>>>> End Test Output'\n\
+         echo \">>>>> Test Exit Code: ${ACI_TEST_EXIT_CODE}\"\n\
+         rm -f -- tests/test_aaaaaaaaaaaa.py\n"
+    );
+}
+
+/// Names of the canaries in the recorded logs `canary_<instance>_<case>.txt`.
+fn recorded(pass: &str, fail: &str) -> CanaryNames {
+    CanaryNames {
+        module: String::new(),
+        pass: pass.to_owned(),
+        fail: fail.to_owned(),
+        terms: (0, 0),
+    }
+}
+
+const INICFG_GOLD: &str = include_str!("../testdata/canary_inicfg_gold.txt");
+const RINGBUF_GOLD: &str = include_str!("../testdata/canary_ringbuf_gold.txt");
+
+#[test]
+fn gold_runs_with_their_canaries_are_trusted() {
+    let inicfg = recorded("test_43a2ae36cddd", "test_8119dc57bd69");
+    assert_eq!(
+        verify(INICFG_GOLD, ParserName::Pytest, &inicfg, &[]),
+        Ok(())
+    );
+    let ringbuf = recorded("test_9fc4c8e9e891", "test_5bcb34358d00");
+    assert_eq!(
+        verify(RINGBUF_GOLD, ParserName::Cargo, &ringbuf, &[]),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_patch_that_makes_test_calls_no_ops_passes_the_failing_canary() {
+    let log = include_str!("../testdata/canary_inicfg_noop_runtest.txt");
+    let names = recorded("test_977dd9705d30", "test_e019458700aa");
+    assert_eq!(
+        verify(log, ParserName::Pytest, &names, &[]),
+        Err("the canary test that must fail (test_e019458700aa) is reported PASSED".to_owned())
+    );
+}
+
+#[test]
+fn forged_result_lines_and_an_early_exit_leave_the_canaries_out() {
+    let python = include_str!("../testdata/canary_semverkit_forged_exit.txt");
+    let names = recorded("test_a07d80fa102f", "test_37abd5af0279");
+    assert_eq!(
+        verify(python, ParserName::Pytest, &names, &[]),
+        Err(
+            "the canary test that must pass (test_a07d80fa102f) has no result in the log"
+                .to_owned()
+        )
+    );
+    let rust = include_str!("../testdata/canary_calc_constructor.txt");
+    let names = recorded("test_be57918204eb", "test_d503f02e3ced");
+    assert_eq!(
+        verify(rust, ParserName::Cargo, &names, &[]),
+        Err(
+            "the canary test that must pass (test_be57918204eb) has no result in the log"
+                .to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_forged_result_line_beside_the_real_run_disagrees_with_the_runners_summary() {
+    let names = recorded("test_43a2ae36cddd", "test_8119dc57bd69");
+    let forged = INICFG_GOLD.replace(
+        "PASSED tests/test_writer.py::test_dump_to_file_object\n",
+        "PASSED tests/test_writer.py::test_dump_to_file_object\nPASSED tests/test_x.py::test_y\n",
+    );
+    assert_ne!(forged, INICFG_GOLD);
+    assert_eq!(
+        verify(&forged, ParserName::Pytest, &names, &[]),
+        Err(
+            "the runner's summary counts 23 passed, 1 failed, but the log's result lines count \
+             24 passed, 1 failed"
+                .to_owned()
+        )
+    );
+    let rust = recorded("test_9fc4c8e9e891", "test_5bcb34358d00");
+    let forged = RINGBUF_GOLD.replace(
+        "test buffer::tests::test_9fc4c8e9e891 ... ok\n",
+        "test buffer::tests::test_9fc4c8e9e891 ... ok\ntest window::tests::forged ... ok\n",
+    );
+    assert_ne!(forged, RINGBUF_GOLD);
+    assert_eq!(
+        verify(&forged, ParserName::Cargo, &rust, &[]),
+        Err(
+            "the runner's summary counts 23 passed, 1 failed, but the log's result lines count \
+             24 passed, 1 failed"
+                .to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_passed_line_in_captured_output_for_a_graded_test_is_not_trusted() {
+    let names = recorded("test_43a2ae36cddd", "test_8119dc57bd69");
+    let header = "=========================== short test summary info";
+    let forged = INICFG_GOLD.replacen(
+        header,
+        &format!("PASSED tests/test_x.py::test_y\n{header}"),
+        1,
+    );
+    assert_ne!(forged, INICFG_GOLD);
+    let graded = "tests/test_x.py::test_y".to_owned();
+    let listed = "tests/test_parser.py::test_continuation_lines".to_owned();
+    assert_eq!(
+        verify(&forged, ParserName::Pytest, &names, &[&listed]),
+        Ok(())
+    );
+    assert_eq!(
+        verify(&forged, ParserName::Pytest, &names, &[&listed, &graded]),
+        Err(
+            "tests/test_x.py::test_y is reported passed only outside pytest's short test summary"
+                .to_owned()
+        )
+    );
+}
+
+#[test]
+fn an_exit_status_of_zero_after_a_failing_canary_is_not_trusted() {
+    let names = recorded("test_43a2ae36cddd", "test_8119dc57bd69");
+    let exited = INICFG_GOLD.replace(">>>>> Test Exit Code: 1", ">>>>> Test Exit Code: 0");
+    assert_ne!(exited, INICFG_GOLD);
+    assert_eq!(
+        verify(&exited, ParserName::Pytest, &names, &[]),
+        Err("the test command exited with status 0 although a canary test failed".to_owned())
+    );
+    let cut = &INICFG_GOLD[..INICFG_GOLD.find("=== 1 failed").unwrap()];
+    let cut = format!("{cut}\n+ : '>>>>> End Test Output'\n>>>>> Test Exit Code: 1\n");
+    assert_eq!(
+        verify(&cut, ParserName::Pytest, &names, &[]),
+        Err("the log has no summary line of the pytest runner".to_owned())
+    );
+}
+
+/// Runs the eval script of `test_cmd` over a unittest project in a fresh directory with this
+/// machine's bash and python3: `tests/test_calc.py`, and `calc.py` followed by `source_tail`.
+fn run_unittest_project(source_tail: &str) -> (CanaryNames, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tests")).unwrap();
+    std::fs::write(root.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        root.join("tests/test_calc.py"),
+        "import unittest\n\nimport calc\n\n\nclass CalcTests(unittest.TestCase):\n    \
+         def test_add(self):\n        self.assertEqual(calc.add(2, 2), 4)\n\n    \
+         def test_broken(self):\n        self.assertEqual(calc.add(2, 2), 5)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("calc.py"),
+        format!("def add(a, b):\n    return a + b\n{source_tail}"),
+    )
+    .unwrap();
+    let test_cmd = "python3 -m unittest discover -v -t . -s tests";
+    let names = CanaryNames::draw();
+    let dir_text = root.to_str().unwrap().to_owned();
+    let spec = EvalScriptSpec {
+        repo_dir: &dir_text,
+        base_ref: "HEAD",
+        test_patch: None,
+        activate: None,
+        eval_commands: &[],
+        reinstall: None,
+        test_cmd,
+        test_directives: &[],
+    };
+    let mut steps = eval_steps(&spec);
+    steps.retain(|step| !matches!(step, EvalStep::GitHeader { .. }));
+    let canary = canary_plan(
+        &plan(ParserName::Unittest, test_cmd, &[]),
+        Some(&test_patch(&["tests/test_calc.py"])),
+        names.clone(),
+    );
+    add_canaries(&mut steps, &canary);
+    let output = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(render_eval_script(&steps))
+        .current_dir(root)
+        .env("HOME", root)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    let mut log = String::from_utf8_lossy(&output.stdout).into_owned();
+    log.push_str(&String::from_utf8_lossy(&output.stderr));
+    assert!(
+        !root.join(format!("tests/{}.py", names.module)).exists(),
+        "the canary module is removed after the run"
+    );
+    (names, log)
+}
+
+#[test]
+fn a_real_unittest_run_with_its_canaries_is_trusted_and_a_no_op_test_case_is_not() {
+    let (names, log) = run_unittest_project("");
+    let status = parse_unittest(test_region(&log).unwrap());
+    assert!(
+        status.contains_key(&format!(
+            "{} (tests.{}.{}.{})",
+            names.pass,
+            names.module,
+            names.module.replacen("test_", "Test", 1),
+            names.pass
+        )),
+        "{log}"
+    );
+    assert_eq!(
+        verify(&log, ParserName::Unittest, &names, &[]),
+        Ok(()),
+        "{log}"
+    );
+
+    // A source module the tests import that turns every test into a no-op.
+    let (names, log) = run_unittest_project(
+        "\nimport unittest\n\nunittest.TestCase.run = lambda self, result=None: \
+         (result.startTest(self), result.addSuccess(self), result.stopTest(self))\n",
+    );
+    assert_eq!(
+        verify(&log, ParserName::Unittest, &names, &[]),
+        Err(format!(
+            "the canary test that must fail ({}) is reported PASSED",
+            names.fail
+        )),
+        "{log}"
+    );
+}
