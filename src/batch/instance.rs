@@ -303,7 +303,7 @@ async fn start_failed(ctx: &RunContext, instance: &Instance, error: &StartError)
     let mut trajectory = saved_so_far(&traj_path);
     trajectory.info.exit_status = Some(RecordedStatus::Exit(ExitStatus::EarlyExit));
     set_error(&mut trajectory, &stopped_note(&failure));
-    // The run stops either way; a failed write is the consequence of no note here.
+    // The run stops for `failure` either way: a note that cannot be written changes nothing.
     let _ = trajectory::write_atomic(&traj_path, &trajectory);
     not_finished(&instance.instance_id, failure)
 }
