@@ -67,6 +67,11 @@ pub enum ImagesCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Build when missing, then push to a registry, the images the instances need: the Debian
+    /// base, the language images and each instance's environment image, as
+    /// R/aci-env-<lang>:<hash> and so on, skipping what the registry already has. For
+    /// `--engine k8s`, whose nodes pull from R. Registry credentials come from `docker login`.
+    Push(PushArgs),
     /// Remove images aci built, and nothing else: by default every environment image
     /// (`aci-env-*`, rebuilt on demand). Prints each image removed.
     Prune {
@@ -81,6 +86,66 @@ pub enum ImagesCommand {
         #[arg(long)]
         pulled: bool,
     },
+}
+
+/// `aci images push`
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The registry to push to: `host[:port][/path]`, e.g. `localhost:5000` or `ghcr.io/me`.
+    #[arg(long, value_name = "R")]
+    pub registry: String,
+    /// The instances whose images to push (JSON array or JSONL of SWE-bench records).
+    #[arg(long, value_name = "FILE")]
+    pub instances: PathBuf,
+    /// A config file for the `env` section (images, repo_dir); repeatable, later files win.
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
+    /// Override one config value: `--set env.repo_dir=/work`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// Which engine starts the sandboxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// Containers of this machine's Docker daemon (the default).
+    Docker,
+    /// One pod per task in a Kubernetes cluster: KUBECONFIG (or ~/.kube/config, or the
+    /// in-cluster service account) says which; images are built here and pushed to --registry.
+    K8s,
+}
+
+/// `--engine` and the cluster's options.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Where tasks run: this machine's Docker daemon, or pods of a Kubernetes cluster.
+    #[arg(long, value_enum, default_value_t = Engine::Docker)]
+    pub engine: Engine,
+    /// With --engine k8s: the namespace of the pods (default: env.k8s.namespace, else the
+    /// kubeconfig context's, else `default`).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// With --engine k8s: the registry the nodes pull from; images it lacks are pushed there
+    /// (default: env.k8s.registry; none: the nodes have the images under their local tags).
+    #[arg(long, value_name = "R")]
+    pub registry: Option<String>,
+}
+
+impl EngineArgs {
+    /// The same options as command-line arguments, for a child `aci` process.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.engine == Engine::K8s {
+            args.extend(["--engine".to_owned(), "k8s".to_owned()]);
+        }
+        if let Some(namespace) = &self.namespace {
+            args.extend(["--namespace".to_owned(), namespace.clone()]);
+        }
+        if let Some(registry) = &self.registry {
+            args.extend(["--registry".to_owned(), registry.clone()]);
+        }
+        args
+    }
 }
 
 /// Where the agent's commands run.
@@ -120,6 +185,9 @@ pub struct AgentArgs {
     /// The run id labelled on containers and recorded in the manifest (default: a timestamp).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// The engine.
+    #[command(flatten)]
+    pub cluster: EngineArgs,
     /// Which images instances run in.
     #[arg(long, value_enum, default_value_t = Images::Local)]
     pub images: Images,
@@ -208,6 +276,9 @@ pub struct EvalArgs {
     /// Override one config value: `--set env.memory_mb=8192`. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// The engine.
+    #[command(flatten)]
+    pub cluster: EngineArgs,
     /// Which images instances are graded in (as for `aci batch`).
     #[arg(long, value_enum, default_value_t = Images::Local)]
     pub images: Images,
@@ -291,6 +362,9 @@ pub struct AblateArgs {
     /// Override one config value in every configuration; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// The engine of every batch and evaluation.
+    #[command(flatten)]
+    pub cluster: EngineArgs,
     /// Which images instances run and are graded in (as for `aci batch`).
     #[arg(long, value_enum, default_value_t = Images::Local)]
     pub images: Images,

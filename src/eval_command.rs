@@ -59,6 +59,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
     let mut signals = Signals::listen()?;
     let docker = connect_docker().await?;
+    let engine = crate::engine_command::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),
         output: output.clone(),
@@ -79,9 +80,9 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         eprintln!("[{finished}/{total}] {}", done.describe());
     };
     let result = tokio::select! {
-        result = evaluate(docker.clone(), selected, &predictions, settings, &mut progress) => result,
+        result = evaluate(engine.clone(), selected, &predictions, settings, &mut progress) => result,
         () = signals.first() => {
-            remove_containers(&docker, &run_id).await;
+            engine.remove_run(&run_id).await;
             eprintln!(
                 "interrupted: the evaluation containers were removed; finished instances keep \
                  their files in {}; rerun the same command to resume",
@@ -90,7 +91,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
             return Ok(ExitCode::from(130));
         }
     };
-    remove_containers(&docker, &run_id).await;
+    engine.remove_run(&run_id).await;
     let summary = result.map_err(|e| Failure::new(e.to_string()))?;
     print_summary(&summary, &output);
     Ok(check_expected(expected.as_deref(), &summary))
@@ -124,15 +125,6 @@ fn eval_from_logs(
         .map_err(|e| Failure::new(e.to_string()))?;
     print_summary(&summary, &settings.output);
     Ok(check_expected(expected.as_deref(), &summary))
-}
-
-/// Removes every container of this run: the tracked ones, then any a task aborted mid-start
-/// created without recording it.
-async fn remove_containers(docker: &aci::sandbox::docker::DockerRuntime, run_id: &str) {
-    docker.remove_all_started().await;
-    if let Err(error) = docker.remove_own_containers(run_id).await {
-        eprintln!("warning: could not look for leftover evaluation containers: {error}");
-    }
 }
 
 /// `gold`, or a predictions file in any of the three shapes. Every prediction must name an

@@ -10,6 +10,7 @@
 pub mod env;
 pub mod prune;
 pub mod pull;
+pub mod push;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -11,7 +11,8 @@
 //! Dependencies point one way: a module imports only modules of lower layers, never one of its
 //! own layer or above. `tests/layering.rs` reads this list and checks every `crate::` path (and
 //! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs`,
-//! `eval_command.rs`) stands on all of them. Only `sandbox::docker` speaks to Docker.
+//! `eval_command.rs`, `engine_command.rs`) stands on all of them. Only `sandbox::docker` speaks
+//! to Docker, and only `sandbox::k8s` to a Kubernetes API server.
 //!
 //! 1. `files`, `protocol`, `text`, `tls`, `instance`, `lint` — leaves: atomic writes; the data
 //!    the layers hand each other (roles, exit statuses, predictions); placeholders and literal
@@ -19,8 +20,8 @@
 //! 2. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
 //! 3. `sandbox`, `model` — the sandboxes commands run in; the language models.
 //! 4. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
-//! 5. `agent`, `source` — the loop: prompt, parse, act, decide, save; where an instance's
-//!    repository and images come from.
+//! 5. `agent`, `source`, `cluster` — the loop: prompt, parse, act, decide, save; where an
+//!    instance's repository and images come from; where tasks run (`--engine docker|k8s`).
 //! 6. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
 //! 7. `inspect` — the trajectory inspector over runs and ablations.
 
@@ -31,6 +32,7 @@ pub mod ablate;
 pub mod aci;
 pub mod agent;
 pub mod batch;
+pub mod cluster;
 pub mod config;
 pub mod eval;
 pub mod files;

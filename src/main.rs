@@ -7,6 +7,7 @@
 )]
 
 mod cli;
+mod engine_command;
 mod eval_command;
 
 use std::path::{Path, PathBuf};
@@ -101,6 +102,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Images(ImagesCommand::Build { lang, force }) => images_build(&lang, force).await,
         Command::Run(args) => run(args).await,
+        Command::Images(ImagesCommand::Push(args)) => engine_command::images_push(args).await,
         Command::Images(ImagesCommand::Prune {
             run_id,
             all,
@@ -179,13 +181,15 @@ async fn run_context(
     run_id: Option<String>,
     output: Option<PathBuf>,
     runtime: cli::Runtime,
+    engine: &cli::EngineArgs,
 ) -> Result<RunContext, Failure> {
     let started = start_run(run_id, output, runtime).await?;
+    let runtime = engine_command::attach(started.runtime, engine, &config, &started.run_id).await?;
     Ok(RunContext::new(
         config,
         dirs,
         model,
-        started.runtime,
+        runtime,
         started.run_id,
         started.output,
     )?)
@@ -320,7 +324,16 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let agent = &args.agent;
     let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
     let model = agent.model.clone();
-    let mut ctx = run_context(config, dirs, model, run_id, out, agent.runtime).await?;
+    let mut ctx = run_context(
+        config,
+        dirs,
+        model,
+        run_id,
+        out,
+        agent.runtime,
+        &agent.cluster,
+    )
+    .await?;
     let output = ctx.output.clone();
     ctx.turn_lines = true;
     let docker = ctx.runtime.docker().cloned();
@@ -334,9 +347,10 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     )
     .await?;
     // Ctrl-C autosubmits the changes so far, as in a batch; a second one quits at once.
-    let interrupt = signals.spawn(docker.clone());
+    let interrupt = signals.spawn(docker.clone(), ctx.runtime.clone());
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
+    engine_command::finish(&ctx.runtime).await;
     let finished = finish_run(docker.as_ref(), &output).await;
     let patch = output::patch_path(&output, &result.instance_id);
     println!(
@@ -381,7 +395,16 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     let agent = &args.agent;
     let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
     let model = agent.model.clone();
-    let mut ctx = run_context(config, dirs, model, run_id, out, agent.runtime).await?;
+    let mut ctx = run_context(
+        config,
+        dirs,
+        model,
+        run_id,
+        out,
+        agent.runtime,
+        &agent.cluster,
+    )
+    .await?;
     let output = ctx.output.clone();
     let docker = ctx.runtime.docker().cloned();
     let mut progress = batch::progress::Progress::stderr(selected.len());
@@ -397,7 +420,8 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         &refs,
     )
     .await?;
-    let interrupt = signals.spawn(docker.clone());
+    let interrupt = signals.spawn(docker.clone(), ctx.runtime.clone());
+    let engine = ctx.runtime.clone();
     let options = batch::runner::BatchOptions {
         workers: usize::try_from(args.workers).unwrap_or(1),
         redo: args.redo,
@@ -405,6 +429,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     };
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
+    engine_command::finish(&engine).await;
     let finished = finish_run(docker.as_ref(), &output).await;
     let context = batch::summary::SummaryContext {
         output: &output,
@@ -538,7 +563,7 @@ impl Signals {
         }
     }
 
-    fn spawn(mut self, docker: Option<DockerRuntime>) -> batch::Interrupt {
+    fn spawn(mut self, docker: Option<DockerRuntime>, runtime: Runtime) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
             let mut count = 0;
@@ -553,6 +578,7 @@ impl Signals {
                 if let Some(docker) = &docker {
                     docker.remove_all_started().await;
                 }
+                engine_command::finish(&runtime).await;
                 std::process::exit(130);
             }
         });
@@ -605,9 +631,10 @@ async fn write_manifest(
         aci_version: env!("CARGO_PKG_VERSION").to_owned(),
         run_id: ctx.run_id.clone(),
         model: ctx.model.clone(),
-        runtime: match args.runtime {
-            cli::Runtime::Docker => "docker",
-            cli::Runtime::Local => "local",
+        runtime: match (&ctx.runtime, args.runtime) {
+            (Runtime::K8s(_), _) => "k8s",
+            (_, cli::Runtime::Docker) => "docker",
+            (_, cli::Runtime::Local) => "local",
         }
         .to_owned(),
         instances: instances_file.display().to_string(),
@@ -651,6 +678,7 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
     for set in &args.sets {
         batch_args.extend(["--set".to_owned(), set.clone()]);
     }
+    batch_args.extend(args.cluster.to_args());
     let plan = aci::ablate::AblationPlan {
         exe: std::env::current_exe()
             .map_err(|e| Failure::new(format!("cannot find the aci executable: {e}")))?,
@@ -662,7 +690,7 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
         workers: usize::try_from(args.workers).unwrap_or(1),
         repeats: usize::try_from(args.repeats).unwrap_or(1),
         batch_args,
-        eval_args: images_args,
+        eval_args: [images_args, args.cluster.to_args()].concat(),
         replay_dir: args.replay_dir.clone(),
     };
     let table = tokio::task::spawn_blocking(move || aci::ablate::run(&plan))
@@ -732,7 +760,12 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
         })?;
     let (run_id, out) = (args.run_id.clone(), args.output.clone());
     let human = "human".to_owned();
-    let ctx = run_context(config, dirs, human, run_id, out, args.runtime).await?;
+    let docker_only = cli::EngineArgs {
+        engine: cli::Engine::Docker,
+        namespace: None,
+        registry: None,
+    };
+    let ctx = run_context(config, dirs, human, run_id, out, args.runtime, &docker_only).await?;
     let output = ctx.output.clone();
     eprintln!(
         "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The files of the binary, which sits on top of every layer.
-const BINARY_FILES: [&str; 3] = ["main.rs", "cli.rs", "eval_command.rs"];
+const BINARY_FILES: [&str; 4] = ["main.rs", "cli.rs", "eval_command.rs", "engine_command.rs"];
 
 /// The layers of lib.rs's `# Layers` section, lowest first: the backticked names of each
 /// numbered item before its ` — `.

@@ -39,7 +39,7 @@ pub struct AblationPlan {
     pub repeats: usize,
     /// Arguments passed through to every `aci batch` (model, api base, runtime, `--set`).
     pub batch_args: Vec<String>,
-    /// Arguments passed through to every `aci eval` (`--images`).
+    /// Arguments passed through to every `aci eval` (`--images`, the engine).
     pub eval_args: Vec<String>,
     /// The `--replay-dir` for configurations that do not set `model.replay_dir` themselves.
     pub replay_dir: Option<PathBuf>,

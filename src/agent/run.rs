@@ -722,9 +722,10 @@ fn to_messages(items: &[HistoryItem]) -> Vec<Message> {
 /// A sandbox failure ends the instance: a dead container is an environment error.
 fn environment_status(error: &SandboxError) -> ExitStatus {
     match error {
-        SandboxError::ContainerDied { .. } | SandboxError::Docker(_) | SandboxError::Session(_) => {
-            ExitStatus::ExitEnvironmentError
-        }
+        SandboxError::ContainerDied { .. }
+        | SandboxError::Docker(_)
+        | SandboxError::Kubernetes(_)
+        | SandboxError::Session(_) => ExitStatus::ExitEnvironmentError,
         _ => ExitStatus::ExitError,
     }
 }

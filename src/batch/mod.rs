@@ -2,6 +2,7 @@
 //! failure (its container died, the model API kept failing, a limit was hit) ends that instance
 //! with an exit status in its trajectory; only run-level failures are errors here.
 
+pub mod ahead;
 mod instance;
 pub mod output;
 pub mod progress;
@@ -12,6 +13,7 @@ pub use instance::{run_instance, run_instance_interruptible};
 pub use runner::{Interrupt, InterruptHandle};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::aci::registry::Registry;
 use crate::agent::demos;
@@ -36,14 +38,18 @@ pub enum Runtime {
     Docker(DockerRuntime),
     /// Temporary directories on the host (not a sandbox).
     Local,
+    /// Pods of a Kubernetes cluster (`--engine k8s`), images from this daemon.
+    K8s(Arc<ahead::K8sRun>),
 }
 
 impl Runtime {
-    /// The Docker connection, when instances run on Docker.
+    /// The Docker connection, when instances run on Docker or their images are built there for
+    /// a cluster.
     pub fn docker(&self) -> Option<&DockerRuntime> {
         match self {
             Runtime::Docker(docker) => Some(docker),
             Runtime::Local => None,
+            Runtime::K8s(run) => Some(&run.cluster.docker),
         }
     }
 }
@@ -233,30 +239,7 @@ impl RunContext {
     }
 
     fn spec_for(&self, instance: &Instance) -> SandboxSpec {
-        let env = &self.config.env;
-        SandboxSpec {
-            run_id: self.run_id.clone(),
-            instance_id: instance.instance_id.clone(),
-            image: self.image_for(instance),
-            repo: instance.repo_path.as_ref().map(|path| RepoSource {
-                path: path.clone(),
-                commit: instance.base_commit.clone(),
-            }),
-            repo_dir: instance.repo_dir(&env.repo_dir),
-            limits: ResourceLimits::from_env(env),
-            network: env.network,
-            env: env
-                .variables
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            output_limit: OutputLimit {
-                head: env.output_head_bytes,
-                tail: env.output_tail_bytes,
-            },
-            checkout: None,
-            activate: env.activate.clone(),
-        }
+        sandbox_spec(&self.config.env, &self.run_id, instance)
     }
 
     fn policy(&self) -> StopPolicy {
@@ -308,9 +291,20 @@ impl RunContext {
             on_step,
             notes: &notes,
         };
+        if let Runtime::K8s(run) = &self.runtime {
+            let ahead = run.take(instance, &request).await?;
+            let mut info = serde_json::Map::new();
+            let prepared = &ahead.prepared;
+            let commit = prepared.instance.base_commit.as_deref();
+            info.insert("repository".to_owned(), prepared.origin.record(commit));
+            if let Some(env_image) = &prepared.env_image {
+                info.insert("env_image".to_owned(), env_image_record(env_image));
+            }
+            return Ok((AnySandbox::Pod(ahead.pod.ready().await?), info));
+        }
         let docker = match &self.runtime {
             Runtime::Docker(runtime) => Some(runtime),
-            Runtime::Local => None,
+            Runtime::Local | Runtime::K8s(_) => None,
         };
         let prepared = prepare(docker, instance, &request)
             .await
@@ -327,15 +321,7 @@ impl RunContext {
         let sandbox = match (&self.runtime, &prepared.env_image) {
             (Runtime::Docker(runtime), Some(env_image)) => {
                 env_image.apply_to(&mut spec);
-                info.insert(
-                    "env_image".to_owned(),
-                    serde_json::json!({
-                        "tag": env_image.tag,
-                        "id": env_image.id,
-                        "env_hash": env_image.env_hash,
-                        "base_image": env_image.base_image,
-                    }),
-                );
+                info.insert("env_image".to_owned(), env_image_record(env_image));
                 AnySandbox::Docker(runtime.start(&spec).await?)
             }
             _ => AnySandbox::Local(LocalSandbox::start(&spec).await?),
@@ -362,6 +348,48 @@ impl StartError {
             StartError::Prepare(error) => error.is_run_level(),
             StartError::Sandbox(_) => false,
         }
+    }
+}
+
+/// What `info.env_image` of a trajectory says about the image its sandbox started from.
+fn env_image_record(env_image: &crate::image::env::EnvImage) -> serde_json::Value {
+    serde_json::json!({
+        "tag": env_image.tag,
+        "id": env_image.id,
+        "env_hash": env_image.env_hash,
+        "base_image": env_image.base_image,
+    })
+}
+
+/// The sandbox of `instance` under `env`, labelled `run_id`: its image (before the environment
+/// image replaces it), repository, limits, network, variables and output limit.
+pub fn sandbox_spec(
+    env: &crate::config::EnvConfig,
+    run_id: &str,
+    instance: &Instance,
+) -> SandboxSpec {
+    SandboxSpec {
+        run_id: run_id.to_owned(),
+        instance_id: instance.instance_id.clone(),
+        image: crate::image::env::base_image(instance, env),
+        repo: instance.repo_path.as_ref().map(|path| RepoSource {
+            path: path.clone(),
+            commit: instance.base_commit.clone(),
+        }),
+        repo_dir: instance.repo_dir(&env.repo_dir),
+        limits: ResourceLimits::from_env(env),
+        network: env.network,
+        env: env
+            .variables
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        output_limit: OutputLimit {
+            head: env.output_head_bytes,
+            tail: env.output_tail_bytes,
+        },
+        checkout: None,
+        activate: env.activate.clone(),
     }
 }
 

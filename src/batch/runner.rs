@@ -276,6 +276,9 @@ pub async fn run_batch(
             None => queue.push_back((index, instance)),
         }
     }
+    if let super::Runtime::K8s(run) = &ctx.runtime {
+        run.plan(queue.iter().map(|(_, i)| i.clone()), options.workers);
+    }
     let task_ctx = Arc::clone(&ctx);
     let replay_dir = options.replay_dir.clone();
     let task = move |instance: Instance, interrupt: Interrupt| {

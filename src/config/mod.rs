@@ -4,6 +4,7 @@
 
 pub mod aci;
 pub mod agent;
+pub mod k8s;
 pub mod load;
 pub mod model;
 pub mod units;
@@ -19,6 +20,7 @@ pub use agent::{HistoryConfig, Limits, NudgeTexts};
 pub use model::ModelConfig;
 pub use units::{Positive, Seconds};
 
+pub use k8s::K8sConfig;
 pub use load::{ConfigError, ConfigWarning, resolve, resolve_text, resolve_with_presets};
 
 /// The whole configuration.
@@ -286,6 +288,8 @@ pub struct EnvConfig {
     /// of every evaluation script, e.g. `source /opt/miniconda3/bin/activate && conda activate
     /// testbed`. When it fails the instance ends with `exit_environment_error`. Null: none.
     pub activate: Option<String>,
+    /// `--engine k8s`: the namespace, the registry, and how long pods may take to start.
+    pub k8s: K8sConfig,
 }
 
 /// `env.pull`: when an image is pulled.
@@ -348,6 +352,7 @@ impl Default for EnvConfig {
             image_template: None,
             pull: PullPolicy::Missing,
             activate: None,
+            k8s: K8sConfig::default(),
         }
     }
 }

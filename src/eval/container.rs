@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::script::{APPLY_PATCH_FAIL, TESTS_TIMEOUT, apply_patch_script, patch_applied};
 use super::suspicious::BaseFiles;
-use crate::sandbox::docker::DockerRuntime;
+use crate::cluster::Engine;
 use crate::sandbox::{OutputLimit, Sandbox, SandboxError, SandboxSpec};
 
 /// Output kept per command: the head and the tail around an elision note. Far above the
@@ -86,17 +86,19 @@ impl ContainerRun {
     }
 }
 
-/// Starts a container as `spec` says, reads the job's base files, applies its patch and, when it
-/// applied, runs its `eval.sh` under its deadline. The container is removed whatever happens.
+/// Starts a container (or pod) as `spec` says, reads the job's base files, applies its patch
+/// and, when it applied, runs its `eval.sh` under its deadline. The sandbox is removed whatever
+/// happens.
 ///
 /// # Errors
 /// The container could not be started, died, or its session failed: an infrastructure error.
 pub async fn run_in_container(
-    runtime: &DockerRuntime,
+    engine: &Engine,
     spec: &SandboxSpec,
     job: &ContainerJob<'_>,
 ) -> Result<ContainerRun, SandboxError> {
-    let mut sandbox = runtime.start(spec).await?;
+    let task_secs = (job.timeout + APPLY_TIMEOUT).as_secs_f64();
+    let mut sandbox = engine.start(spec, task_secs).await?;
     let result = apply_and_test(&mut sandbox, &spec.repo_dir, job).await;
     let removed = sandbox.shutdown().await;
     let run = result?;

@@ -26,12 +26,12 @@ use super::spec;
 use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
+use crate::cluster::Engine;
 use crate::config::EnvConfig;
 use crate::files::write_atomic;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
-use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::{ResourceLimits, SandboxSpec};
 use crate::source::{PrepareError, PrepareRequest, prepare};
 
@@ -153,13 +153,14 @@ pub enum EvalError {
 }
 
 struct Shared {
-    runtime: DockerRuntime,
+    engine: Engine,
     settings: EvalSettings,
     stop: AtomicBool,
     stop_error: Mutex<Option<EnvImageError>>,
 }
 
-/// Evaluates `predictions` on `instances` (the selection) and writes every file.
+/// Evaluates `predictions` on `instances` (the selection) and writes every file, each in a
+/// fresh sandbox of `engine` (a Docker container, or a pod with no network).
 /// `progress` is called as each instance finishes.
 ///
 /// # Errors
@@ -167,7 +168,7 @@ struct Shared {
 /// running finish and keep their files; the summary is not written), or the summary cannot be
 /// written.
 pub async fn evaluate(
-    runtime: DockerRuntime,
+    engine: impl Into<Engine>,
     instances: Vec<Instance>,
     predictions: &[Prediction],
     settings: EvalSettings,
@@ -176,7 +177,7 @@ pub async fn evaluate(
     let output = settings.output.clone();
     let workers = settings.workers.max(1);
     let shared = Arc::new(Shared {
-        runtime,
+        engine: engine.into(),
         settings,
         stop: AtomicBool::new(false),
         stop_error: Mutex::new(None),
@@ -318,11 +319,12 @@ impl Job<'_> {
             on_step: &*on_step,
             notes: &notes,
         };
-        let prepared = match prepare(Some(&self.shared.runtime), self.instance, &request).await {
-            Ok(prepared) => prepared,
-            Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
-            Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
-        };
+        let prepared =
+            match prepare(Some(self.shared.engine.docker()), self.instance, &request).await {
+                Ok(prepared) => prepared,
+                Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
+                Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
+            };
         let Some(image) = prepared.env_image else {
             let reason = "no environment image was prepared";
             return Ok((self.error_report(reason, None), false));
@@ -365,7 +367,7 @@ impl Job<'_> {
             eval_script: &script,
             timeout: settings.timeout,
         };
-        match run_in_container(&self.shared.runtime, &spec, &job).await {
+        match run_in_container(&self.shared.engine, &spec, &job).await {
             Ok(run) => Ok((self.finish(&plan, &canary, &image, key, &run), false)),
             Err(error) => {
                 let reason = format!("the evaluation container failed: {error}");

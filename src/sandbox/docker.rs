@@ -17,14 +17,14 @@ use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
     DownloadFromContainerOptionsBuilder, EventsOptionsBuilder, InspectContainerOptionsBuilder,
     KillContainerOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, RestartContainerOptionsBuilder,
-    UploadToContainerOptionsBuilder,
+    PushImageOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    RestartContainerOptionsBuilder, TagImageOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::transport::{Channel, Frame, Transport};
+use super::transport::{Channel, Frame, SESSION_ENV, Transport};
 use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
 
 mod types;
@@ -46,18 +46,6 @@ const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
 
 /// How often the disk watchdog measures what a container wrote.
 const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(3);
-
-/// Environment of every session: no pagers, no progress bars, a fixed locale.
-const SESSION_ENV: [&str; 8] = [
-    "PAGER=cat",
-    "MANPAGER=cat",
-    "GIT_PAGER=cat",
-    "LESS=-R",
-    "PIP_PROGRESS_BAR=off",
-    "TQDM_DISABLE=1",
-    "LANG=C.UTF-8",
-    "TERM=dumb",
-];
 
 /// An error and its causes, joined with `: `.
 fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
@@ -394,14 +382,9 @@ impl DockerRuntime {
         let options = CreateImageOptionsBuilder::default()
             .from_image(image)
             .build();
-        let credentials = login.map(|login| bollard::auth::DockerCredentials {
-            username: login.username.clone(),
-            password: login.password.clone(),
-            identitytoken: login.identity_token.clone(),
-            serveraddress: Some(login.server.clone()),
-            ..Default::default()
-        });
-        let mut stream = self.docker.create_image(Some(options), None, credentials);
+        let mut stream = self
+            .docker
+            .create_image(Some(options), None, login.map(to_bollard));
         while let Some(item) = stream.next().await {
             let info = item.map_err(|error| match error {
                 bollard::errors::Error::DockerStreamError { error } => SandboxError::Docker(error),
@@ -546,6 +529,77 @@ impl DockerRuntime {
         Ok(image.id)
     }
 
+    /// The manifest digest the registry holds for `reference` (`registry/repo:tag`), asked
+    /// through the daemon; `None` when the registry has no such tag.
+    pub async fn registry_digest(
+        &self,
+        reference: &str,
+        credentials: Option<&RegistryLogin>,
+    ) -> Result<Option<String>, SandboxError> {
+        match self
+            .docker
+            .inspect_registry_image(reference, credentials.map(to_bollard))
+            .await
+        {
+            Ok(inspect) => Ok(Some(inspect.descriptor.digest.unwrap_or_default())),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code,
+                message,
+            }) if status_code == 404
+                || message.contains("manifest unknown")
+                || message.contains("not found") =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(SandboxError::Docker(format!(
+                "cannot ask the registry about {reference}: {error}"
+            ))),
+        }
+    }
+
+    /// Tags the local image `local` as `reference` (`registry/repo:tag`) and pushes it. Returns
+    /// the digest the registry reported.
+    pub async fn push_image(
+        &self,
+        local: &str,
+        reference: &str,
+        credentials: Option<&RegistryLogin>,
+    ) -> Result<String, SandboxError> {
+        let (repo, tag) = split_reference(reference);
+        let options = TagImageOptionsBuilder::default()
+            .repo(repo)
+            .tag(tag)
+            .build();
+        self.docker
+            .tag_image(local, Some(options))
+            .await
+            .map_err(|e| SandboxError::Docker(format!("cannot tag {local} as {reference}: {e}")))?;
+        let options = PushImageOptionsBuilder::default().tag(tag).build();
+        let mut stream = self
+            .docker
+            .push_image(repo, Some(options), credentials.map(to_bollard));
+        let mut digest = String::new();
+        while let Some(item) = stream.next().await {
+            let info =
+                item.map_err(|e| SandboxError::Docker(format!("pushing {reference} failed: {e}")))?;
+            if let Some(detail) = info.error_detail {
+                return Err(SandboxError::Docker(format!(
+                    "pushing {reference} failed: {}",
+                    detail.message.unwrap_or_default()
+                )));
+            }
+            if let Some(found) = info
+                .status
+                .as_deref()
+                .and_then(|s| s.split("digest: ").nth(1))
+                .and_then(|s| s.split_whitespace().next())
+            {
+                digest = found.to_owned();
+            }
+        }
+        Ok(digest)
+    }
+
     /// Removes an image by id or tag (forcing, so tags pointing to it go too).
     pub async fn remove_image(&self, name: &str) -> Result<(), SandboxError> {
         let options = RemoveImageOptionsBuilder::default().force(true).build();
@@ -671,6 +725,26 @@ async fn exec_once(
     Ok(out)
 }
 
+/// A registry login as bollard sends it (the `X-Registry-Auth` header).
+fn to_bollard(credentials: &RegistryLogin) -> bollard::auth::DockerCredentials {
+    bollard::auth::DockerCredentials {
+        username: credentials.username.clone(),
+        password: credentials.password.clone(),
+        serveraddress: Some(credentials.server.clone()),
+        identitytoken: credentials.identity_token.clone(),
+        ..Default::default()
+    }
+}
+
+/// `registry/repo:tag` as `(registry/repo, tag)`; the tag defaults to `latest`. A `:` before
+/// the last `/` is a registry port, not a tag.
+pub fn split_reference(reference: &str) -> (&str, &str) {
+    match reference.rfind(':') {
+        Some(at) if !reference[at..].contains('/') => (&reference[..at], &reference[at + 1..]),
+        _ => (reference, "latest"),
+    }
+}
+
 /// The content of the first regular file in a tar archive (the daemon's archive of one file).
 fn first_file_of_tar(tar: &[u8]) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
@@ -767,14 +841,14 @@ fn container_name(instance_id: &str, run_id: &str) -> String {
 }
 
 /// The start time (clock ticks since boot) of a process, from `/proc/<pid>/stat`.
-fn process_start_time(pid: u32) -> Option<u64> {
+pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_comm = &stat[stat.rfind(')')? + 2..];
     // Fields after the command name start at field 3 (state); starttime is field 22.
     after_comm.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn own_start_time() -> u64 {
+pub(crate) fn own_start_time() -> u64 {
     process_start_time(std::process::id()).unwrap_or(0)
 }
 

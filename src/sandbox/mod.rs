@@ -6,10 +6,12 @@
 //! engines is only the transport: [`docker::DockerTransport`] is one hardened container per
 //! task ([`docker::DockerSandbox`]); [`local::LocalTransport`] is a temporary copy of the
 //! repository on the host with no isolation at all, for tests and for machines without Docker
-//! ([`local::LocalSandbox`]). Another engine is one new file with one more transport.
+//! ([`local::LocalSandbox`]); [`k8s::PodTransport`] is one pod of a Kubernetes cluster per task
+//! ([`k8s::PodSandbox`]). Another engine is one new file with one more transport.
 
 pub mod docker;
 pub mod guard;
+pub mod k8s;
 pub mod local;
 pub mod repo;
 pub mod shell;
@@ -175,6 +177,9 @@ pub enum SandboxError {
     /// The Docker daemon could not be reached or refused a request.
     #[error("docker: {0}")]
     Docker(String),
+    /// The Kubernetes API server could not be reached or refused a request.
+    #[error("kubernetes: {0}")]
+    Kubernetes(String),
     /// The container stopped while the task was running.
     #[error("the container for {instance_id} died: {reason}")]
     ContainerDied {
@@ -371,12 +376,14 @@ impl<T: Transport> Sandbox for ShellSandbox<T> {
     }
 }
 
-/// Either sandbox, chosen at run time (`--runtime docker|local`).
+/// Any sandbox, chosen at run time (`--runtime docker|local`, `--engine docker|k8s`).
 pub enum AnySandbox {
     /// A container.
     Docker(docker::DockerSandbox),
     /// A temporary directory on the host.
     Local(local::LocalSandbox),
+    /// A pod of a Kubernetes cluster.
+    Pod(k8s::PodSandbox),
 }
 
 macro_rules! delegate {
@@ -384,6 +391,7 @@ macro_rules! delegate {
         match $self {
             AnySandbox::Docker($sandbox) => $call,
             AnySandbox::Local($sandbox) => $call,
+            AnySandbox::Pod($sandbox) => $call,
         }
     };
 }

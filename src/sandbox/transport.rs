@@ -114,6 +114,19 @@ pub trait Transport: Send + Sync {
     fn teardown(self) -> impl Future<Output = Result<(), SandboxError>> + Send;
 }
 
+/// Environment of every session in a container or pod: no pagers, no progress bars, a fixed
+/// locale.
+pub const SESSION_ENV: [&str; 8] = [
+    "PAGER=cat",
+    "MANPAGER=cat",
+    "GIT_PAGER=cat",
+    "LESS=-R",
+    "PIP_PROGRESS_BAR=off",
+    "TQDM_DISABLE=1",
+    "LANG=C.UTF-8",
+    "TERM=dumb",
+];
+
 /// A POSIX `sh` script that kills every descendant of the process `$1`, using only `/proc`
 /// (no `ps`, no `pkill`, no `/proc/*/children`). It freezes what it finds with SIGSTOP before
 /// killing, so a fork bomb cannot outrun it, and runs a few rounds. It refuses a root of 0, 1

@@ -1,4 +1,5 @@
-//! Unit tests of the Docker helpers that need no daemon: container names and process start times.
+//! Unit tests of the Docker helpers that need no daemon: container names, image references and
+//! process start times.
 
 use super::*;
 
@@ -10,6 +11,23 @@ fn counter_after(name: &str, expected_prefix: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name} does not start with {expected_prefix}"));
     rest.parse()
         .unwrap_or_else(|_| panic!("{name} does not end in a counter"))
+}
+
+#[test]
+fn references_split_at_the_tag_not_at_a_registry_port() {
+    assert_eq!(
+        split_reference("localhost:5000/aci-env-python:0123abcd"),
+        ("localhost:5000/aci-env-python", "0123abcd")
+    );
+    assert_eq!(
+        split_reference("ghcr.io/me/aci-base:bookworm"),
+        ("ghcr.io/me/aci-base", "bookworm")
+    );
+    assert_eq!(
+        split_reference("localhost:5000/aci-base"),
+        ("localhost:5000/aci-base", "latest")
+    );
+    assert_eq!(split_reference("aci-base"), ("aci-base", "latest"));
 }
 
 #[test]

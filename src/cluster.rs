@@ -1,0 +1,238 @@
+//! Where tasks run, for the commands that start them: this machine's Docker daemon
+//! ([`Engine::Docker`]), or pods of a Kubernetes cluster ([`Engine::K8s`]).
+//!
+//! Images are built and hashed by the local daemon either way ([`crate::image`]); with a
+//! cluster they are then published ([`Cluster::publish`]): pushed as `<registry>/<tag>` when the
+//! registry lacks them, so that the nodes can pull them. Without a registry the nodes are
+//! expected to have the images under their local tags (`kind load docker-image`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::config::EnvConfig;
+use crate::image::LABEL_IMAGE;
+use crate::image::push::publish_one;
+use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
+use crate::sandbox::k8s::manifest::PullPolicy;
+use crate::sandbox::k8s::status::StartLimits;
+use crate::sandbox::k8s::{K8sRuntime, K8sSettings, PendingPod, PodSandbox};
+use crate::sandbox::{AnySandbox, SandboxError, SandboxSpec};
+
+/// The pods' `imagePullPolicy` for `env.pull`: the kubelet pulls as aci would.
+pub fn pod_pull_policy(pull: crate::config::PullPolicy) -> PullPolicy {
+    match pull {
+        crate::config::PullPolicy::Missing => PullPolicy::IfNotPresent,
+        crate::config::PullPolicy::Always => PullPolicy::Always,
+        crate::config::PullPolicy::Never => PullPolicy::Never,
+    }
+}
+
+/// The engine's view of `env.k8s` (with `--namespace` and `--registry` applied) and of
+/// `env.pull`.
+pub fn k8s_settings(env: &EnvConfig) -> K8sSettings {
+    let k8s = &env.k8s;
+    let nonempty = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+    K8sSettings {
+        namespace: nonempty(&k8s.namespace),
+        context: nonempty(&k8s.context),
+        pull_policy: pod_pull_policy(env.pull),
+        start_limits: StartLimits {
+            pull: k8s.pull_timeout.duration(),
+            schedule: k8s.schedule_timeout.duration(),
+        },
+        pull_secret: nonempty(&k8s.image_pull_secret),
+        node_selector: k8s.node_selector.clone(),
+    }
+}
+
+/// A cluster with the local daemon that builds and pushes its images.
+pub struct Cluster {
+    /// The local daemon: it builds, hashes and pushes the images.
+    pub docker: DockerRuntime,
+    /// The cluster.
+    pub k8s: K8sRuntime,
+    /// `env.k8s.registry` (or `--registry`); `None`: the nodes have the local tags.
+    pub registry: Option<String>,
+    /// Credentials for the registry, from `docker login`.
+    pub credentials: Option<RegistryLogin>,
+    /// Local tags known to be in the registry, by reference; one lock per tag so that two
+    /// tasks needing the same image push it once.
+    published: Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>,
+}
+
+impl Cluster {
+    /// A cluster over `k8s` whose images come from `docker`, published to `registry`.
+    pub fn new(
+        docker: DockerRuntime,
+        k8s: K8sRuntime,
+        registry: Option<String>,
+        credentials: Option<RegistryLogin>,
+    ) -> Self {
+        Self {
+            docker,
+            k8s,
+            registry: registry
+                .map(|r| r.trim_end_matches('/').to_owned())
+                .filter(|r| !r.is_empty()),
+            credentials,
+            published: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The reference the nodes pull for local `tag`.
+    pub fn reference(&self, tag: &str) -> String {
+        match &self.registry {
+            Some(registry) => format!("{registry}/{tag}"),
+            None => tag.to_owned(),
+        }
+    }
+
+    /// Makes the local image `tag` pullable by the nodes and returns the reference to pull.
+    /// An image aci built (labelled `aci.image`) is pushed to the registry unless the registry
+    /// already has that tag with the same digest; any other image (an instance's own, from a
+    /// public registry) is pulled by the nodes from where it came.
+    pub async fn publish(&self, tag: &str) -> Result<String, SandboxError> {
+        let Some(_) = &self.registry else {
+            return Ok(tag.to_owned());
+        };
+        let info = self.docker.inspect_image(tag).await?.ok_or_else(|| {
+            SandboxError::Docker(format!(
+                "the image {tag} does not exist\nhint: run `aci images build`"
+            ))
+        })?;
+        if !info.labels.contains_key(LABEL_IMAGE) {
+            return Ok(tag.to_owned());
+        }
+        let reference = self.reference(tag);
+        let lock = {
+            let mut published = self.published.lock().map_err(|_| {
+                SandboxError::Docker("the image registry lock is poisoned".to_owned())
+            })?;
+            Arc::clone(published.entry(reference.clone()).or_default())
+        };
+        let mut done = lock.lock().await;
+        if !*done {
+            publish_one(
+                &self.docker,
+                tag,
+                &reference,
+                &info.digests,
+                self.credentials.as_ref(),
+            )
+            .await?;
+            *done = true;
+        }
+        Ok(reference)
+    }
+
+    /// Creates the pod of `spec` (its image published first) without waiting for it.
+    pub async fn create(
+        &self,
+        spec: &SandboxSpec,
+        task_secs: f64,
+        created_ahead: bool,
+    ) -> Result<PendingPod, SandboxError> {
+        let mut spec = spec.clone();
+        spec.image = self.publish(&spec.image).await?;
+        self.k8s.create(&spec, task_secs, created_ahead).await
+    }
+
+    /// Starts the pod of `spec` and opens its shell.
+    pub async fn start(
+        &self,
+        spec: &SandboxSpec,
+        task_secs: f64,
+    ) -> Result<PodSandbox, SandboxError> {
+        self.create(spec, task_secs, false).await?.ready().await
+    }
+
+    /// Deletes every pod this process made for `run_id`, tracked or not.
+    pub async fn delete_run(&self, run_id: &str) {
+        self.k8s.delete_all_started().await;
+        if let Err(error) = self.k8s.delete_own(run_id).await {
+            eprintln!("warning: could not look for leftover pods of run {run_id}: {error}");
+        }
+    }
+}
+
+/// Where sandboxes start: the local daemon, or a cluster's pods.
+#[derive(Clone)]
+pub enum Engine {
+    /// Containers of the local daemon.
+    Docker(DockerRuntime),
+    /// Pods of a cluster.
+    K8s(Arc<Cluster>),
+}
+
+impl From<DockerRuntime> for Engine {
+    fn from(docker: DockerRuntime) -> Self {
+        Engine::Docker(docker)
+    }
+}
+
+impl Engine {
+    /// The local daemon, which builds and finds the images either way.
+    pub fn docker(&self) -> &DockerRuntime {
+        match self {
+            Engine::Docker(docker) => docker,
+            Engine::K8s(cluster) => &cluster.docker,
+        }
+    }
+
+    /// Starts a sandbox as `spec` says. `task_secs` is its task's time limit (a pod's
+    /// deadline is made from it).
+    pub async fn start(
+        &self,
+        spec: &SandboxSpec,
+        task_secs: f64,
+    ) -> Result<AnySandbox, SandboxError> {
+        match self {
+            Engine::Docker(docker) => Ok(AnySandbox::Docker(docker.start(spec).await?)),
+            Engine::K8s(cluster) => Ok(AnySandbox::Pod(cluster.start(spec, task_secs).await?)),
+        }
+    }
+
+    /// Removes every container or pod this process started for `run_id`.
+    pub async fn remove_run(&self, run_id: &str) {
+        match self {
+            Engine::Docker(docker) => {
+                docker.remove_all_started().await;
+                if let Err(error) = docker.remove_own_containers(run_id).await {
+                    eprintln!("warning: could not look for leftover containers: {error}");
+                }
+            }
+            Engine::K8s(cluster) => cluster.delete_run(run_id).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::units::Seconds;
+
+    #[test]
+    fn env_pull_becomes_the_pods_pull_policy_and_the_limits_their_start_limits() {
+        let mut env = EnvConfig::default();
+        assert_eq!(k8s_settings(&env).pull_policy, PullPolicy::IfNotPresent);
+        env.pull = crate::config::PullPolicy::Always;
+        assert_eq!(k8s_settings(&env).pull_policy, PullPolicy::Always);
+        env.pull = crate::config::PullPolicy::Never;
+        env.k8s.pull_timeout = Seconds::whole(30);
+        env.k8s.schedule_timeout = Seconds::whole(45);
+        env.k8s.namespace = "swe".to_owned();
+        let settings = k8s_settings(&env);
+        assert_eq!(settings.pull_policy, PullPolicy::Never);
+        assert_eq!(
+            settings.start_limits,
+            StartLimits {
+                pull: Duration::from_secs(30),
+                schedule: Duration::from_secs(45)
+            }
+        );
+        assert_eq!(settings.namespace.as_deref(), Some("swe"));
+        assert_eq!(settings.context, None);
+    }
+}
