@@ -1,5 +1,5 @@
 //! `aci eval` and `aci images prune`: read the inputs, run, print, and turn the outcome into an
-//! exit code (3 when `--expect` finds a regression, 130 on Ctrl-C).
+//! exit code (3 when `--expect` finds a regression, 130 on Ctrl-C or SIGTERM).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use aci::image::prune::{PruneScope, prune, prune_pulled};
 use aci::instance::{self, Instance, Selection, SliceSpec};
 
 use crate::cli::EvalArgs;
-use crate::{Failure, connect_docker, create_output_dir, default_run_id, load_instances};
+use crate::{Failure, Signals, connect_docker, create_output_dir, default_run_id, load_instances};
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
@@ -58,6 +58,8 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
     aci::spec::table(&config.env.specs)?;
+    // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
+    let mut signals = Signals::listen()?;
     let docker = connect_docker().await?;
     let engine = crate::engine_command::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
@@ -81,7 +83,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     };
     let result = tokio::select! {
         result = evaluate(engine.clone(), selected, &predictions, settings, &mut progress) => result,
-        _ = tokio::signal::ctrl_c() => {
+        () = signals.first() => {
             engine.remove_run(&run_id).await;
             eprintln!(
                 "interrupted: the evaluation containers were removed; finished instances keep \

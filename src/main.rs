@@ -75,10 +75,18 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(dispatch(cli));
-    // A read of the terminal (`aci shell`) may still block a thread after Ctrl-C: do not wait
-    // for it.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // Whatever ends the work, a panic too, every container this process started is removed
+    // before it exits.
+    let result = match aci::sandbox::guard::run_guarded(runtime, dispatch(cli)) {
+        Ok(result) => result,
+        Err(panicked) => {
+            eprintln!(
+                "error: aci panicked ({}); removed {} container(s) it had started",
+                panicked.message, panicked.removed
+            );
+            return ExitCode::from(101);
+        }
+    };
     match result {
         Ok(code) => code,
         Err(failure) => {
@@ -354,7 +362,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
     engine_command::finish(&ctx.runtime).await;
-    finish_run(docker.as_ref(), &output).await?;
+    let finished = finish_run(docker.as_ref(), &output).await;
     let patch = output::patch_path(&output, &result.instance_id);
     println!(
         "{}\t{}\t{}",
@@ -362,6 +370,10 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         result.exit_status,
         patch.display()
     );
+    if let Some(failure) = result.run_failure {
+        return Err(run_failure(failure));
+    }
+    finished?;
     if watch.is_set() {
         eprintln!(
             "interrupted: the turns so far are in {}",
@@ -429,18 +441,34 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
     engine_command::finish(&engine).await;
-    let statuses = finish_run(docker.as_ref(), &output).await?;
+    let finished = finish_run(docker.as_ref(), &output).await;
     let context = batch::summary::SummaryContext {
         output: &output,
-        total_cost: statuses.total_cost,
+        total_cost: finished
+            .as_ref()
+            .map_or_else(|_| report.cost(), |statuses| statuses.total_cost),
         invalid_records,
     };
     print!("{}", batch::summary::render(&report, &context));
+    if report.failure.is_some() {
+        // Named when it happened (`error: …; stopping the batch`); what failed after it is
+        // its consequence.
+        return Ok(ExitCode::from(1));
+    }
+    finished?;
     Ok(if report.interrupted {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The exit of a run stopped by a run-level failure: its line, its hint, exit code 1.
+fn run_failure(failure: batch::RunFailure) -> Failure {
+    Failure {
+        message: failure.message,
+        hint: failure.hint,
+    }
 }
 
 /// Model settings that cannot work for a batch are run-level failures, found before anything
@@ -538,15 +566,20 @@ impl Signals {
         })
     }
 
+    /// Waits for the first SIGINT or SIGTERM.
+    async fn first(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+
     fn spawn(mut self, docker: Option<DockerRuntime>, runtime: Runtime) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
             let mut count = 0;
             loop {
-                tokio::select! {
-                    _ = self.interrupt.recv() => {}
-                    _ = self.terminate.recv() => {}
-                }
+                self.first().await;
                 count += 1;
                 if count == 1 {
                     handle.trigger();

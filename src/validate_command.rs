@@ -1,5 +1,6 @@
 //! `aci validate`: read the instances and the config, grade each instance with its gold patch
-//! and with none, print the table, and remove the run's containers (also on Ctrl-C, exit 130).
+//! and with none, print the table, and remove the run's containers (also on Ctrl-C or SIGTERM,
+//! exit 130).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use aci::spec;
 use aci::validate::{table, validate as validate_instances};
 
 use crate::cli::ValidateArgs;
-use crate::{Failure, connect_docker, default_run_id, load_instances};
+use crate::{Failure, Signals, connect_docker, default_run_id, load_instances};
 
 /// `aci validate`.
 pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
@@ -50,6 +51,8 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         ))
     })?;
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
+    // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
+    let mut signals = Signals::listen()?;
     let docker = connect_docker().await?;
     let engine = crate::engine_command::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
@@ -69,7 +72,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     let mut progress = |line: &str| eprintln!("{line}");
     let result = tokio::select! {
         result = validate_instances(engine.clone(), instances, settings, &mut progress) => result,
-        _ = tokio::signal::ctrl_c() => {
+        () = signals.first() => {
             remove_containers(&engine, &run_id).await;
             eprintln!(
                 "interrupted: the containers were removed; rerun the same command to resume"

@@ -22,7 +22,7 @@ use crate::aci::parse::{self, ErrorCode, FormatError};
 use crate::aci::registry::{CommandSpec, Registry};
 use crate::aci::{Aci, StepOutput};
 use crate::config::{AgentConfig, ParserKind};
-use crate::model::{Message, Model, ModelResponse, QueryRequest, ToolCall};
+use crate::model::{Message, Model, ModelError, ModelResponse, QueryRequest, ToolCall};
 use crate::protocol::RecordedStatus;
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::trajectory::{Info, Trajectory, TrajectoryStep, edited_files};
@@ -53,6 +53,13 @@ pub struct Outcome {
     pub trajectory: Trajectory,
     /// The patch, when the agent submitted or the autosubmission found changes.
     pub submission: Option<Vec<u8>>,
+    /// Why the episode ended on a failure (the model API, a template, the sandbox), as its last
+    /// step records it (a hint, if any, on a line of its own); `None` when it ended its own way.
+    pub error: Option<String>,
+    /// The model's failure would end every other instance of the run too
+    /// ([`crate::model::ModelError::is_run_level`]: a rejected key), so the run should stop;
+    /// the episode was recorded as `early_exit`, which resume runs again.
+    pub stops_run: bool,
 }
 
 /// Failures that end the run for every instance (a broken template), not just this one. Only
@@ -123,6 +130,10 @@ struct Loop<'e, 'a, M: Model, S: Sandbox> {
     submission: Option<Vec<u8>>,
     /// The nudge sent with the current request, recorded on the steps it produced.
     nudge: Option<String>,
+    /// [`Outcome::error`].
+    error: Option<String>,
+    /// [`Outcome::stops_run`].
+    stops_run: bool,
 }
 
 /// Runs one instance to its end and returns the trajectory and the submission.
@@ -140,7 +151,9 @@ pub async fn run_episode<M: Model, S: Sandbox>(
         let turn = match this.turn(&pending).await {
             Ok(turn) => turn,
             Err(LoopError::Template(error)) => {
-                this.record_exit("", &error.to_string());
+                let reason = error.to_string();
+                this.record_exit("", &reason);
+                this.error = Some(reason);
                 TurnResult::ended(ExitStatus::ExitError)
             }
         };
@@ -170,6 +183,8 @@ pub async fn run_episode<M: Model, S: Sandbox>(
     Ok(Outcome {
         trajectory: this.trajectory,
         submission,
+        error: this.error,
+        stops_run: this.stops_run,
     })
 }
 
@@ -201,6 +216,8 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             started: Instant::now(),
             submission: None,
             nudge: None,
+            error: None,
+            stops_run: false,
         }
     }
 
@@ -271,7 +288,16 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         let response = match self.model.query(request).await {
             Ok(response) => response,
             Err(error) => {
-                self.record_exit("", &error.with_hint());
+                let reason = error.with_hint();
+                self.record_exit("", &reason);
+                // Input that ended (a person's Ctrl-D) is how a session ends, not a failure.
+                if !matches!(error, ModelError::Interrupted { .. }) {
+                    self.error = Some(reason);
+                }
+                if error.is_run_level() {
+                    self.stops_run = true;
+                    return Ok(TurnResult::ended(ExitStatus::EarlyExit));
+                }
                 return Ok(TurnResult::ended(error.exit_status()));
             }
         };
@@ -384,6 +410,7 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             Ok(step) => step,
             Err(error) => {
                 let observation = error.to_string();
+                self.error = Some(observation.clone());
                 self.record_step(
                     text,
                     &thought,

@@ -3,38 +3,33 @@
 //! with an exit status in its trajectory; only run-level failures are errors here.
 
 pub mod ahead;
+mod instance;
 pub mod output;
 pub mod progress;
 pub mod runner;
 pub mod summary;
 
+pub use instance::{run_instance, run_instance_interruptible};
 pub use runner::{Interrupt, InterruptHandle};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use minijinja::context;
-
-use crate::aci::Aci;
 use crate::aci::registry::Registry;
 use crate::agent::demos;
 use crate::agent::history::HistoryItem;
 use crate::agent::prompt::Prompts;
-use crate::agent::run::{Episode, SUBMISSION_ERROR, record_stop, run_episode};
-use crate::agent::stop::{ActionFormat, ExitStatus, StopPolicy};
+use crate::agent::stop::{ActionFormat, StopPolicy};
 use crate::config::{Config, ParserKind};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
-use crate::model::{self, AnyModel, ReplayInput};
 use crate::protocol::RecordedStatus;
 use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::local::LocalSandbox;
 use crate::sandbox::{
-    AnySandbox, OutputLimit, RepoSource, ResourceLimits, Sandbox, SandboxError, SandboxSpec,
+    AnySandbox, OutputLimit, RepoSource, ResourceLimits, SandboxError, SandboxSpec,
 };
 use crate::source::{PrepareError, PrepareRequest, prepare};
-use crate::trajectory::{self, Trajectory};
-use output::Prediction;
 
 /// Where instances run.
 #[derive(Clone)]
@@ -116,6 +111,77 @@ pub struct InstanceResult {
     pub cost: f64,
     /// Whether a non-empty patch was submitted.
     pub has_patch: bool,
+    /// Why it failed (the model API, the sandbox, a template), when no line has said so yet:
+    /// the batch shows it in the instance's line. Its hint, if any, is on the lines after the
+    /// first.
+    pub reason: Option<String>,
+    /// A failure that stops the whole run, met by this instance; the instance itself was
+    /// recorded as `early_exit`, so the rerun runs it again.
+    pub run_failure: Option<RunFailure>,
+}
+
+/// A failure that every instance of the run would meet: too little disk for the environment
+/// images, an API key the model API rejects (HTTP 401 or 403), a Docker daemon that went
+/// away, an output file that cannot be written. It stops the run like Ctrl-C, with one line
+/// naming it, and the exit code 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFailure {
+    /// What happened, one line.
+    pub message: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+}
+
+impl RunFailure {
+    /// A failure from an error's text, whose hint (if any) follows on a line of its own that
+    /// starts with `hint: ` ([`crate::model::ModelError::with_hint`] and the low-disk error
+    /// write it so).
+    pub fn from_text(text: &str) -> Self {
+        match text.split_once("\nhint: ") {
+            Some((message, hint)) => RunFailure {
+                message: message.to_owned(),
+                hint: Some(hint.to_owned()),
+            },
+            None => RunFailure {
+                message: text.to_owned(),
+                hint: None,
+            },
+        }
+    }
+
+    /// A file of the output directory that could not be written.
+    pub fn write(path: &Path, error: &std::io::Error) -> Self {
+        RunFailure {
+            message: format!("cannot write {}: {error}", path.display()),
+            hint: Some(
+                "make room in (or fix) the output directory, then rerun the same command: \
+                 finished instances are kept"
+                    .to_owned(),
+            ),
+        }
+    }
+
+    /// The Docker daemon stopped answering.
+    pub fn daemon_gone(error: &SandboxError) -> Self {
+        let detail = match error {
+            SandboxError::Docker(detail) => detail.clone(),
+            other => other.to_string(),
+        };
+        RunFailure {
+            message: format!("the Docker daemon went away: {detail}"),
+            hint: Some(
+                "start the Docker daemon again, then rerun the same command: the run resumes \
+                 and removes the containers left behind"
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for RunFailure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.message)
+    }
 }
 
 impl RunContext {
@@ -275,6 +341,16 @@ pub enum StartError {
     Sandbox(#[from] SandboxError),
 }
 
+impl StartError {
+    /// Whether the run must stop rather than only this instance fail (low disk).
+    pub fn is_run_level(&self) -> bool {
+        match self {
+            StartError::Prepare(error) => error.is_run_level(),
+            StartError::Sandbox(_) => false,
+        }
+    }
+}
+
 /// What `info.env_image` of a trajectory says about the image its sandbox started from.
 fn env_image_record(env_image: &crate::image::env::EnvImage) -> serde_json::Value {
     serde_json::json!({
@@ -344,416 +420,4 @@ fn load_demonstrations(
         items.push(item);
     }
     Ok(items)
-}
-
-/// Runs one instance end to end and writes its files: `<id>.traj` after every turn, then
-/// `<id>.patch` and `<id>.pred`. Never fails for an instance-level reason.
-pub async fn run_instance(
-    ctx: &RunContext,
-    instance: &Instance,
-    replay: Option<ReplayInput>,
-) -> InstanceResult {
-    run_instance_interruptible(ctx, instance, replay, Interrupt::never()).await
-}
-
-/// [`run_instance`], ended early when `interrupt` is set (Ctrl-C): the running turn is
-/// abandoned, the changes so far are autosubmitted and the trajectory gets `early_exit` (or
-/// `submitted (early_exit)`), which resume reruns. An instance whose sandbox is starting when
-/// the interrupt comes finishes starting first, so no container is left half-created.
-pub async fn run_instance_interruptible(
-    ctx: &RunContext,
-    instance: &Instance,
-    replay: Option<ReplayInput>,
-    mut interrupt: Interrupt,
-) -> InstanceResult {
-    let id = instance.instance_id.clone();
-    let traj_path = output::traj_path(&ctx.output, &id);
-    if let Err(error) = std::fs::create_dir_all(output::instance_dir(&ctx.output, &id)) {
-        eprintln!("error: cannot create the output directory of {id}: {error}");
-    }
-    // A trajectory left by an earlier run of this instance is not this run's: the failure and
-    // early-stop paths below keep the turns saved so far, and they must be this run's turns.
-    let _ = std::fs::remove_file(&traj_path);
-    let mut model_config = ctx.config.model.clone();
-    if model_config.name.is_empty() {
-        model_config.name.clone_from(&ctx.model);
-    }
-    let mut model = match model::from_spec(&ctx.model, &model_config, replay) {
-        Ok(model) => model,
-        Err(error) => return fail(ctx, instance, error.exit_status(), &error.with_hint()),
-    };
-    let (sandbox, info_extra) = match ctx.start_sandbox(instance).await {
-        Ok(started) => started,
-        Err(error) => {
-            let status = ExitStatus::ExitEnvironmentError;
-            return fail(ctx, instance, status, &error.to_string());
-        }
-    };
-    let env = &ctx.config.env;
-    let mut aci = Aci::new(
-        sandbox,
-        ctx.registry.clone(),
-        ctx.config.aci.clone(),
-        env.command_timeout.duration(),
-        env.memory_mb.get(),
-    );
-    let saver = Saver::start(traj_path.clone());
-    let ended = drive(
-        ctx,
-        instance,
-        &info_extra,
-        &mut model,
-        &mut aci,
-        &mut interrupt,
-        &saver,
-    )
-    .await;
-    // Every save of the episode is on disk before the trajectory is read back or the
-    // prediction is written.
-    saver.finish().await;
-    let (status, submission, cost) = match ended {
-        Ended::Episode(result) => match *result {
-            Ok(outcome) => {
-                report_submission_error(&id, &outcome.trajectory.info);
-                (
-                    outcome
-                        .trajectory
-                        .info
-                        .exit_status
-                        .unwrap_or(RecordedStatus::Exit(ExitStatus::ExitError)),
-                    outcome.submission,
-                    outcome.trajectory.info.model_stats.instance_cost,
-                )
-            }
-            Err(error) => {
-                eprintln!("error: {id}: {error}");
-                (RecordedStatus::Exit(ExitStatus::ExitError), None, 0.0)
-            }
-        },
-        Ended::Watchdog => {
-            let exit = ExitStatus::ExitTotalExecutionTime;
-            stop_early(
-                &id,
-                &mut aci,
-                &traj_path,
-                &mut model,
-                &info_extra,
-                exit,
-                None,
-            )
-            .await
-        }
-        Ended::Interrupted => {
-            let note = "interrupted (Ctrl-C); a rerun runs this instance again";
-            let exit = ExitStatus::EarlyExit;
-            let extra = &info_extra;
-            stop_early(
-                &id,
-                &mut aci,
-                &traj_path,
-                &mut model,
-                extra,
-                exit,
-                Some(note),
-            )
-            .await
-        }
-    };
-    let _ = aci.into_sandbox().shutdown().await;
-    finish(ctx, id, status, submission, cost)
-}
-
-/// Runs the episode under the watchdog (`env.instance_timeout`) until it ends or `interrupt`
-/// is set.
-async fn drive(
-    ctx: &RunContext,
-    instance: &Instance,
-    info_extra: &serde_json::Map<String, serde_json::Value>,
-    model: &mut AnyModel,
-    aci: &mut Aci<AnySandbox>,
-    interrupt: &mut Interrupt,
-    saver: &Saver,
-) -> Ended {
-    if interrupt.is_set() {
-        return Ended::Interrupted;
-    }
-    let watchdog = ctx.config.env.instance_timeout.duration();
-    tokio::select! {
-        result = tokio::time::timeout(watchdog, episode(ctx, instance, info_extra, model, aci, saver)) => {
-            match result {
-                Ok(result) => Ended::Episode(Box::new(result)),
-                Err(_) => Ended::Watchdog,
-            }
-        }
-        () = interrupt.wait() => Ended::Interrupted,
-    }
-}
-
-/// Saves an instance's trajectory after every turn on a blocking thread, so serialising and
-/// writing a long trajectory never holds up the async runtime. Saves are written in order, each
-/// atomically; when the writer falls behind, only the latest waiting state is written (each
-/// save holds the whole trajectory). The final save (with the exit status) is also synced.
-struct Saver {
-    queue: std::sync::mpsc::Sender<Trajectory>,
-    writer: tokio::task::JoinHandle<()>,
-}
-
-impl Saver {
-    fn start(path: PathBuf) -> Self {
-        let (queue, saves) = std::sync::mpsc::channel::<Trajectory>();
-        let writer = tokio::task::spawn_blocking(move || {
-            while let Ok(mut latest) = saves.recv() {
-                // The final save is the last one sent, so it is never skipped.
-                while let Ok(newer) = saves.try_recv() {
-                    latest = newer;
-                }
-                let written = if latest.info.exit_status.is_some() {
-                    trajectory::write_atomic(&path, &latest)
-                } else {
-                    trajectory::write_atomic_unsynced(&path, &latest)
-                };
-                if let Err(error) = written {
-                    eprintln!("error: cannot save {}: {error}", path.display());
-                }
-            }
-        });
-        Saver { queue, writer }
-    }
-
-    /// Queues `trajectory` to be written.
-    fn save(&self, trajectory: &Trajectory) {
-        // The writer only stops once the queue is closed, in `finish`.
-        let _ = self.queue.send(trajectory.clone());
-    }
-
-    /// Waits until every queued save is written.
-    async fn finish(self) {
-        drop(self.queue);
-        // The writer reports its own errors and does not panic; were it to, the saves written
-        // before stay on disk, and the instance still ends with its prediction.
-        let _ = self.writer.await;
-    }
-}
-
-/// How the episode of [`run_instance_interruptible`] ended.
-enum Ended {
-    /// The loop stopped by itself (or a template failed).
-    Episode(Box<Result<crate::agent::run::Outcome, crate::agent::run::LoopError>>),
-    /// `env.instance_timeout` ran out.
-    Watchdog,
-    /// The run was interrupted.
-    Interrupted,
-}
-
-/// Writes the patch and the prediction of a finished instance.
-fn finish(
-    ctx: &RunContext,
-    id: String,
-    status: RecordedStatus,
-    submission: Option<Vec<u8>>,
-    cost: f64,
-) -> InstanceResult {
-    let patch = submission.unwrap_or_default();
-    // `submit` makes a UTF-8 patch (files that are not UTF-8 in git's binary format); the
-    // `.patch` file is written from the same text as `preds.json`, so the two always agree.
-    let prediction = Prediction {
-        instance_id: id.clone(),
-        model_name_or_path: ctx.model.clone(),
-        model_patch: String::from_utf8_lossy(&patch).into_owned(),
-    };
-    let patch = prediction.model_patch.as_bytes();
-    if let Err(error) = output::write_prediction(&ctx.output, &prediction, patch) {
-        eprintln!("error: cannot write the prediction of {id}: {error}");
-    }
-    InstanceResult {
-        instance_id: id,
-        exit_status: status,
-        cost,
-        has_patch: !patch.is_empty(),
-    }
-}
-
-async fn episode(
-    ctx: &RunContext,
-    instance: &Instance,
-    info_extra: &serde_json::Map<String, serde_json::Value>,
-    model: &mut AnyModel,
-    aci: &mut Aci<AnySandbox>,
-    saver: &Saver,
-) -> Result<crate::agent::run::Outcome, crate::agent::run::LoopError> {
-    let mut shown = 0;
-    let mut save = |trajectory: &Trajectory| {
-        if ctx.turn_lines {
-            let cost = trajectory.info.model_stats.instance_cost;
-            for (index, step) in trajectory.trajectory.iter().enumerate().skip(shown) {
-                eprintln!(
-                    "{}",
-                    progress::turn_line(&instance.instance_id, index + 1, step, cost)
-                );
-            }
-            shown = trajectory.trajectory.len();
-        }
-        saver.save(trajectory);
-    };
-    let config = &ctx.config;
-    let variables = context! {
-        problem_statement => instance.problem_statement.clone(),
-        instance_id => instance.instance_id.clone(),
-        repo => instance.repo.clone(),
-        extra_fields => minijinja::Value::from(minijinja::value::Serde(&instance.extra_fields)),
-        command_docs => ctx.registry.render_docs(&[
-            ("WINDOW".to_owned(), config.aci.window.to_string()),
-            ("OVERLAP".to_owned(), config.aci.overlap.to_string()),
-        ]),
-        WINDOW => config.aci.window,
-        OVERLAP => config.aci.overlap,
-    };
-    let policy = ctx.policy();
-    let mut episode = Episode {
-        config: &config.agent,
-        prompts: &ctx.prompts,
-        policy: &policy,
-        variables,
-        demonstrations: ctx.demonstrations.clone(),
-        info_extra: info_extra.clone(),
-        save: &mut save,
-    };
-    run_episode(&mut episode, model, aci).await
-}
-
-/// The episode was cut short (watchdog or interrupt): keep the turns saved so far, autosubmit,
-/// and record `exit` (or `submitted (<exit>)`), with `note` as `info.error` when given.
-async fn stop_early(
-    id: &str,
-    aci: &mut Aci<AnySandbox>,
-    traj_path: &Path,
-    model: &mut AnyModel,
-    info_extra: &serde_json::Map<String, serde_json::Value>,
-    exit: ExitStatus,
-    note: Option<&str>,
-) -> (RecordedStatus, Option<Vec<u8>>, f64) {
-    use crate::model::Model;
-    let mut trajectory = saved_so_far(traj_path);
-    for (key, value) in info_extra {
-        trajectory
-            .info
-            .extra
-            .entry(key)
-            .or_insert_with(|| value.clone());
-    }
-    let submission = record_stop(aci, &mut trajectory.info, exit, None).await;
-    if let Some(note) = note {
-        set_error(&mut trajectory, note);
-    }
-    // The turn in flight may have made a model call that no save has recorded yet.
-    crate::agent::run::record_stats(&mut trajectory.info, model.stats());
-    save_ending(traj_path, &trajectory);
-    report_submission_error(id, &trajectory.info);
-    let status = trajectory
-        .info
-        .exit_status
-        .unwrap_or(RecordedStatus::Exit(exit));
-    (status, submission, model.stats().instance_cost)
-}
-
-/// An instance that could not run at all (or whose task died): its trajectory gets `status`
-/// and `message` as `info.error`, keeping any turns already saved, and an empty prediction.
-fn fail(
-    ctx: &RunContext,
-    instance: &Instance,
-    status: ExitStatus,
-    message: &str,
-) -> InstanceResult {
-    let line = format!("error: {}: {message}", instance.instance_id);
-    // Through the feed, a batch prints it after the instance's pull and clone lines.
-    match &ctx.feed {
-        Some(feed) => feed.line(&line),
-        None => eprintln!("{line}"),
-    }
-    let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
-    let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));
-    let mut trajectory = saved_so_far(&traj_path);
-    trajectory.info.exit_status = Some(RecordedStatus::Exit(status));
-    trajectory.info.submission = None;
-    set_error(&mut trajectory, message);
-    save_ending(&traj_path, &trajectory);
-    finish(
-        ctx,
-        instance.instance_id.clone(),
-        RecordedStatus::Exit(status),
-        None,
-        0.0,
-    )
-}
-
-/// The trajectory saved so far of an instance that ends outside the loop, or an empty one.
-fn saved_so_far(traj_path: &Path) -> Trajectory {
-    trajectory::read(traj_path).unwrap_or_else(|_| Trajectory {
-        environment: "aci".to_owned(),
-        ..Trajectory::default()
-    })
-}
-
-/// `info.error`: why the instance ended outside the loop.
-fn set_error(trajectory: &mut Trajectory, message: &str) {
-    trajectory.info.extra.insert(
-        "error".to_owned(),
-        serde_json::Value::String(message.to_owned()),
-    );
-}
-
-/// Writes an instance's final trajectory (synced); a failure is reported, not returned: the
-/// instance's prediction is still written.
-fn save_ending(traj_path: &Path, trajectory: &Trajectory) {
-    if let Err(error) = trajectory::write_atomic(traj_path, trajectory) {
-        eprintln!("error: cannot save {}: {error}", traj_path.display());
-    }
-}
-
-/// The stderr line of a failed autosubmission ([`SUBMISSION_ERROR`] in the trajectory).
-fn report_submission_error(id: &str, info: &crate::trajectory::Info) {
-    if let Some(error) = info.extra.get(SUBMISSION_ERROR).and_then(|v| v.as_str()) {
-        eprintln!("error: {id}: {error}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn with_steps(steps: usize, exit_status: Option<RecordedStatus>) -> Trajectory {
-        let mut trajectory = Trajectory {
-            environment: "aci".to_owned(),
-            ..Trajectory::default()
-        };
-        trajectory.trajectory = (0..steps)
-            .map(|n| trajectory::TrajectoryStep {
-                action: format!("echo {n}"),
-                ..trajectory::TrajectoryStep::default()
-            })
-            .collect();
-        trajectory.info.exit_status = exit_status;
-        trajectory
-    }
-
-    #[tokio::test]
-    async fn the_saver_leaves_the_last_save_on_disk_once_finished() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.traj");
-        let saver = Saver::start(path.clone());
-        for steps in 0..50 {
-            saver.save(&with_steps(steps, None));
-        }
-        let last = with_steps(50, Some(ExitStatus::Submitted.into()));
-        saver.save(&last);
-        saver.finish().await;
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name())
-            .collect();
-        assert_eq!(
-            (trajectory::read(&path).unwrap(), names),
-            (last, vec![std::ffi::OsString::from("x.traj")])
-        );
-    }
 }

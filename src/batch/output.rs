@@ -29,15 +29,38 @@ pub fn pred_path(output: &Path, instance_id: &str) -> PathBuf {
     instance_dir(output, instance_id).join(format!("{instance_id}.pred"))
 }
 
+/// A file of the output directory that could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// Writing (or renaming into place) failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
 /// Writes the instance's patch and prediction files.
+///
+/// # Errors
+/// [`OutputError::Write`] naming the first file that could not be written.
 pub fn write_prediction(
     output: &Path,
     prediction: &Prediction,
     patch: &[u8],
-) -> std::io::Result<()> {
-    write_atomic(&patch_path(output, &prediction.instance_id), patch)?;
-    let json = serde_json::to_vec_pretty(prediction).map_err(std::io::Error::other)?;
-    write_atomic(&pred_path(output, &prediction.instance_id), &json)
+) -> Result<(), OutputError> {
+    let write = |path: PathBuf, bytes: &[u8]| {
+        write_atomic(&path, bytes).map_err(|source| OutputError::Write { path, source })
+    };
+    write(patch_path(output, &prediction.instance_id), patch)?;
+    let pred = pred_path(output, &prediction.instance_id);
+    let json = serde_json::to_vec_pretty(prediction).map_err(|error| OutputError::Write {
+        path: pred.clone(),
+        source: std::io::Error::other(error),
+    })?;
+    write(pred, &json)
 }
 
 /// Rebuilds `DIR/preds.json` (a dict keyed by instance id, sorted) from every `<id>.pred` under

@@ -9,8 +9,8 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::InstanceResult;
 use super::runner::Previous;
+use super::{InstanceResult, RunFailure};
 
 /// One turn of `aci run`, for stderr: the instance, the step number, the action's first line
 /// (cut at 100 characters), how many lines it printed, its time and the cost so far.
@@ -274,8 +274,16 @@ impl Progress {
         counters.submitted += usize::from(result.has_patch);
         counters.errors += usize::from(result.exit_status.is_error());
         counters.cost += result.cost;
+        // Why it failed, when nothing else has said so: its first line (a hint follows on
+        // the lines after it).
+        let reason = result
+            .reason
+            .as_deref()
+            .and_then(|reason| reason.lines().next())
+            .map(|reason| format!(": {reason}"))
+            .unwrap_or_default();
         let line = format!(
-            "[{}/{}] {}: {} ({:.1}s) | {}",
+            "[{}/{}] {}: {} ({:.1}s){reason} | {}",
             counters.done,
             counters.total,
             result.instance_id,
@@ -284,6 +292,16 @@ impl Progress {
             status_text(counters, self.started.elapsed())
         );
         self.line(&line);
+    }
+
+    /// A run-level failure stops the batch: one line naming it (and its hint).
+    pub fn stopping(&mut self, failure: &RunFailure) {
+        // The queued instances will not run: the ETA is for the running ones.
+        self.counters.to_run = self.counters.ran + self.counters.running;
+        self.line(&format!("error: {}; stopping the batch", failure.message));
+        if let Some(hint) = &failure.hint {
+            self.line(&format!("hint: {hint}"));
+        }
     }
 
     /// The run was interrupted with `running` instances running and `queued` not started.
@@ -428,6 +446,8 @@ mod tests {
             exit_status: status.into(),
             cost,
             has_patch,
+            reason: None,
+            run_failure: None,
         }
     }
 
@@ -522,6 +542,27 @@ mod tests {
         );
         assert!(!text.contains('\r') && !text.contains('\x1b'));
         assert_eq!(progress.counters().ran, 2);
+    }
+
+    #[test]
+    fn a_failed_instance_names_its_reason_in_its_line_without_its_hint() {
+        let out = Shared::default();
+        let mut progress = Progress::new(Box::new(out.clone()), Style::Lines, 1);
+        progress.plan(1);
+        progress.started("a");
+        let mut failed = result("a", "exit_api", false, 0.0);
+        failed.reason = Some(
+            "model API request failed (no HTTP response) after 1 attempt(s): cannot connect: \
+             Connection refused\nhint: a hint"
+                .to_owned(),
+        );
+        progress.finished(&failed, Duration::from_secs(1));
+        assert_eq!(
+            out.text(),
+            "[1/1] a: exit_api (1.0s): model API request failed (no HTTP response) after 1 \
+             attempt(s): cannot connect: Connection refused | submitted 0 | errors 1 | cost \
+             $0.00 | ETA 0:00\n"
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //!   as `exit_error`. The batch goes on either way.
 //! - **Interrupt**: once the [`Interrupt`] is set no instance starts; the running ones autosubmit
 //!   and record `early_exit` / `submitted (early_exit)`, which resume reruns.
+//! - **Run-level failures** ([`RunFailure`]: low disk, a rejected API key, the Docker daemon
+//!   gone, an output write that failed) stop the batch the same way, after one line naming the
+//!   first of them.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -20,29 +23,40 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::instance::fail;
 use super::progress::Progress;
-use super::{InstanceResult, RunContext, fail, output, run_instance_interruptible};
+use super::{InstanceResult, RunContext, RunFailure, output, run_instance_interruptible};
 use crate::instance::Instance;
 use crate::model::ReplayInput;
 use crate::protocol::{ExitStatus, RecordedStatus};
 use crate::trajectory;
 
-/// A one-way flag that Ctrl-C sets, seen by the scheduler and by every running instance.
+/// Why a run stops before its queue is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// Ctrl-C or SIGTERM.
+    Signal,
+    /// A failure every instance would meet ([`RunFailure`]).
+    Failure(RunFailure),
+}
+
+/// A one-way flag that Ctrl-C (or a run-level failure) sets, seen by the scheduler and by every
+/// running instance. It keeps the first reason it was set for.
 #[derive(Debug, Clone)]
 pub struct Interrupt {
-    set: watch::Receiver<bool>,
+    set: watch::Receiver<Option<StopReason>>,
 }
 
 /// The side of an [`Interrupt`] that sets it.
 #[derive(Debug)]
 pub struct InterruptHandle {
-    set: watch::Sender<bool>,
+    set: watch::Sender<Option<StopReason>>,
 }
 
 impl Interrupt {
     /// A new flag, not set, and the handle that sets it.
     pub fn new() -> (InterruptHandle, Interrupt) {
-        let (sender, receiver) = watch::channel(false);
+        let (sender, receiver) = watch::channel(None);
         (InterruptHandle { set: sender }, Interrupt { set: receiver })
     }
 
@@ -53,12 +67,17 @@ impl Interrupt {
 
     /// Whether the flag is set.
     pub fn is_set(&self) -> bool {
-        *self.set.borrow()
+        self.set.borrow().is_some()
+    }
+
+    /// Why the flag was set, if it is.
+    pub fn reason(&self) -> Option<StopReason> {
+        self.set.borrow().clone()
     }
 
     /// Waits until the flag is set (forever for [`Interrupt::never`]).
     pub async fn wait(&mut self) {
-        if self.set.wait_for(|set| *set).await.is_err() {
+        if self.set.wait_for(Option::is_some).await.is_err() {
             // The handle is gone without setting the flag: it never will be.
             std::future::pending::<()>().await;
         }
@@ -66,9 +85,24 @@ impl Interrupt {
 }
 
 impl InterruptHandle {
-    /// Sets the flag.
+    /// Sets the flag for Ctrl-C (unless it is set already).
     pub fn trigger(&self) {
-        self.set.send_replace(true);
+        self.set_once(StopReason::Signal);
+    }
+
+    /// Sets the flag for a run-level failure (unless it is set already).
+    pub fn stop(&self, failure: RunFailure) {
+        self.set_once(StopReason::Failure(failure));
+    }
+
+    fn set_once(&self, reason: StopReason) {
+        self.set.send_if_modified(|set| {
+            if set.is_some() {
+                return false;
+            }
+            *set = Some(reason);
+            true
+        });
     }
 }
 
@@ -124,10 +158,27 @@ pub struct InstanceOutcome {
 pub struct BatchReport {
     /// One entry per selected instance, in selection order.
     pub outcomes: Vec<InstanceOutcome>,
-    /// Whether the run was interrupted.
+    /// Whether the run stopped before its queue was done (Ctrl-C or a run-level failure).
     pub interrupted: bool,
+    /// The run-level failure that stopped it, if one did (the first, when there were several).
+    pub failure: Option<RunFailure>,
     /// Wall time of the batch.
     pub wall_time: Duration,
+}
+
+impl BatchReport {
+    /// The model cost of the selected instances: of those run now, and what the skipped ones
+    /// cost when they ran.
+    pub fn cost(&self) -> f64 {
+        self.outcomes
+            .iter()
+            .map(|item| match &item.outcome {
+                Outcome::Ran { result, .. } => result.cost,
+                Outcome::Skipped(previous) => previous.cost,
+                Outcome::NotStarted => 0.0,
+            })
+            .sum()
+    }
 }
 
 /// Why an instance id cannot name an output directory, if it cannot
@@ -254,6 +305,7 @@ pub async fn run_batch(
             })
             .collect(),
         interrupted: scheduled.interrupted,
+        failure: scheduled.failure,
         wall_time: started.elapsed(),
     }
 }
@@ -302,13 +354,16 @@ pub struct Scheduled {
     /// `(index in the selection, outcome)` for every queued instance, in finishing order
     /// (those not started last).
     pub outcomes: Vec<(usize, Outcome)>,
-    /// Whether the interrupt came before the queue was done.
+    /// Whether the interrupt (or a run-level failure) came before the queue was done.
     pub interrupted: bool,
+    /// The first run-level failure a task reported ([`InstanceResult::run_failure`]).
+    pub failure: Option<RunFailure>,
 }
 
 /// Runs `task` for each queued instance, at most `workers` at once, in queue order. Once
-/// `interrupt` is set nothing more starts, and the running tasks (which hold a clone of the
-/// interrupt) are waited for. A task that panics is turned into a result by `on_panic`; the
+/// `interrupt` is set, or a task reports a run-level failure ([`InstanceResult::run_failure`]),
+/// nothing more starts, and the running tasks (which hold an interrupt that is then set, with
+/// its reason) are waited for. A task that panics is turned into a result by `on_panic`; the
 /// others go on.
 pub async fn schedule<F, Fut>(
     mut queue: VecDeque<(usize, Instance)>,
@@ -323,15 +378,19 @@ where
     Fut: Future<Output = InstanceResult> + Send + 'static,
 {
     progress.plan(queue.len());
+    // What the tasks see: set on Ctrl-C and on a run-level failure.
+    let (stop, tasks_interrupt) = Interrupt::new();
     let mut tasks = JoinSet::new();
     let mut running: HashMap<tokio::task::Id, (usize, Instance, Instant)> = HashMap::new();
     let mut outcomes = Vec::new();
     let mut interrupted = false;
+    let mut failure: Option<RunFailure> = None;
     let mut ticker = tokio::time::interval(Duration::from_secs(1));
     loop {
         // The flag may have been set while a result was being handled.
         if !interrupted && interrupt.is_set() {
             interrupted = true;
+            stop.trigger();
             progress.interrupted(running.len(), queue.len());
         }
         while !interrupted && tasks.len() < workers.max(1) {
@@ -339,7 +398,7 @@ where
                 break;
             };
             progress.started(&instance.instance_id);
-            let handle = tasks.spawn(task(instance.clone(), interrupt.clone()));
+            let handle = tasks.spawn(task(instance.clone(), tasks_interrupt.clone()));
             running.insert(handle.id(), (index, instance, Instant::now()));
         }
         if tasks.is_empty() {
@@ -358,6 +417,15 @@ where
                 let result = result.unwrap_or_else(|error| on_panic(&instance, panic_text(error)));
                 let elapsed = started.elapsed();
                 progress.finished(&result, elapsed);
+                if failure.is_none()
+                    && let Some(first) = &result.run_failure
+                {
+                    // Only the first is named: the others are its consequences.
+                    progress.stopping(first);
+                    stop.stop(first.clone());
+                    failure = Some(first.clone());
+                    interrupted = true;
+                }
                 outcomes.push((index, Outcome::Ran { result, elapsed }));
             }
             // Wakes the loop, which then marks the interrupt (above).
@@ -373,6 +441,7 @@ where
     Scheduled {
         outcomes,
         interrupted,
+        failure,
     }
 }
 
@@ -381,14 +450,7 @@ fn panic_text(error: tokio::task::JoinError) -> String {
     if !error.is_panic() {
         return error.to_string();
     }
-    let payload = error.into_panic();
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "(a panic without a message)".to_owned()
-    }
+    crate::sandbox::guard::panic_message(error.into_panic().as_ref())
 }
 
 #[cfg(test)]

@@ -43,7 +43,12 @@ pub fn render(report: &BatchReport, context: &SummaryContext<'_>) -> String {
     let mut rows: Vec<(String, usize)> = ran.into_iter().collect();
     rows.extend(skipped);
     if not_started > 0 {
-        rows.push(("not started (interrupted)".to_owned(), not_started));
+        let why = if report.failure.is_some() {
+            "stopped"
+        } else {
+            "interrupted"
+        };
+        rows.push((format!("not started ({why})"), not_started));
     }
     rows.push(("total".to_owned(), report.outcomes.len()));
     let width = rows
@@ -78,7 +83,14 @@ pub fn render(report: &BatchReport, context: &SummaryContext<'_>) -> String {
             context.invalid_records
         );
     }
-    if report.interrupted {
+    if let Some(failure) = &report.failure {
+        let _ = writeln!(out, "stopped             {failure}");
+        let _ = writeln!(
+            out,
+            "                    rerun with --output {dir} to resume once it is fixed: stopped \
+             and unstarted instances run, finished ones are skipped"
+        );
+    } else if report.interrupted {
         let _ = writeln!(
             out,
             "interrupted         rerun with --output {dir} to resume: interrupted and unstarted \
@@ -111,6 +123,8 @@ mod tests {
                     exit_status: status.into(),
                     cost,
                     has_patch,
+                    reason: None,
+                    run_failure: None,
                 },
                 elapsed: Duration::from_secs(1),
             },
@@ -139,6 +153,7 @@ mod tests {
                 },
             ],
             interrupted: true,
+            failure: None,
             wall_time: Duration::from_secs(75),
         };
         let context = SummaryContext {
@@ -159,6 +174,46 @@ cost                $0.75 this run, $1.75 for everything in runs/x
 wall time           1:15
 invalid records     1 (not run; see the errors above)
 interrupted         rerun with --output runs/x to resume: interrupted and unstarted instances run, finished ones are skipped
+outputs             runs/x/preds.json
+                    runs/x/run_batch_exit_statuses.yaml
+                    runs/x/manifest.json
+";
+        assert_eq!(render(&report, &context), expected);
+    }
+
+    #[test]
+    fn a_batch_stopped_by_a_run_level_failure_names_it_and_how_to_resume() {
+        let report = BatchReport {
+            outcomes: vec![
+                ran("a", "early_exit", false, 0.0),
+                InstanceOutcome {
+                    instance_id: "b".to_owned(),
+                    outcome: Outcome::NotStarted,
+                },
+            ],
+            interrupted: true,
+            failure: Some(crate::batch::RunFailure {
+                message: "the Docker daemon went away (docker: gone)".to_owned(),
+                hint: None,
+            }),
+            wall_time: Duration::from_secs(3),
+        };
+        let context = SummaryContext {
+            output: Path::new("runs/x"),
+            total_cost: 0.0,
+            invalid_records: 0,
+        };
+        let expected = "\
+exit status            instances
+early_exit                     1
+not started (stopped)          1
+total                          2
+
+patches submitted   0 (of 1 run)
+cost                $0.00 this run, $0.00 for everything in runs/x
+wall time           0:03
+stopped             the Docker daemon went away (docker: gone)
+                    rerun with --output runs/x to resume once it is fixed: stopped and unstarted instances run, finished ones are skipped
 outputs             runs/x/preds.json
                     runs/x/run_batch_exit_statuses.yaml
                     runs/x/manifest.json

@@ -47,6 +47,21 @@ const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
 /// How often the disk watchdog measures what a container wrote.
 const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(3);
 
+/// An error and its causes, joined with `: `.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 fn docker_error(error: bollard::errors::Error) -> SandboxError {
     SandboxError::Docker(error.to_string())
 }
@@ -129,6 +144,7 @@ impl DockerRuntime {
     }
 
     async fn create_container(&self, spec: &SandboxSpec) -> Result<String, SandboxError> {
+        remember_client(&self.docker);
         let labels = HashMap::from([
             (LABEL_RUN_ID.to_owned(), spec.run_id.clone()),
             (LABEL_INSTANCE_ID.to_owned(), spec.instance_id.clone()),
@@ -249,6 +265,18 @@ impl DockerRuntime {
             }
         }
         removed
+    }
+
+    /// Checks that the daemon still answers (within 10 s).
+    pub async fn ping(&self) -> Result<(), SandboxError> {
+        match tokio::time::timeout(Duration::from_secs(10), self.docker.ping()).await {
+            Ok(Ok(_)) => Ok(()),
+            // The causes say why (`Connection refused`, `No such file or directory`).
+            Ok(Err(error)) => Err(SandboxError::Docker(error_chain(&error))),
+            Err(_) => Err(SandboxError::Docker(
+                "no answer to a ping within 10 s".to_owned(),
+            )),
+        }
     }
 
     /// Lists the ids of containers carrying `aci.run_id` (any run, or one run).
@@ -835,6 +863,62 @@ pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
 
 pub(crate) fn own_start_time() -> u64 {
     process_start_time(std::process::id()).unwrap_or(0)
+}
+
+/// The daemon connection of the first container this process created, kept for
+/// [`remove_containers_of_this_process`]: `None` while it has created none.
+static CLIENT: Mutex<Option<Docker>> = Mutex::new(None);
+
+fn remember_client(docker: &Docker) {
+    let mut client = CLIENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if client.is_none() {
+        *client = Some(docker.clone());
+    }
+}
+
+/// Removes every task container this process created that still exists, found by the labels
+/// `aci.pid` and `aci.pid_start` (so also one whose creation was cut short before it was
+/// tracked). Returns how many were removed; does nothing when the process created none.
+/// This is the last sweep before the process exits, whatever ended its work (a panic too).
+///
+/// # Errors
+/// [`SandboxError::Docker`] when the containers cannot be listed.
+pub async fn remove_containers_of_this_process() -> Result<usize, SandboxError> {
+    let client = CLIENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let Some(docker) = client else {
+        return Ok(0);
+    };
+    let filters = HashMap::from([(
+        "label".to_owned(),
+        vec![
+            format!("{LABEL_PID}={}", std::process::id()),
+            format!("{LABEL_PID_START}={}", own_start_time()),
+        ],
+    )]);
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let containers = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(docker_error)?;
+    let runtime = DockerRuntime {
+        docker,
+        live: Arc::new(Mutex::new(Vec::new())),
+    };
+    let mut removed = 0;
+    for id in containers.into_iter().filter_map(|c| c.id) {
+        if runtime.remove_container(&id).await.is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// A task container with its persistent shell.

@@ -94,6 +94,24 @@ fn sandbox_key() -> String {
     format!("{:x}-{nanos:x}-{n}", std::process::id())
 }
 
+/// Every cluster this process connected to, for [`delete_pods_of_this_process`].
+static CONNECTED: Mutex<Vec<K8sRuntime>> = Mutex::new(Vec::new());
+
+/// Deletes every pod and policy this process created in any cluster it connected to, by the
+/// process's labels (pid and host), whatever run they serve; how many pods. The panic guard
+/// ([`super::guard::run_guarded`]) calls it once the process's work has ended.
+pub async fn delete_pods_of_this_process() -> usize {
+    let runtimes: Vec<K8sRuntime> = CONNECTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let mut deleted = 0;
+    for runtime in runtimes {
+        deleted += runtime.delete_own_of_any_run().await.unwrap_or(0);
+    }
+    deleted
+}
+
 impl K8sRuntime {
     /// Reads the cluster configuration ([`kubeconfig::load`]) and checks that the namespace's
     /// pods can be listed.
@@ -135,6 +153,10 @@ impl K8sRuntime {
             .expect(Method::GET, &path, None, false)
             .await
             .map_err(|e| api_error(format!("cannot reach the cluster ({}): {e}", config.source)))?;
+        CONNECTED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(runtime.clone());
         Ok(runtime)
     }
 
@@ -384,20 +406,37 @@ impl K8sRuntime {
     /// create whose answer never came still made its pod). Returns how many pods.
     pub async fn delete_own(&self, run_id: &str) -> Result<usize, SandboxError> {
         let selector = format!(
-            "{},{LABEL_PID}={},{LABEL_HOST}={}",
+            "{},{}",
             manifest::run_selector(Some(run_id)),
+            self.owner_selector()
+        );
+        self.delete_selected(&selector).await
+    }
+
+    /// [`K8sRuntime::delete_own`] for every run.
+    async fn delete_own_of_any_run(&self) -> Result<usize, SandboxError> {
+        self.delete_selected(&self.owner_selector()).await
+    }
+
+    /// The labels of the pods this process creates: its pid and its host.
+    fn owner_selector(&self) -> String {
+        format!(
+            "{LABEL_PID}={},{LABEL_HOST}={}",
             self.inner.owner.pid,
             manifest::label_value(&self.inner.owner.host)
-        );
+        )
+    }
+
+    async fn delete_selected(&self, selector: &str) -> Result<usize, SandboxError> {
         let mut deleted = 0;
-        for pod in self.list(&self.pods_path(), &selector).await? {
+        for pod in self.list(&self.pods_path(), selector).await? {
             if let Some(name) = object_name(&pod)
                 && self.delete_pod(&name).await.is_ok()
             {
                 deleted += 1;
             }
         }
-        for policy in self.list(&self.policies_path(), &selector).await? {
+        for policy in self.list(&self.policies_path(), selector).await? {
             if let Some(name) = object_name(&policy) {
                 let _ = self.delete_policy(&name).await;
             }

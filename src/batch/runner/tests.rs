@@ -25,6 +25,8 @@ fn result(id: &str, status: &str) -> InstanceResult {
         exit_status: status.into(),
         cost: 0.0,
         has_patch: false,
+        reason: None,
+        run_failure: None,
     }
 }
 
@@ -144,6 +146,105 @@ async fn after_an_interrupt_running_instances_finish_and_no_new_one_starts() {
             (2, "not started".to_owned()),
             (3, "not started".to_owned())
         ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_level_failure_stops_the_batch_and_the_running_instances_hear_why() {
+    let failure = RunFailure {
+        message: "the key was rejected".to_owned(),
+        hint: Some("check the key".to_owned()),
+    };
+    let reported = failure.clone();
+    let task = move |instance: Instance, mut interrupt: Interrupt| {
+        let reported = reported.clone();
+        async move {
+            let id = instance.instance_id;
+            if id == "b" {
+                let mut failed = result(&id, "early_exit");
+                failed.run_failure = Some(reported);
+                return failed;
+            }
+            // `a` runs until the batch stops, then reports what stopped it.
+            interrupt.wait().await;
+            let status = match interrupt.reason() {
+                Some(StopReason::Failure(failure)) => format!("stopped: {}", failure.message),
+                other => format!("{other:?}"),
+            };
+            result(&id, &status)
+        }
+    };
+    let out = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let writer = SharedLog(std::sync::Arc::clone(&out));
+    let mut progress = Progress::new(Box::new(writer), Style::Lines, 4);
+    let scheduled = schedule(
+        instances(&["a", "b", "c", "d"]),
+        2,
+        Interrupt::never(),
+        task,
+        |_, _| unreachable!(),
+        &mut progress,
+    )
+    .await;
+    assert_eq!(
+        (scheduled.interrupted, scheduled.failure.clone()),
+        (true, Some(failure))
+    );
+    assert_eq!(
+        statuses(&scheduled),
+        [
+            (0, "stopped: the key was rejected".to_owned()),
+            (1, "early_exit".to_owned()),
+            (2, "not started".to_owned()),
+            (3, "not started".to_owned())
+        ]
+    );
+    let log = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines[0].starts_with("[1/4] b: early_exit ("), "{log}");
+    assert_eq!(
+        lines[1..3],
+        [
+            "error: the key was rejected; stopping the batch",
+            "hint: check the key"
+        ],
+        "{log}"
+    );
+    assert!(
+        lines[3].starts_with("[2/4] a: stopped: the key was rejected ("),
+        "{log}"
+    );
+    assert_eq!(lines.len(), 4, "{log}");
+}
+
+/// A writer whose bytes the test reads afterwards.
+struct SharedLog(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_run_failure_takes_its_hint_from_the_line_after_its_message() {
+    assert_eq!(
+        RunFailure::from_text("model API request failed (HTTP 401)\nhint: check the key"),
+        RunFailure {
+            message: "model API request failed (HTTP 401)".to_owned(),
+            hint: Some("check the key".to_owned()),
+        }
+    );
+    assert_eq!(
+        RunFailure::from_text("no space"),
+        RunFailure {
+            message: "no space".to_owned(),
+            hint: None,
+        }
     );
 }
 
