@@ -1,0 +1,190 @@
+//! Bad input through the `aci` binary, each answered with one clear line and the right exit
+//! code, losing nothing: a config nested too deep, an empty predictions file, an instances file
+//! with a line that is not UTF-8, and control characters in the model's action on the
+//! terminal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn demo_instances() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo/instances.jsonl")
+}
+
+fn aci(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aci"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// What is in `dir`, by name.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_config_nested_100000_levels_deep_is_one_line_and_exit_1_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!(
+        "agent:\n  limits: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    std::fs::write(dir.path().join("deep.yaml"), deep).unwrap();
+    let instances = demo_instances();
+    let out = aci(
+        dir.path(),
+        &[
+            "run",
+            "--instances",
+            instances.to_str().unwrap(),
+            "--id",
+            "demo__inicfg-1",
+            "--runtime",
+            "local",
+            "--config",
+            "deep.yaml",
+            "--output",
+            "out",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: deep.yaml:2: nested more than 32 levels deep; no configuration key is\n"
+    );
+    assert_eq!(entries(dir.path()), ["deep.yaml"]);
+}
+
+#[test]
+fn an_empty_predictions_file_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let instances = demo_instances();
+    for (name, text) in [
+        ("empty.json", ""),
+        ("list.json", "[]\n"),
+        ("dict.json", "{}\n"),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let out = aci(
+            dir.path(),
+            &[
+                "eval",
+                "--instances",
+                instances.to_str().unwrap(),
+                "--predictions",
+                name,
+                "--output",
+                "eval",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!("error: {name}: the predictions file holds no prediction\n"),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        entries(dir.path()),
+        ["dict.json", "empty.json", "list.json"]
+    );
+}
+
+/// One line of the instances file that is not UTF-8 costs that line only: the batch runs the
+/// others (here on the local runtime) and names the bad line.
+#[test]
+fn an_instances_line_that_is_not_utf8_fails_alone_and_the_batch_runs_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = std::fs::read_to_string(demo_instances()).unwrap();
+    let first = demo.lines().next().unwrap();
+    let record: serde_json::Value = serde_json::from_str(first).unwrap();
+    let id = record["instance_id"].as_str().unwrap().to_owned();
+    let mut bytes = b"{\"instance_id\": \"broken\xff\", \"problem_statement\": \"p\"}\n".to_vec();
+    // repo_path is relative to the instances file: point it at the demo's repositories.
+    let mut record = record;
+    let repo = record["repo_path"].as_str().unwrap().to_owned();
+    record["repo_path"] = serde_json::json!(demo_instances().parent().unwrap().join(repo));
+    bytes.extend_from_slice(format!("{record}\n").as_bytes());
+    std::fs::write(dir.path().join("instances.jsonl"), bytes).unwrap();
+    std::fs::write(dir.path().join("replay.yaml"), "- submit\n").unwrap();
+    std::fs::create_dir(dir.path().join("replays")).unwrap();
+    std::fs::write(
+        dir.path().join("replays").join(format!("{id}.yaml")),
+        "- submit\n",
+    )
+    .unwrap();
+    let out = aci(
+        dir.path(),
+        &[
+            "batch",
+            "--instances",
+            "instances.jsonl",
+            "--runtime",
+            "local",
+            "--replay-dir",
+            "replays",
+            "--output",
+            "out",
+        ],
+    );
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("error: instances.jsonl: line 1: the line is not valid UTF-8\n"),
+        "{text}"
+    );
+    let statuses =
+        std::fs::read_to_string(dir.path().join("out/run_batch_exit_statuses.yaml")).unwrap();
+    assert!(statuses.contains(&id), "{statuses}");
+}
+
+/// An ESC (or any control character) in the model's action reaches the terminal written out,
+/// so it cannot recolour, move or clear what the user sees.
+#[test]
+fn control_characters_in_the_models_action_are_written_out_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("replay.yaml"),
+        "- \"echo \\e[2J\\e]0;owned\\a done\"\n- submit\n",
+    )
+    .unwrap();
+    let instances = demo_instances();
+    let out = aci(
+        dir.path(),
+        &[
+            "run",
+            "--instances",
+            instances.to_str().unwrap(),
+            "--id",
+            "demo__inicfg-1",
+            "--runtime",
+            "local",
+            "--replay",
+            "replay.yaml",
+            "--output",
+            "out",
+        ],
+    );
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(
+        text.contains("[demo__inicfg-1] step 1: echo \\x1b[2J\\x1b]0;owned\\x07 done → "),
+        "{text}"
+    );
+}
