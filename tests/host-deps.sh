@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, what the test suite drives on the host and is missing: debootstrap
+# (the base image), git, the CA bundle (pip in image builds), python3 (local-runtime tests),
+# chromium and chromium-driver (aci inspect in a real browser), docker-registry (a real
+# registry on loopback for pulls and pushes) and openssl (the Kubernetes stand-in's HTTPS).
+# Does nothing when all are there; fails loudly, naming what is missing, when it cannot.
+set -euo pipefail
+
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v git >/dev/null || need+=(git)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+command -v python3 >/dev/null || need+=(python3)
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
+[ -x /usr/bin/docker-registry ] || need+=(docker-registry)
+command -v openssl >/dev/null || need+=(openssl)
+if [ ${#need[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null || {
+        echo "error: the tests need ${need[*]}, and there is no apt-get to install them" >&2
+        exit 1
+    }
+    [ "$(id -u)" = 0 ] || {
+        echo "error: the tests need ${need[*]}; installing them needs root" >&2
+        echo "hint: run this as root, or install them yourself" >&2
+        exit 1
+    }
+    echo "installing: ${need[*]}"
+    apt-get update -qq </dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" </dev/null >/dev/null
+fi
+for tool in debootstrap git python3 chromium chromedriver docker-registry openssl; do
+    command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || [ -x "/usr/bin/$tool" ] || {
+        echo "error: $tool is not installed and could not be; the tests need it" >&2
+        exit 1
+    }
+done
