@@ -49,7 +49,7 @@ fn assert_nothing_left(standin: &StandIn, runs: &[&str]) {
         standin.policies()
     );
     assert_eq!(
-        standin.containers(),
+        standin.containers_settled(),
         Vec::<String>::new(),
         "stand-in containers left"
     );

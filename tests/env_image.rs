@@ -255,3 +255,74 @@ fn the_base_recipe_installs_debootstrap_on_a_fresh_debian_machine() {
         )
     );
 }
+
+/// Two aci processes that need the same new environment image at the same time: one builds
+/// it while the other waits, so both run in the one image (the same id), instead of two builds
+/// tagging two different images in turn.
+#[test]
+fn two_processes_needing_one_new_environment_image_build_it_once() {
+    let repo = support::small_repo();
+    // Content seen for the first time, so that the image has to be built.
+    std::fs::write(
+        repo.path().join("unique.txt"),
+        format!(
+            "{} {:?}\n",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let record = serde_json::json!({
+        "instance_id": "env-twice-1", "problem_statement": "p", "repo": "t/env",
+        "repo_path": repo.path(), "language": "python",
+        // A setup that takes a while, so that the two builds would overlap.
+        "setup": ["sleep 3"],
+    });
+    std::fs::write(dir.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
+    std::fs::write(dir.path().join("replay.yaml"), "- submit\n").unwrap();
+    let run_id = format!("test-env-twice-{}", std::process::id());
+    let spawn = |out: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_aci"))
+            .current_dir(dir.path())
+            .args([
+                "run",
+                "--instances",
+                "instances.jsonl",
+                "--id",
+                "env-twice-1",
+            ])
+            .args([
+                "--replay",
+                "replay.yaml",
+                "--run-id",
+                &run_id,
+                "--output",
+                out,
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn("one"), spawn("two"));
+    let mut built = 0;
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        built += usize::from(stderr.contains("Step 1/"));
+    }
+    let image = |out: &str| {
+        let path = dir.path().join(out).join("env-twice-1/env-twice-1.traj");
+        let traj: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        traj["info"]["env_image"]["id"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(image("one"), image("two"));
+    assert_eq!(built, 1, "the image was built by both processes");
+    let pruned = std::process::Command::new(env!("CARGO_BIN_EXE_aci"))
+        .args(["images", "prune", "--run-id", &run_id])
+        .output()
+        .unwrap();
+    assert!(pruned.status.success(), "{pruned:?}");
+}

@@ -218,5 +218,5 @@ fn images_push_pushes_what_the_instances_need_once_and_the_cluster_pulls_it() {
         "pulled"
     );
     docker(&["rmi", &reference]);
-    assert!(standin.pod_names().is_empty() && standin.containers().is_empty());
+    assert!(standin.pod_names().is_empty() && standin.containers_settled().is_empty());
 }

@@ -190,7 +190,7 @@ fn a_panic_after_a_pod_started_deletes_the_pod_before_the_guarded_work_returns()
     );
     assert!(cluster.policies().is_empty(), "policies left");
     assert_eq!(
-        cluster.containers(),
+        cluster.containers_settled(),
         Vec::<String>::new(),
         "stand-in containers left"
     );

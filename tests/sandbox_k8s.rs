@@ -67,7 +67,7 @@ fn assert_nothing_left(standin: &StandIn) {
         standin.policies()
     );
     assert_eq!(
-        standin.containers(),
+        standin.containers_settled(),
         Vec::<String>::new(),
         "containers left"
     );

@@ -294,6 +294,28 @@ fn build_lock(env_hash: &str) -> Arc<tokio::sync::Mutex<()>> {
     }
 }
 
+/// Holds `<cache>/locks/<name>.lock` until dropped, so that one process builds an image while
+/// others wait and then find it. `None` (no lock) when the cache directory cannot be used: the
+/// lock only saves a duplicate build.
+pub(crate) async fn lock_file(name: &str) -> Option<std::fs::File> {
+    let dir = crate::config::cache_root()?.join("locks");
+    let path = dir.join(format!("{name}.lock"));
+    tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&dir).ok()?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok()?;
+        file.lock().ok()?;
+        Some(file)
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 /// What [`ensure_env_image`] needs besides the instance.
 pub struct EnvRequest<'a> {
     /// Images, repo_dir, the disk threshold and the build's time limit (`build_timeout`).
@@ -356,6 +378,9 @@ pub async fn ensure_env_image(
     let tag = env_tag(instance, &hash);
     let lock = build_lock(&hash);
     let _guard = lock.lock().await;
+    // Another aci process building the same environment at the same time would tag a second,
+    // different image over the first: processes wait on a lock file per hash too.
+    let _file_lock = lock_file(&format!("env-{hash}")).await;
     if let Some(existing) = runtime.inspect_image(&tag).await.map_err(docker_error)?
         && existing.labels.get(LABEL_ENV_HASH) == Some(&hash)
     {

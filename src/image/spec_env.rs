@@ -666,6 +666,7 @@ pub async fn ensure_spec_env(
     let tag = spec.tag(&hash);
     let lock = build_lock(&hash);
     let _guard = lock.lock().await;
+    let _file_lock = super::env::lock_file(&format!("spec-{hash}")).await;
     if let Some(existing) = runtime.inspect_image(&tag).await.map_err(docker_error)?
         && existing.labels.get(LABEL_ENV_HASH) == Some(&hash)
     {

@@ -395,12 +395,22 @@ async fn start_container(
     Ok(created.id)
 }
 
+/// Removes a pod's container, as a kubelet does, trying again while the daemon refuses (a
+/// removal already in progress, a busy storage driver); a container that is gone is done.
 async fn remove_container(state: &State, id: &str) {
-    let options = RemoveContainerOptionsBuilder::default()
-        .force(true)
-        .v(true)
-        .build();
-    let _ = state.docker.remove_container(id, Some(options)).await;
+    for _ in 0..20 {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match state.docker.remove_container(id, Some(options)).await {
+            Ok(()) => return,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return,
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
 }
 
 /// Ends a running pod: its container goes, it stays `Failed` with `reason`.

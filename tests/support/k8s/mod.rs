@@ -411,6 +411,20 @@ impl StandIn {
         containers_labelled(&self.state.id)
     }
 
+    /// [`StandIn::containers`] once the kubelet has removed the containers of deleted pods,
+    /// which it does a moment after the API server forgets a pod, as a real kubelet does: waits
+    /// up to 30 s for none to be left, then says what is.
+    pub fn containers_settled(&self) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let left = self.containers();
+            if left.is_empty() || std::time::Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     /// Creates a pod directly, as another client (or an earlier run) would: `object` is a pod
     /// manifest with a `metadata.name`. It is not backed by a container.
     pub fn insert_pod(&self, namespace: &str, mut object: Value) {
