@@ -306,9 +306,22 @@ async fn pull(
     notes: &Notes<'_>,
 ) -> Result<(), PullError> {
     let registry = registry_of(image).to_owned();
-    let login = docker_config_path()
-        .and_then(|path| std::fs::read_to_string(path).ok())
-        .and_then(|text| login_for(&text, &registry));
+    // The login `docker login` stored: a credential helper's, else the `auths` entry.
+    let login = {
+        let registry = registry.clone();
+        tokio::task::spawn_blocking(move || super::push::credentials_for(&registry))
+            .await
+            .unwrap_or(Ok(None))
+    };
+    let login = match login {
+        Ok(login) => login,
+        Err(error) => {
+            (notes.line)(&format!(
+                "[{instance_id}] warning: pulling without a login: {error}"
+            ));
+            None
+        }
+    };
     let reference = pull_reference(image);
     let started = Instant::now();
     (notes.line)(&format!("[{instance_id}] pulling {reference}"));
@@ -366,8 +379,8 @@ pub fn docker_config_path() -> Option<PathBuf> {
 /// The login for `registry` in a Docker config's `auths`: its `auth` (base64 of
 /// `user:password`), or its `username`/`password`, or its `identitytoken`. Keys are matched by
 /// host, with or without a scheme or path; Docker Hub also answers to
-/// `https://index.docker.io/v1/`. Credential helpers (`credsStore`, `credHelpers`) are not
-/// asked.
+/// `https://index.docker.io/v1/`. Credential helpers are asked first, by
+/// [`super::push::credentials_for`].
 pub fn login_for(config_json: &str, registry: &str) -> Option<RegistryLogin> {
     let config: serde_json::Value = serde_json::from_str(config_json).ok()?;
     let auths = config.get("auths")?.as_object()?;
