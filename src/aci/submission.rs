@@ -5,6 +5,8 @@
 //! and reproduces the exact bytes), marked through `.git/info/attributes`, which outranks every
 //! attribute file of the repository.
 
+use crate::text::git_unquote;
+
 /// Every path (before and after) of the file sections of `patch` whose bytes are not UTF-8, each
 /// once, in patch order. Names are read as git quotes them (`core.quotePath`), so a section's
 /// header is ASCII even when its content is not.
@@ -44,7 +46,7 @@ fn header_paths(section: &str) -> Vec<String> {
         } else {
             continue;
         };
-        let name = unquote(raw.trim_end_matches('\t'));
+        let name = git_unquote(raw.trim_end_matches('\t'));
         if name == "/dev/null" {
             continue;
         }
@@ -54,41 +56,6 @@ fn header_paths(section: &str) -> Vec<String> {
         }
     }
     paths
-}
-
-/// Undoes git's C quoting of a name (`"a/caf\303\251.txt"`); an unquoted name is kept.
-fn unquote(name: &str) -> String {
-    let Some(inner) = name
-        .strip_prefix('"')
-        .and_then(|rest| rest.strip_suffix('"'))
-    else {
-        return name.to_owned();
-    };
-    let mut bytes = Vec::with_capacity(inner.len());
-    let mut rest = inner.bytes().peekable();
-    while let Some(byte) = rest.next() {
-        if byte != b'\\' {
-            bytes.push(byte);
-            continue;
-        }
-        match rest.next() {
-            Some(digit @ b'0'..=b'7') => {
-                let mut value = u32::from(digit - b'0');
-                for _ in 0..2 {
-                    if let Some(next @ b'0'..=b'7') = rest.peek().copied() {
-                        value = value * 8 + u32::from(next - b'0');
-                        rest.next();
-                    }
-                }
-                bytes.push(u8::try_from(value).unwrap_or(b'?'));
-            }
-            Some(b't') => bytes.push(b'\t'),
-            Some(b'n') => bytes.push(b'\n'),
-            Some(other) => bytes.push(other),
-            None => bytes.push(b'\\'),
-        }
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The patch cut at each `diff --git ` line.

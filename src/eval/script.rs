@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::text::literal_regex;
+use crate::text::{git_unquote, literal_regex};
 
 /// Printed (through `set -x`) just before the test command. The parser slices after it.
 pub const START_MARKER: &str = ">>>>> Start Test Output";
@@ -439,12 +439,12 @@ impl SectionPaths {
             .strip_prefix("rename from ")
             .or_else(|| line.strip_prefix("copy from "))
         {
-            self.rename.0 = Some(unquote(path));
+            self.rename.0 = Some(git_unquote(path));
         } else if let Some(path) = line
             .strip_prefix("rename to ")
             .or_else(|| line.strip_prefix("copy to "))
         {
-            self.rename.1 = Some(unquote(path));
+            self.rename.1 = Some(git_unquote(path));
         } else if line.starts_with("new file mode") {
             self.created = true;
         } else if line.starts_with("deleted file mode") {
@@ -471,7 +471,7 @@ fn marker_path(raw: &str, prefix: &str) -> Option<String> {
         Some((path, _timestamp)) if !raw.starts_with('"') => path,
         _ => raw,
     };
-    let path = unquote(raw);
+    let path = git_unquote(raw);
     (path != "/dev/null").then(|| strip_prefix_dir(&path, prefix))
 }
 
@@ -484,10 +484,10 @@ fn strip_prefix_dir(path: &str, prefix: &str) -> String {
 fn split_header(rest: &str) -> Option<(String, String)> {
     if rest.starts_with('"') {
         let (first, remainder) = take_quoted(rest)?;
-        return Some((first, unquote(remainder.trim_start())));
+        return Some((first, git_unquote(remainder.trim_start())));
     }
     if let Some(index) = rest.find(" \"") {
-        return Some((rest[..index].to_owned(), unquote(&rest[index + 1..])));
+        return Some((rest[..index].to_owned(), git_unquote(&rest[index + 1..])));
     }
     let half = rest.len().checked_sub(1)? / 2;
     if rest.is_char_boundary(half) && rest.get(half..=half) == Some(" ") {
@@ -507,51 +507,11 @@ fn take_quoted(text: &str) -> Option<(String, &str)> {
     while index < bytes.len() {
         match bytes[index] {
             b'\\' => index += 2,
-            b'"' => return Some((unquote(&text[..=index]), &text[index + 1..])),
+            b'"' => return Some((git_unquote(&text[..=index]), &text[index + 1..])),
             _ => index += 1,
         }
     }
     None
-}
-
-/// Undoes git's C-style path quoting (`"a/tab\there"`, octal `\303\251`); unquoted text is kept.
-fn unquote(text: &str) -> String {
-    let Some(inner) = text
-        .strip_prefix('"')
-        .and_then(|rest| rest.strip_suffix('"'))
-    else {
-        return text.to_owned();
-    };
-    let mut bytes = Vec::with_capacity(inner.len());
-    let mut chars = inner.bytes().peekable();
-    while let Some(byte) = chars.next() {
-        if byte != b'\\' {
-            bytes.push(byte);
-            continue;
-        }
-        match chars.next() {
-            Some(digit @ b'0'..=b'7') => {
-                let mut value = u32::from(digit - b'0');
-                for _ in 0..2 {
-                    if let Some(next @ b'0'..=b'7') = chars.peek().copied() {
-                        value = value * 8 + u32::from(next - b'0');
-                        chars.next();
-                    }
-                }
-                bytes.push(u8::try_from(value).unwrap_or(b'?'));
-            }
-            Some(b'a') => bytes.push(0x07),
-            Some(b'b') => bytes.push(0x08),
-            Some(b't') => bytes.push(b'\t'),
-            Some(b'n') => bytes.push(b'\n'),
-            Some(b'v') => bytes.push(0x0b),
-            Some(b'f') => bytes.push(0x0c),
-            Some(b'r') => bytes.push(b'\r'),
-            Some(other) => bytes.push(other),
-            None => bytes.push(b'\\'),
-        }
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A heredoc delimiter that does not occur as a line of `body`.

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::script::patch_files;
+use crate::text::c_unescape;
 
 /// One file of a patch that changes test infrastructure, and why it counts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,7 +96,7 @@ pub fn git_dir_paths(patch: &str) -> Vec<String> {
                 .filter(|rest| symlink && !rest.starts_with("++")),
         );
         for name in names {
-            let decoded = unescape(name.trim().trim_matches('"'));
+            let decoded = c_unescape(name.trim().trim_matches('"'));
             let decoded = decoded
                 .strip_prefix("a/")
                 .or_else(|| decoded.strip_prefix("b/"))
@@ -112,36 +113,6 @@ pub fn git_dir_paths(patch: &str) -> Vec<String> {
 fn has_git_component(text: &str) -> bool {
     text.split(|c: char| c == '/' || c == '\\' || c == '"' || c.is_whitespace())
         .any(|part| part.eq_ignore_ascii_case(".git"))
-}
-
-/// `text` with C escapes (`\056`, `\t`, `\"`, `\\`) decoded wherever they are, as git writes
-/// quoted names.
-fn unescape(text: &str) -> String {
-    let mut bytes = Vec::with_capacity(text.len());
-    let mut rest = text.bytes().peekable();
-    while let Some(byte) = rest.next() {
-        if byte != b'\\' {
-            bytes.push(byte);
-            continue;
-        }
-        match rest.next() {
-            Some(digit @ b'0'..=b'7') => {
-                let mut value = u32::from(digit - b'0');
-                for _ in 0..2 {
-                    if let Some(next @ b'0'..=b'7') = rest.peek().copied() {
-                        value = value * 8 + u32::from(next - b'0');
-                        rest.next();
-                    }
-                }
-                bytes.push(u8::try_from(value).unwrap_or(b'?'));
-            }
-            Some(b't') => bytes.push(b'\t'),
-            Some(b'n') => bytes.push(b'\n'),
-            Some(other) => bytes.push(other),
-            None => bytes.push(b'\\'),
-        }
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The base paths of the `pyproject.toml` and `Cargo.toml` files `patch` changes (not the ones
