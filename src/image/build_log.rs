@@ -14,6 +14,7 @@ use std::time::Duration;
 use super::env::EnvRequest;
 use crate::config::EnvConfig;
 use crate::sandbox::docker::{BuildRequest, DockerRuntime};
+use crate::text::safe_name;
 
 /// The start of the line with which a build script announces a step: `[aci] step: <name>`.
 pub const STEP_MARKER: &str = "[aci] step: ";
@@ -37,17 +38,7 @@ pub fn log_dir(env: &EnvConfig) -> Option<PathBuf> {
 
 /// The log's file name for an image tag: `aci-env-python:ab12` → `aci-env-python_ab12.log`.
 pub fn log_file_name(tag: &str) -> String {
-    let name: String = tag
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{name}.log")
+    format!("{}.log", safe_name(tag, '_'))
 }
 
 /// The log of one build: written to its file as the output arrives (when the file could be

@@ -22,7 +22,7 @@ use crate::config::EnvConfig;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
 use crate::sandbox::{RepoSource, SandboxError, SandboxSpec, repo};
-use crate::text::literal_regex;
+use crate::text::{literal_regex, safe_name};
 
 /// `aci.image` value of an environment image.
 pub const ENV_IMAGE_KIND: &str = "env";
@@ -269,17 +269,7 @@ pub fn env_tag(instance: &Instance, env_hash: &str) -> String {
         } else {
             "python"
         });
-    let clean: String = language
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let clean = safe_name(&language.to_ascii_lowercase(), '-');
     format!("aci-env-{clean}:{}", &env_hash[..env_hash.len().min(12)])
 }
 
@@ -541,7 +531,9 @@ fn build_context(recipe: &Recipe<'_>, repo_tar: &[u8]) -> Result<Vec<u8>, String
     builder.into_inner().map_err(context_error)
 }
 
-fn append_file(
+/// Adds `data` to `builder` as the regular file `name` (mode 0644, time 0, so that a build
+/// context's bytes depend on its content only).
+pub(super) fn append_file(
     builder: &mut tar::Builder<Vec<u8>>,
     name: &str,
     data: &[u8],

@@ -26,6 +26,7 @@ use super::LABEL_IMAGE;
 use super::build_log::{STEP_MARKER, build_logged};
 use super::env::{
     ENV_IMAGE_KIND, EnvImage, EnvImageError, EnvRequest, LABEL_BASE_IMAGE, LABEL_ENV_HASH,
+    append_file,
 };
 use super::release::DebianRelease;
 use crate::config::EnvConfig;
@@ -515,19 +516,6 @@ fn label_quote(text: &str) -> String {
         .replace('"', "\\\"")
         .replace('\n', " ");
     format!("\"{escaped}\"")
-}
-
-fn append_file(
-    builder: &mut tar::Builder<Vec<u8>>,
-    name: &str,
-    data: &[u8],
-) -> std::io::Result<()> {
-    let mut header = tar::Header::new_gnu();
-    header.set_size(data.len() as u64);
-    header.set_mode(0o644);
-    header.set_mtime(0);
-    header.set_cksum();
-    builder.append_data(&mut header, name, data)
 }
 
 /// The spec environment of `instance`, when its environment comes from its spec ([`applies`],

@@ -13,6 +13,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
 use crate::image::pull::Notes;
+use crate::text::safe_name;
 
 /// Why a mirror could not give the commit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,17 +74,7 @@ pub fn repo_url(template: &str, repo: &str) -> String {
 /// The mirror's directory in `cache`: `owner__name.git`, with any character other than ASCII
 /// letters, digits, `.`, `_` and `-` turned into `_`.
 pub fn mirror_path(cache: &Path, repo: &str) -> PathBuf {
-    let name: String = repo
-        .replace('/', "__")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let name = safe_name(&repo.replace('/', "__"), '_');
     cache.join(format!("{name}.git"))
 }
 
