@@ -206,6 +206,24 @@ async fn run_context(
     )?)
 }
 
+/// [`run_context`] for `aci run` and `aci batch`, from their shared agent options.
+async fn agent_context(
+    config: Config,
+    dirs: Vec<PathBuf>,
+    agent: &cli::AgentArgs,
+) -> Result<RunContext, Failure> {
+    run_context(
+        config,
+        dirs,
+        agent.model.clone(),
+        agent.run_id.clone(),
+        agent.output.clone(),
+        agent.runtime,
+        &agent.cluster,
+    )
+    .await
+}
+
 /// Creates an output directory, or fails naming it.
 fn create_output_dir(output: &Path) -> Result<(), Failure> {
     std::fs::create_dir_all(output).map_err(|e| {
@@ -332,19 +350,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let replay = args.replay.as_deref().map(ReplayInput::load).transpose()?;
-    let agent = &args.agent;
-    let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
-    let model = agent.model.clone();
-    let mut ctx = run_context(
-        config,
-        dirs,
-        model,
-        run_id,
-        out,
-        agent.runtime,
-        &agent.cluster,
-    )
-    .await?;
+    let mut ctx = agent_context(config, dirs, &args.agent).await?;
     let output = ctx.output.clone();
     ctx.turn_lines = true;
     let docker = ctx.runtime.docker().cloned();
@@ -403,19 +409,7 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     };
     let selected = instance::select(instances, &selection);
     let ctx_replay_dir = config.model.replay_dir.clone();
-    let agent = &args.agent;
-    let (run_id, out) = (agent.run_id.clone(), agent.output.clone());
-    let model = agent.model.clone();
-    let mut ctx = run_context(
-        config,
-        dirs,
-        model,
-        run_id,
-        out,
-        agent.runtime,
-        &agent.cluster,
-    )
-    .await?;
+    let mut ctx = agent_context(config, dirs, &args.agent).await?;
     let output = ctx.output.clone();
     let docker = ctx.runtime.docker().cloned();
     let mut progress = batch::progress::Progress::stderr(selected.len());

@@ -40,6 +40,25 @@ const PING_EVERY: Duration = Duration::from_secs(30);
 /// Stdin payloads are sent in messages of at most this size.
 const STDIN_CHUNK: usize = 256 * 1024;
 
+/// How long to wait before attempt `attempt + 1` when `response` is a busy answer that may be
+/// retried (its status and `Retry-After` header, by [`status::retry_delay`]); `None` otherwise.
+fn busy_delay(
+    response: &reqwest::Response,
+    attempt: u32,
+    conflict_retries: bool,
+) -> Option<Duration> {
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok());
+    status::retry_delay(
+        response.status().as_u16(),
+        retry_after,
+        attempt,
+        conflict_retries,
+    )
+}
+
 pub(super) fn api_error(message: impl Into<String>) -> SandboxError {
     SandboxError::Kubernetes(message.into())
 }
@@ -173,17 +192,7 @@ impl Api {
                 refreshed = true;
                 continue;
             }
-            let retry_after = response
-                .headers()
-                .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            if let Some(delay) = status::retry_delay(
-                status.as_u16(),
-                retry_after.as_deref(),
-                attempt,
-                conflict_retries,
-            ) {
+            if let Some(delay) = busy_delay(&response, attempt, conflict_retries) {
                 drop(response);
                 tokio::time::sleep(delay).await;
                 continue;
@@ -243,14 +252,7 @@ impl Api {
                     buffer: Vec::new(),
                 });
             }
-            let retry_after = response
-                .headers()
-                .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            if let Some(delay) =
-                status::retry_delay(status.as_u16(), retry_after.as_deref(), attempt, false)
-            {
+            if let Some(delay) = busy_delay(&response, attempt, false) {
                 tokio::time::sleep(delay).await;
                 continue;
             }
@@ -295,14 +297,7 @@ impl Api {
             };
             let status = response.status();
             if status != StatusCode::SWITCHING_PROTOCOLS {
-                let retry_after = response
-                    .headers()
-                    .get(RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                if let Some(delay) =
-                    status::retry_delay(status.as_u16(), retry_after.as_deref(), attempt, false)
-                {
+                if let Some(delay) = busy_delay(&response, attempt, false) {
                     tokio::time::sleep(delay).await;
                     continue;
                 }
