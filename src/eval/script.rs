@@ -332,9 +332,9 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
     }
 }
 
-/// A hunk header, with the old and new line counts.
+/// A hunk header, with the old start and the old and new line counts.
 pub(crate) static HUNK_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| literal_regex(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@"));
+    LazyLock::new(|| literal_regex(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@"));
 
 /// The files of a git diff, in order. Paths come from the `--- `/`+++ ` lines (quoted paths
 /// unescaped, `a/`/`b/` and git's trailing tab stripped), else from `rename`/`copy` lines, else
@@ -366,8 +366,8 @@ pub fn patch_files(patch: &str) -> Vec<FileChange> {
         } else if let Some(section) = current.as_mut() {
             section.read_line(line);
         }
-        if let Some(counts) = hunk_counts(line) {
-            skip_hunk(&mut lines, counts);
+        if let Some((_, old, new)) = hunk_header(line) {
+            hunk_body(&mut lines, (old, new));
         }
     }
     if let Some(section) = current {
@@ -376,19 +376,25 @@ pub fn patch_files(patch: &str) -> Vec<FileChange> {
     files
 }
 
-fn hunk_counts(line: &str) -> Option<(usize, usize)> {
+/// A hunk header's numbers: `@@ -a[,b] +c[,d] @@` → (a, b, d), a count left out being 1.
+pub(super) fn hunk_header(line: &str) -> Option<(usize, usize, usize)> {
     let captures = HUNK_HEADER.captures(line)?;
-    let count = |index: usize| {
-        captures
-            .get(index)
-            .map_or(Some(1), |m| m.as_str().parse().ok())
+    let number = |index: usize, default: Option<usize>| match captures.get(index) {
+        Some(m) => m.as_str().parse().ok(),
+        None => default,
     };
-    Some((count(1)?, count(2)?))
+    Some((number(1, None)?, number(2, Some(1))?, number(3, Some(1))?))
 }
 
-fn skip_hunk<'a>(lines: &mut impl Iterator<Item = &'a str>, (mut old, mut new): (usize, usize)) {
+/// The body of a hunk whose header gave `old` and `new` line counts, taken from `lines` (fewer
+/// lines when they end first).
+pub(super) fn hunk_body<'a>(
+    lines: &mut impl Iterator<Item = &'a str>,
+    (mut old, mut new): (usize, usize),
+) -> Vec<&'a str> {
+    let mut body = Vec::new();
     while old > 0 || new > 0 {
-        let Some(line) = lines.next() else { return };
+        let Some(line) = lines.next() else { break };
         match line.as_bytes().first() {
             Some(b'-') => old = old.saturating_sub(1),
             Some(b'+') => new = new.saturating_sub(1),
@@ -398,7 +404,9 @@ fn skip_hunk<'a>(lines: &mut impl Iterator<Item = &'a str>, (mut old, mut new): 
                 new = new.saturating_sub(1);
             }
         }
+        body.push(line);
     }
+    body
 }
 
 /// The paths one file section of a diff announces, by source.

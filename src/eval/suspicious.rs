@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::script::patch_files;
+use super::script::{hunk_body, hunk_header, patch_files};
 use crate::text::c_unescape;
 
 /// One file of a patch that changes test infrastructure, and why it counts.
@@ -303,44 +303,13 @@ fn hunks(section: &str) -> Vec<Hunk<'_>> {
         let Some((old_start, old_count, new_count)) = hunk_header(line) else {
             continue;
         };
-        let (mut old, mut new) = (old_count, new_count);
-        let mut body = Vec::new();
-        while old > 0 || new > 0 {
-            let Some(line) = lines.next() else { break };
-            match line.as_bytes().first() {
-                Some(b'-') => old = old.saturating_sub(1),
-                Some(b'+') => new = new.saturating_sub(1),
-                Some(b'\\') => {}
-                _ => {
-                    old = old.saturating_sub(1);
-                    new = new.saturating_sub(1);
-                }
-            }
-            body.push(line);
-        }
         found.push(Hunk {
             old_start,
             old_count,
-            lines: body,
+            lines: hunk_body(&mut lines, (old_count, new_count)),
         });
     }
     found
-}
-
-/// `@@ -a[,b] +c[,d] @@` → (a, b, d), counts 1 when left out.
-fn hunk_header(line: &str) -> Option<(usize, usize, usize)> {
-    let rest = line.strip_prefix("@@ -")?;
-    let (ranges, _) = rest.split_once(" @@")?;
-    let (old, new) = ranges.split_once(" +")?;
-    let range = |text: &str| -> Option<(usize, usize)> {
-        match text.split_once(',') {
-            Some((start, count)) => Some((start.parse().ok()?, count.parse().ok()?)),
-            None => Some((text.parse().ok()?, 1)),
-        }
-    };
-    let (old_start, old_count) = range(old)?;
-    let (_, new_count) = range(new)?;
-    Some((old_start, old_count, new_count))
 }
 
 /// The name of a TOML table header line (`[a.b]`, `[[bin]]`, with a trailing comment), if it is
