@@ -273,21 +273,33 @@ pub fn env_tag(instance: &Instance, env_hash: &str) -> String {
     format!("aci-env-{clean}:{}", &env_hash[..env_hash.len().min(12)])
 }
 
-/// One lock per environment hash: two instances of one run that share an environment build it
-/// once, the second waiting for the first.
-fn build_lock(env_hash: &str) -> Arc<tokio::sync::Mutex<()>> {
+/// Holds the build of one environment, in this process and across processes, until dropped.
+pub(super) struct BuildLock {
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+    _file: Option<std::fs::File>,
+}
+
+/// Waits until no other build of the environment `name` (`env-<hash>`, `spec-<hash>`) runs,
+/// then holds it: two instances that share an environment build it once, the others waiting
+/// and then finding it. Another aci process building the same environment at the same time
+/// would tag a second, different image over the first, so processes wait on a lock file too.
+pub(super) async fn lock_build(name: &str) -> BuildLock {
     static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
         LazyLock::new(|| Mutex::new(HashMap::new()));
-    match LOCKS.lock() {
-        Ok(mut locks) => locks.entry(env_hash.to_owned()).or_default().clone(),
+    let lock = match LOCKS.lock() {
+        Ok(mut locks) => locks.entry(name.to_owned()).or_default().clone(),
         Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+    };
+    let guard = lock.lock_owned().await;
+    BuildLock {
+        _guard: guard,
+        _file: lock_file(name).await,
     }
 }
 
-/// Holds `<cache>/locks/<name>.lock` until dropped, so that one process builds an image while
-/// others wait and then find it. `None` (no lock) when the cache directory cannot be used: the
-/// lock only saves a duplicate build.
-pub(crate) async fn lock_file(name: &str) -> Option<std::fs::File> {
+/// Holds `<cache>/locks/<name>.lock` until dropped. `None` (no lock) when the cache directory
+/// cannot be used: the lock only saves a duplicate build.
+async fn lock_file(name: &str) -> Option<std::fs::File> {
     let dir = crate::config::cache_root()?.join("locks");
     let path = dir.join(format!("{name}.lock"));
     tokio::task::spawn_blocking(move || {
@@ -304,6 +316,25 @@ pub(crate) async fn lock_file(name: &str) -> Option<std::fs::File> {
     .await
     .ok()
     .flatten()
+}
+
+/// The image `tag` when it exists and was built for `hash` (its `aci.env_hash` label), as the
+/// environment on `base`; `None` when it must be built.
+pub(super) async fn built_env_image(
+    runtime: &DockerRuntime,
+    tag: &str,
+    hash: &str,
+    base: &str,
+) -> Result<Option<EnvImage>, SandboxError> {
+    Ok(runtime.inspect_image(tag).await?.and_then(|existing| {
+        (existing.labels.get(LABEL_ENV_HASH).map(String::as_str) == Some(hash)).then(|| EnvImage {
+            tag: tag.to_owned(),
+            id: existing.id,
+            env_hash: hash.to_owned(),
+            base_image: base.to_owned(),
+            built: false,
+        })
+    }))
 }
 
 /// What [`ensure_env_image`] needs besides the instance.
@@ -366,21 +397,12 @@ pub async fn ensure_env_image(
     let fingerprint = repository_fingerprint(instance).await?;
     let hash = env_hash(&base_info.id, &fingerprint, &repo_dir, &setup);
     let tag = env_tag(instance, &hash);
-    let lock = build_lock(&hash);
-    let _guard = lock.lock().await;
-    // Another aci process building the same environment at the same time would tag a second,
-    // different image over the first: processes wait on a lock file per hash too.
-    let _file_lock = lock_file(&format!("env-{hash}")).await;
-    if let Some(existing) = runtime.inspect_image(&tag).await.map_err(docker_error)?
-        && existing.labels.get(LABEL_ENV_HASH) == Some(&hash)
+    let _lock = lock_build(&format!("env-{hash}")).await;
+    if let Some(built) = built_env_image(runtime, &tag, &hash, &base)
+        .await
+        .map_err(docker_error)?
     {
-        return Ok(EnvImage {
-            tag,
-            id: existing.id,
-            env_hash: hash,
-            base_image: base,
-            built: false,
-        });
+        return Ok(built);
     }
     check_free_disk(runtime, request.env.min_free_disk_gb)
         .await

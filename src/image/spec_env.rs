@@ -16,9 +16,9 @@
 //! (`environment.yml`, conda build strings), is an error of that instance that says so: no
 //! other Python and no other package source is substituted.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::LazyLock;
 
 use sha2::{Digest, Sha256};
 
@@ -26,7 +26,7 @@ use super::LABEL_IMAGE;
 use super::build_log::{STEP_MARKER, build_logged};
 use super::env::{
     ENV_IMAGE_KIND, EnvImage, EnvImageError, EnvRequest, LABEL_BASE_IMAGE, LABEL_ENV_HASH,
-    append_file,
+    append_file, built_env_image, lock_build,
 };
 use super::release::DebianRelease;
 use crate::config::EnvConfig;
@@ -612,17 +612,6 @@ fn git_show(repo: &Path, commit: &str, path: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// One lock per spec environment: the instances of one repository and version that start at
-/// once build it once, the others waiting.
-fn build_lock(env_hash: &str) -> Arc<tokio::sync::Mutex<()>> {
-    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
-    match LOCKS.lock() {
-        Ok(mut locks) => locks.entry(env_hash.to_owned()).or_default().clone(),
-        Err(_) => Arc::new(tokio::sync::Mutex::new(())),
-    }
-}
-
 /// Finds or builds the spec environment image of `spec` on `aci-python:<release>`: reused
 /// when its `aci.env_hash` label matches, else built with a network (pip reaches PyPI through
 /// the host CA bundle the language image holds), its whole log kept ([`build_logged`]).
@@ -652,19 +641,12 @@ pub async fn ensure_spec_env(
         })?;
     let hash = spec.env_hash(&base_info.id);
     let tag = spec.tag(&hash);
-    let lock = build_lock(&hash);
-    let _guard = lock.lock().await;
-    let _file_lock = super::env::lock_file(&format!("spec-{hash}")).await;
-    if let Some(existing) = runtime.inspect_image(&tag).await.map_err(docker_error)?
-        && existing.labels.get(LABEL_ENV_HASH) == Some(&hash)
+    let _lock = lock_build(&format!("spec-{hash}")).await;
+    if let Some(built) = built_env_image(runtime, &tag, &hash, &base)
+        .await
+        .map_err(docker_error)?
     {
-        return Ok(EnvImage {
-            tag,
-            id: existing.id,
-            env_hash: hash,
-            base_image: base,
-            built: false,
-        });
+        return Ok(built);
     }
     let build_error = |message: String| EnvImageError::Build {
         instance_id: instance_id.to_owned(),
