@@ -174,13 +174,7 @@ pub fn dockerfile(recipe: &Recipe<'_>) -> String {
         labels,
     } = recipe;
     let mut lines = vec![format!("FROM {base}")];
-    if !labels.is_empty() {
-        let pairs: Vec<String> = labels
-            .iter()
-            .map(|(key, value)| format!("{}={}", label_quote(key), label_quote(value)))
-            .collect();
-        lines.push(format!("LABEL {}", pairs.join(" ")));
-    }
+    lines.extend(label_line(labels));
     let mut sources = Vec::new();
     if baseline.is_some() {
         sources.push("repo.tar");
@@ -211,6 +205,18 @@ pub fn dockerfile(recipe: &Recipe<'_>) -> String {
     let mut text = lines.join("\n");
     text.push('\n');
     text
+}
+
+/// The Dockerfile `LABEL` line of `labels` (none when there are none), keys and values quoted.
+pub(super) fn label_line(labels: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    if labels.is_empty() {
+        return None;
+    }
+    let pairs: Vec<String> = labels
+        .iter()
+        .map(|(key, value)| format!("{}={}", label_quote(key), label_quote(value)))
+        .collect();
+    Some(format!("LABEL {}", pairs.join(" ")))
 }
 
 /// A Dockerfile `LABEL` key or value in double quotes.

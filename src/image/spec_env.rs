@@ -26,7 +26,7 @@ use super::LABEL_IMAGE;
 use super::build_log::{STEP_MARKER, build_logged};
 use super::env::{
     ENV_IMAGE_KIND, EnvImage, EnvImageError, EnvRequest, LABEL_BASE_IMAGE, LABEL_ENV_HASH,
-    append_file, built_env_image, lock_build,
+    append_file, built_env_image, label_line, lock_build,
 };
 use super::release::DebianRelease;
 use crate::config::EnvConfig;
@@ -415,13 +415,7 @@ impl SpecEnv {
     /// language image was built with (`PIP_CERT`).
     pub fn dockerfile(&self, base: &str, labels: &BTreeMap<String, String>) -> String {
         let mut lines = vec![format!("FROM {base}")];
-        if !labels.is_empty() {
-            let pairs: Vec<String> = labels
-                .iter()
-                .map(|(key, value)| format!("{}={}", label_quote(key), label_quote(value)))
-                .collect();
-            lines.push(format!("LABEL {}", pairs.join(" ")));
-        }
+        lines.extend(label_line(labels));
         lines.push("ADD spec.tar /".to_owned());
         for step in self.steps() {
             lines.push(format!("RUN bash {SCRIPT_DIR}/{}", step.file));
@@ -507,15 +501,6 @@ fn quote_all(items: &[String]) -> String {
         .map(|item| shell_quote(item))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// A Dockerfile `LABEL` key or value in double quotes.
-fn label_quote(text: &str) -> String {
-    let escaped = text
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', " ");
-    format!("\"{escaped}\"")
 }
 
 /// The spec environment of `instance`, when its environment comes from its spec ([`applies`],
