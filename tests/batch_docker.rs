@@ -281,7 +281,7 @@ fn ctrl_c_autosubmits_the_running_instances_removes_their_containers_and_exits_1
         &ids,
         &[
             "echo '# work in progress' >> README.md",
-            "sleep 60",
+            LONG_SLEEP,
             "submit",
         ],
     );
@@ -298,6 +298,8 @@ fn ctrl_c_autosubmits_the_running_instances_removes_their_containers_and_exits_1
             &run,
             "--workers",
             "2",
+            "--set",
+            LONG_SLEEP_TIMEOUT,
         ])
         .stdout(Stdio::from(std::fs::File::create(&stdout_path).unwrap()))
         .stderr(Stdio::from(std::fs::File::create(&stderr_path).unwrap()))
@@ -363,7 +365,7 @@ fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits
         &[id],
         &[
             "echo '# work in progress' >> README.md",
-            "sleep 60",
+            LONG_SLEEP,
             "submit",
         ],
     );
@@ -381,6 +383,7 @@ fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits
         .args(["--model", "replay", "--replay"])
         .arg(slow.join(format!("{id}.yaml")))
         .args(["--output", out.to_str().unwrap(), "--run-id", &run])
+        .args(["--set", LONG_SLEEP_TIMEOUT])
         .stdout(Stdio::from(std::fs::File::create(&stdout_path).unwrap()))
         .stderr(Stdio::from(std::fs::File::create(&stderr_path).unwrap()))
         .spawn()
@@ -406,7 +409,7 @@ fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits
             .unwrap()
             .starts_with("aci-env-python:")
     );
-    // One saved turn, and the call for the turn that was running (`sleep 60`) is counted too.
+    // One saved turn, and the call for the turn that was running (`sleep 900`) is counted too.
     let traj = read_json(&instance_file(&out, id, "traj"));
     assert_eq!(traj["trajectory"].as_array().unwrap().len(), 1);
     assert_eq!(traj["info"]["model_stats"]["api_calls"], 2);

@@ -222,7 +222,7 @@ fn ctrl_c_on_k8s_autosubmits_and_deletes_every_pod_including_those_created_ahead
         &ids,
         &[
             "echo '# work in progress' >> README.md",
-            "sleep 60",
+            LONG_SLEEP,
             "submit",
         ],
     );
@@ -239,6 +239,8 @@ fn ctrl_c_on_k8s_autosubmits_and_deletes_every_pod_including_those_created_ahead
             &run,
             "--workers",
             "2",
+            "--set",
+            LONG_SLEEP_TIMEOUT,
         ])
         .env("KUBECONFIG", standin.kubeconfig())
         .stdout(Stdio::from(std::fs::File::create(&stdout_path).unwrap()))

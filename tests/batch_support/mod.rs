@@ -51,6 +51,13 @@ pub fn write_instances(dir: &Path, ids: &[&str], extra_lines: &[&str]) -> PathBu
     path
 }
 
+/// The command a Ctrl-C test interrupts, and a command timeout above it: an instance that has
+/// reached it is still in it when the signal comes, however long the other instances of the
+/// batch took to start (with the default 25 s timeout, a slow start let the first instance
+/// finish before the Ctrl-C).
+pub const LONG_SLEEP: &str = "sleep 900";
+pub const LONG_SLEEP_TIMEOUT: &str = "env.command_timeout=1200";
+
 /// Writes `dir/<id>.yaml` (a JSON list, which is YAML too) with `actions` for every id.
 pub fn write_replays(dir: &Path, ids: &[&str], actions: &[&str]) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
