@@ -23,27 +23,6 @@ const DETERMINISM_IDS: [&str; 6] = [
     "demo__pathnorm-1",
 ];
 
-fn docker_batch(
-    instances: &Path,
-    replays: &Path,
-    output: &Path,
-    run_id: &str,
-    extra: &[&str],
-) -> Run {
-    let mut args = vec![
-        "--instances",
-        instances.to_str().unwrap(),
-        "--replay-dir",
-        replays.to_str().unwrap(),
-        "--output",
-        output.to_str().unwrap(),
-        "--run-id",
-        run_id,
-    ];
-    args.extend_from_slice(extra);
-    batch(&args)
-}
-
 /// A trajectory with the timings zeroed: `execution_time`, `info.wall_time`, and the durations
 /// test runners print in their summaries (`20 passed in 0.28s`, `finished in 0.02s`).
 fn without_timings(path: &Path) -> String {

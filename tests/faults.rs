@@ -570,16 +570,7 @@ fn a_docker_daemon_that_goes_away_stops_the_batch_and_the_rerun_removes_what_it_
 
     // The daemon is back: the rerun removes the leftover and runs both.
     let fast = write_replays(&dir.path().join("fast"), &ids, &["submit"]);
-    let resumed = batch(&[
-        "--instances",
-        instances.to_str().unwrap(),
-        "--replay-dir",
-        fast.to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-        "--run-id",
-        &run,
-    ]);
+    let resumed = docker_batch(&instances, &fast, &out, &run, &[]);
     resumed.expect_code(0);
     assert!(
         resumed
@@ -725,16 +716,7 @@ fn an_output_directory_that_fills_up_stops_the_batch_at_the_first_failed_write()
     // Room again: the rerun runs all three.
     std::fs::remove_file(out.join("filler")).unwrap();
     let fast = write_replays(&dir.path().join("fast"), &ids, &["submit"]);
-    let resumed = batch(&[
-        "--instances",
-        instances.to_str().unwrap(),
-        "--replay-dir",
-        fast.to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-        "--run-id",
-        &run,
-    ]);
+    let resumed = docker_batch(&instances, &fast, &out, &run, &[]);
     resumed.expect_code(0);
     assert_eq!(
         summary_rows(&resumed.stdout),

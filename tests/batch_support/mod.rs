@@ -109,6 +109,28 @@ pub fn batch(args: &[&str]) -> Run {
     aci().arg("batch").args(args).output().unwrap().into()
 }
 
+/// `aci batch --instances I --replay-dir R --output O --run-id ID <extra…>` on Docker.
+pub fn docker_batch(
+    instances: &Path,
+    replays: &Path,
+    output: &Path,
+    run_id: &str,
+    extra: &[&str],
+) -> Run {
+    let mut args = vec![
+        "--instances",
+        instances.to_str().unwrap(),
+        "--replay-dir",
+        replays.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+        "--run-id",
+        run_id,
+    ];
+    args.extend_from_slice(extra);
+    batch(&args)
+}
+
 /// `DIR/<id>/<id>.<ext>`
 pub fn instance_file(output: &Path, id: &str, ext: &str) -> PathBuf {
     output.join(id).join(format!("{id}.{ext}"))
