@@ -166,6 +166,15 @@ struct Layer {
     reused: bool,
 }
 
+impl Layer {
+    /// The layer is downloaded: all its bytes count, its size taken from `total` when no
+    /// download message gave it.
+    fn finish_download(&mut self, total: Option<u64>) {
+        self.size = self.size.or(total);
+        self.downloaded = self.size.unwrap_or(self.downloaded);
+    }
+}
+
 /// A pull's messages, tallied: layers known, layers done (pulled, or already here), bytes
 /// downloaded of the bytes known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -203,8 +212,17 @@ impl PullTally {
                 layer.downloaded = event.current.unwrap_or(layer.downloaded);
                 layer.size = event.total.filter(|total| *total > 0).or(layer.size);
             }
-            "Download complete" => layer.downloaded = layer.size.unwrap_or(layer.downloaded),
-            "Pull complete" => layer.done = true,
+            // The daemon coalesces a layer's progress messages when its reader lags, so any
+            // message past the download says the whole layer came, whether or not "Download
+            // complete" was among those sent.
+            "Verifying Checksum" | "Download complete" => layer.finish_download(None),
+            "Extracting" => {
+                layer.finish_download(event.total.filter(|total| *total > 0));
+            }
+            "Pull complete" => {
+                layer.finish_download(None);
+                layer.done = true;
+            }
             "Already exists" => {
                 layer.done = true;
                 layer.reused = true;

@@ -147,6 +147,39 @@ fn a_pull_is_tallied_in_layers_done_and_bytes_downloaded() {
 }
 
 #[test]
+fn a_layer_past_its_download_counts_whole_when_the_daemon_dropped_download_complete() {
+    // What the daemon sent for a 3 MB layer when its reader lagged: "Download complete"
+    // and the later download messages were coalesced into the extraction's.
+    let mut tally = PullTally::default();
+    for e in [
+        event("aaa", "Pulling fs layer", None, None),
+        event("aaa", "Downloading", Some(36_445), Some(3_001_166)),
+        event("aaa", "Extracting", Some(32_768), Some(3_001_166)),
+    ] {
+        tally.record(&e);
+    }
+    assert_eq!(tally.summary(), "0/1 layers, 3.0/3.0 MB");
+    assert!(tally.record(&event("aaa", "Pull complete", None, None)));
+    assert_eq!(tally.summary(), "1/1 layers, 3.0/3.0 MB");
+
+    // With no download message at all, the extraction's total is the layer's size.
+    let mut tally = PullTally::default();
+    for e in [
+        event("bbb", "Pulling fs layer", None, None),
+        event("bbb", "Extracting", Some(32_768), Some(2_000_000)),
+        event("bbb", "Pull complete", None, None),
+    ] {
+        tally.record(&e);
+    }
+    assert_eq!(tally.summary(), "1/1 layers, 2.0/2.0 MB");
+
+    // A layer that only finished, with no size anywhere, counts what was seen of it.
+    let mut tally = PullTally::default();
+    tally.record(&event("ccc", "Pull complete", None, None));
+    assert_eq!(tally.summary(), "1/1 layers, 0.0/0.0 MB");
+}
+
+#[test]
 fn unreachable_registries_are_told_apart_from_refusals() {
     assert!(is_unreachable(
         "Get \"http://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused"
