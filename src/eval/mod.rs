@@ -9,6 +9,7 @@ pub mod canary;
 pub mod container;
 pub mod from_logs;
 pub mod grade;
+pub mod infra;
 pub mod logs;
 pub mod parse;
 pub mod plan;
