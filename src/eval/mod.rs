@@ -19,6 +19,7 @@ pub mod run;
 pub mod script;
 pub use crate::spec;
 pub mod suspicious;
+pub mod tripwire;
 
 /// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,
 /// `harness-verdicts.json`): `ACI_SWEBENCH_DATA`, else `../shared/swebench` beside the crate.

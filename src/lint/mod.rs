@@ -29,7 +29,8 @@ pub use filter::{filter_new, parse_flake8};
 
 use python_names::{Change, Units};
 use python_tokens::Scan;
-use syntax::{SYNTAX_CODE, line_edit, new_parser, reparse};
+pub(crate) use syntax::new_parser;
+use syntax::{SYNTAX_CODE, line_edit, reparse};
 use text::LineIndex;
 
 /// A language the gate can check.
