@@ -235,7 +235,7 @@ pub fn plan(targets: &[Target], texts: &BTreeMap<String, String>, terms: Terms) 
     }
     for (path, mut list) in insertions {
         let mut text = texts[path].clone();
-        list.sort_by(|a, b| b.0.cmp(&a.0));
+        list.sort_by_key(|spot| std::cmp::Reverse(spot.0));
         for (at, line) in list {
             text.insert_str(at, &line);
         }
@@ -506,13 +506,12 @@ fn rust_named<'a>(
                 continue;
             }
             "line_comment" | "block_comment" => continue,
-            "function_item" if scopes.is_empty() && node_name(child, text) == Some(name) => {
-                if attributes
-                    .iter()
-                    .any(|attribute| is_test_attribute(attribute))
-                {
-                    out.push((child, attributes.clone()));
-                }
+            "function_item"
+                if scopes.is_empty()
+                    && node_name(child, text) == Some(name)
+                    && attributes.iter().any(|a| is_test_attribute(a)) =>
+            {
+                out.push((child, attributes.clone()));
             }
             "mod_item" => {
                 if let (Some((module, rest)), Some(body)) =
