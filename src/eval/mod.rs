@@ -14,6 +14,7 @@ pub mod logs;
 pub mod parse;
 pub mod plan;
 pub mod predictions;
+pub mod reach;
 pub mod report;
 pub mod run;
 pub mod script;
