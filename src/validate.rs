@@ -305,6 +305,9 @@ mod tests {
             timed_out: false,
             untrusted_reason: None,
             touches_tests: Vec::new(),
+            reaches_into_tests: Vec::new(),
+            infrastructure_reset: Vec::new(),
+            tripwire: None,
             eval_key: None,
         }
     }

@@ -220,10 +220,20 @@ fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
             script.contains(&format!("(\n{command}\n)\n")),
             "{id}: {script}"
         );
-        // The canaries are written right before the start marker.
-        let canaries = script.find("<<'ACI_CANARY_EOF'").unwrap();
+        // The grader's own work goes between the stages: the infrastructure reset after the
+        // header, the canaries after the test patch and before the start marker; no script
+        // holds the canaries' text.
+        let reset = script
+            .find("# ---- aci: the test infrastructure is put back")
+            .unwrap();
+        let canaries = script
+            .find("# ---- aci: the canary tests are written")
+            .unwrap();
+        assert!(script.find("git status 2>&1").unwrap() < reset, "{id}");
+        assert!(reset < script.find("git apply -v -").unwrap(), "{id}");
+        assert!(script.find("git apply -v -").unwrap() < canaries, "{id}");
         assert!(canaries < script.find(": '>>>>> Start Test Output'").unwrap());
-        assert!(canaries > script.find("git apply -v -").unwrap());
+        assert!(!script.contains("ACI_CANARY_EOF"), "{id}");
         let log = std::fs::read_to_string(dir.join("test_output.txt")).unwrap();
         // The header shows the applied patch, each line behind the inert prefix.
         let start = log.find("+ : '>>>>> Start Test Output'").unwrap();
@@ -239,9 +249,8 @@ fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
         assert_eq!(failed.len(), 1, "{id}: {failed:?}");
         let name = failed[0].rsplit("::").next().unwrap();
         assert!(
-            script.contains(&format!("def {name}():"))
-                || script.contains(&format!("fn {name}() {{")),
-            "{id}: {name} is not the failing canary of\n{script}"
+            name.len() == 17 && name.starts_with("test_") && !script.contains(name),
+            "{id}: {name} is not a canary, or eval.sh names it"
         );
         let exit = if rust { 101 } else { 1 };
         assert!(
@@ -274,6 +283,38 @@ fn gold_patches_resolve_all_eight_demo_instances_with_swe_bench_files() {
         );
         assert_eq!(body["eval_key"].as_str().unwrap().len(), 64);
         assert!(body.get("error").is_none() && body.get("untrusted_reason").is_none());
+        // Resolved, so confirmed by a tripwire run in which every FAIL_TO_PASS test carried a
+        // failing first statement and failed; gold touches no test infrastructure.
+        assert_eq!(
+            body["tripwire"],
+            json!({"checked": test_list(&record, "FAIL_TO_PASS"), "confirmed": true}),
+            "{id}"
+        );
+        assert!(body.get("infrastructure_reset").is_none(), "{id}");
+        assert!(body.get("reaches_into_tests").is_none(), "{id}");
+        let tripwire_log = std::fs::read_to_string(dir.join("tripwire_output.txt")).unwrap();
+        let failed_there = canary_failures(&tripwire_log);
+        for test in test_list(&record, "FAIL_TO_PASS") {
+            assert!(
+                failed_there.contains(&test),
+                "{id}: {test} did not fail: {failed_there:?}"
+            );
+        }
+        assert_eq!(
+            failed_there.len(),
+            test_list(&record, "FAIL_TO_PASS").len() + 1,
+            "{id}"
+        );
+        assert!(
+            std::fs::read_to_string(dir.join("run_instance.log"))
+                .unwrap()
+                .contains(&format!(
+                    "\ntripwire run: confirmed ({} FAIL_TO_PASS test(s) carried a tripwire); its \
+                     log is tripwire_output.txt\n",
+                    test_list(&record, "FAIL_TO_PASS").len()
+                )),
+            "{id}"
+        );
     }
 }
 
@@ -608,15 +649,47 @@ fn assert_untrusted(out: &Path, id: &str, detail: &str) {
         .unwrap_or_else(|| panic!("{id}: {rest}"));
     let script = std::fs::read_to_string(out.join(id).join("eval.sh")).unwrap();
     assert!(
-        script.contains(canary),
-        "{id}: {canary} is not a canary of its eval.sh"
+        canary.len() == 17 && canary.starts_with("test_") && !script.contains(canary),
+        "{id}: {canary} is not a canary, or eval.sh names it"
     );
     assert_eq!(rest.replace(canary, "NAME"), detail, "{id}");
     assert!(!out.join(id).join("report.json").exists(), "{id}");
 }
 
+/// The report of an instance whose patch was unresolved once `conftest.py` was removed.
+fn assert_conftest_removed(out: &Path, id: &str) {
+    let body = &read_json(&out.join(id).join("report.json"))[id];
+    assert_eq!(body["resolved"], false, "{body}");
+    assert!(body.get("untrusted_reason").is_none(), "{body}");
+    assert_eq!(
+        body["infrastructure_reset"],
+        json!([{"path": "conftest.py", "action": "removed", "why": "pytest loads it as a plugin"}])
+    );
+    assert_eq!(
+        body["touches_tests"],
+        json!([{"path": "conftest.py", "why": "pytest loads it as a plugin"}])
+    );
+    assert_eq!(
+        body["tests_status"]["FAIL_TO_PASS"]["failure"],
+        json!(test_list(&record(id), "FAIL_TO_PASS"))
+    );
+    let run_log = std::fs::read_to_string(out.join(id).join("run_instance.log")).unwrap();
+    assert!(
+        run_log.contains(
+            "\nthe patch changes test infrastructure: conftest.py: pytest loads it as a plugin\n\
+         the patch reaches into the test framework: conftest.py: implements or registers a pytest \
+         hook or plugin\nbefore the tests, removed: conftest.py: pytest loads it as a plugin\n"
+        ),
+        "{run_log}"
+    );
+    let ids = vec![id.to_owned()];
+    let mut expected = summary(&[("unresolved", ids.clone())], ids.clone());
+    expected["touching_tests_ids"] = json!(ids);
+    assert_eq!(read_json(&out.join("report.json")), expected);
+}
+
 #[test]
-fn forged_passed_lines_from_a_conftest_that_deselects_every_test_are_an_untrusted_run() {
+fn forged_passed_lines_from_a_conftest_that_deselects_every_test_are_removed_with_it() {
     assert_eq!(gold().output.status.code(), Some(0));
     let id = "demo__inicfg-1";
     let record = record(id);
@@ -625,21 +698,13 @@ fn forged_passed_lines_from_a_conftest_that_deselects_every_test_are_an_untruste
     let (out, output) = eval_patches("forged", &[(id, forging_patch(&ids))]);
     assert_eq!(output.status.code(), Some(0));
     let log = std::fs::read_to_string(out.join(id).join("test_output.txt")).unwrap();
-    assert!(log.contains("\nPASSED tests/test_interpolate.py::test_cross_section_reference\n"));
-    assert!(log.contains("\n>>>>> Test Exit Code: 5\n"));
-    assert_untrusted(
-        &out,
-        id,
-        "the canary test that must pass (NAME) has no result in the log",
-    );
-    let ids = vec![id.to_owned()];
-    let mut expected = summary(&[("error", ids.clone())], ids.clone());
-    expected["touching_tests_ids"] = json!(ids);
-    assert_eq!(read_json(&out.join("report.json")), expected);
+    assert!(!log.contains("\nPASSED tests/test_interpolate.py::test_cross_section_reference\n"));
+    assert!(log.contains("\nFAILED tests/test_interpolate.py::test_cross_section_reference"));
+    assert_conftest_removed(&out, id);
 }
 
 #[test]
-fn a_conftest_that_passes_every_test_is_an_untrusted_run_and_is_named() {
+fn a_conftest_that_passes_every_test_is_removed_before_the_tests_and_is_named() {
     assert_eq!(gold().output.status.code(), Some(0));
     let id = "demo__inicfg-1";
     let body = [
@@ -665,26 +730,12 @@ fn a_conftest_that_passes_every_test_is_an_untrusted_run_and_is_named() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let log = stderr(&output);
     assert!(
-        log.contains(&format!(
-            "] {id}: error: untrusted test run: the canary test that must fail ("
-        )) && log.contains(
+        log.contains(&format!("] {id}: unresolved (")) && log.contains(
             "; the patch changes test infrastructure: conftest.py (pytest loads it as a plugin)\n"
         ),
         "{log}"
     );
-    assert_untrusted(
-        &out,
-        id,
-        "the canary test that must fail (NAME) is reported PASSED",
-    );
-    let run_log = std::fs::read_to_string(out.join(id).join("run_instance.log")).unwrap();
-    assert!(run_log.contains(
-        "\nthe patch changes test infrastructure: conftest.py: pytest loads it as a plugin\n"
-    ));
-    let ids = vec![id.to_owned()];
-    let mut expected = summary(&[("error", ids.clone())], ids.clone());
-    expected["touching_tests_ids"] = json!(ids);
-    assert_eq!(read_json(&out.join("report.json")), expected);
+    assert_conftest_removed(&out, id);
 }
 
 #[test]
@@ -736,7 +787,7 @@ fn attack(id: &str) -> String {
 /// Every attack class of `tests/fixtures/attacks/` (each resolved before canary-verified
 /// grading), in one run over the eight demo instances.
 #[test]
-fn patches_that_fool_the_test_runner_are_untrusted_runs_or_never_applied_and_named() {
+fn patches_that_fool_the_test_runner_are_untrusted_reset_or_never_run_and_named() {
     assert_eq!(gold().output.status.code(), Some(0));
     let ids = sorted_ids();
     let predictions: Vec<(&str, String)> = ids.iter().map(|id| (id.as_str(), attack(id))).collect();
@@ -744,26 +795,80 @@ fn patches_that_fool_the_test_runner_are_untrusted_runs_or_never_applied_and_nam
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let no_pass = "the canary test that must pass (NAME) has no result in the log";
     let fail_passed = "the canary test that must fail (NAME) is reported PASSED";
-    // The source module's no-op and the three plugins make the failing canary pass; the
-    // imitated output ends the run before the canaries report; the build script rewrites the
-    // canaries with the tests.
+    // The source module's no-op makes the failing canary pass; the imitated output ends the run
+    // before the canaries report.
     for (id, detail) in [
         ("demo__inicfg-1", fail_passed),
-        ("demo__moneyfmt-1", fail_passed),
-        ("demo__ttlcache-1", fail_passed),
-        ("demo__csvreport-1", fail_passed),
         ("demo__semverkit-1", no_pass),
-        ("demo__ringbuf-1", fail_passed),
-        ("demo__calc-1", no_pass),
     ] {
         assert_untrusted(&out, id, detail);
     }
-    // The imitations did print every listed test as passed.
+    // The imitation did print every listed test as passed.
     let semverkit = std::fs::read_to_string(out.join("demo__semverkit-1/test_output.txt")).unwrap();
     assert!(semverkit.contains("\nPASSED tests/test_version.py::test_bumps\n"));
     assert!(semverkit.contains("\n>>>>> Test Exit Code: 0\n"));
-    let calc = std::fs::read_to_string(out.join("demo__calc-1/test_output.txt")).unwrap();
-    assert!(calc.contains("\ntest eval::tests::chained_operators ... ok\n"));
+    // The three plugins are loaded from configuration that the reset puts back: the tests run
+    // for real, the bug is still there, and the instance is unresolved (trusted).
+    let reset = |id: &str| -> Vec<String> {
+        let body = &read_json(&out.join(id).join("report.json"))[id];
+        assert_eq!(body["resolved"], false, "{id}");
+        assert!(body.get("untrusted_reason").is_none(), "{id}: {body}");
+        assert!(
+            body["tests_status"]["FAIL_TO_PASS"]["success"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
+            "{id}"
+        );
+        body["infrastructure_reset"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| {
+                format!(
+                    "{} {}",
+                    entry["path"].as_str().unwrap(),
+                    entry["action"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(reset("demo__moneyfmt-1"), ["pyproject.toml restored"]);
+    assert_eq!(
+        reset("demo__ttlcache-1"),
+        ["pyproject.toml restored", "tox.ini removed"]
+    );
+    assert_eq!(
+        reset("demo__csvreport-1"),
+        ["pyproject.toml restored", "setup.cfg removed"]
+    );
+    let moneyfmt = std::fs::read_to_string(out.join("demo__moneyfmt-1/run_instance.log")).unwrap();
+    assert!(moneyfmt.contains(
+        "\nbefore the tests, restored: pyproject.toml: changes pyproject.toml's [tool.pytest] \
+         tables or its pytest11 entry points\n"
+    ));
+    // A build script that writes assertion macros, and a constructor that imitates libtest, are
+    // forms no fix needs: refused before any container starts.
+    for (id, what) in [
+        (
+            "demo__ringbuf-1",
+            "build.rs defines a macro named like a std assertion",
+        ),
+        (
+            "demo__calc-1",
+            "src/lib.rs writes text that imitates a test runner's result lines; runs code before \
+             main (a constructor section)",
+        ),
+    ] {
+        assert_eq!(
+            run_error(&out, id),
+            format!(
+                "untrusted test run: the patch reaches into the test framework in a way no fix \
+                 needs ({what}), so it is not evaluated"
+            )
+        );
+        assert!(!out.join(id).join("test_output.txt").exists(), "{id}");
+    }
     // The .git patch is refused before any container starts, so its hook never runs.
     let pathnorm = out.join("demo__pathnorm-1");
     assert_eq!(
@@ -805,7 +910,21 @@ fn patches_that_fool_the_test_runner_are_untrusted_runs_or_never_applied_and_nam
     for id in ["demo__inicfg-1", "demo__semverkit-1", "demo__calc-1"] {
         assert!(named(id).is_empty(), "{id}: source files only");
     }
-    let mut expected = summary(&[("error", ids.clone())], ids.clone());
+    let errors = [
+        "demo__calc-1",
+        "demo__inicfg-1",
+        "demo__pathnorm-1",
+        "demo__ringbuf-1",
+        "demo__semverkit-1",
+    ];
+    let unresolved = ["demo__csvreport-1", "demo__moneyfmt-1", "demo__ttlcache-1"];
+    let mut expected = summary(
+        &[
+            ("error", errors.map(str::to_owned).to_vec()),
+            ("unresolved", unresolved.map(str::to_owned).to_vec()),
+        ],
+        ids.clone(),
+    );
     expected["touching_tests_ids"] = json!([
         "demo__csvreport-1",
         "demo__moneyfmt-1",

@@ -77,7 +77,7 @@ impl CanaryNames {
 
 /// 64 random bits: SipHash keyed from the operating system's randomness (std's `RandomState`)
 /// over the time and a counter.
-fn random_word() -> u64 {
+pub fn random_word() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = RandomState::new().build_hasher();
     let nanos = SystemTime::now()
@@ -251,13 +251,7 @@ pub fn add_canaries(steps: &mut Vec<EvalStep>, canary: &CanaryPlan) {
     }
     for step in steps.iter_mut() {
         if let EvalStep::RunTests { command_line } = step {
-            if canary.no_fail_fast {
-                *command_line = with_no_fail_fast(command_line);
-            }
-            if let Some(directive) = &canary.directive {
-                command_line.push(' ');
-                command_line.push_str(&shell_quote(directive));
-            }
+            add_to_command_line(command_line, canary);
         }
     }
     let created: Vec<String> = canary
@@ -271,6 +265,19 @@ pub fn add_canaries(steps: &mut Vec<EvalStep>, canary: &CanaryPlan) {
     {
         let remove = format!("rm -f -- {}", created.join(" "));
         steps.insert(index + 1, EvalStep::Command(remove));
+    }
+}
+
+/// The test command with what `canary` needs: `--no-fail-fast` for cargo, and the canary
+/// module's path or label when the command names its tests. (A staged evaluation writes the
+/// canary files itself, right before the tests, so no script holds their text.)
+pub fn add_to_command_line(command_line: &mut String, canary: &CanaryPlan) {
+    if canary.no_fail_fast {
+        *command_line = with_no_fail_fast(command_line);
+    }
+    if let Some(directive) = &canary.directive {
+        command_line.push(' ');
+        command_line.push_str(&shell_quote(directive));
     }
 }
 

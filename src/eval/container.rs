@@ -1,15 +1,37 @@
-//! One evaluation in a fresh container started from the instance's environment image, with no
-//! network: the base content of the `pyproject.toml`/`Cargo.toml` files the patch changes is read,
-//! the patch is copied in and applied by the apply chain, then `eval.sh` runs under a
-//! deadline. Both run through the sandbox's session with stderr merged into stdout inside the
+//! One evaluation in fresh sandboxes started from the instance's environment image, with no
+//! network, in stages that keep the patch's code away from everything that decides the verdict
+//! until the tests run:
+//!
+//! 1. When the evaluation reinstalls the repository (the only step before the tests that runs
+//!    the patch's code), the patch is applied and the reinstall runs in a **build sandbox** of
+//!    its own; its work tree is then carried as data ([`super::tree`]) into a fresh **test
+//!    sandbox**, and nothing else is: not `.git`, not site-packages, not a process. Without a
+//!    reinstall the patch is applied in the test sandbox, where no code of it has run.
+//! 2. In the test sandbox, before the patch or the tree arrives, the untracked test
+//!    infrastructure (package metadata, compiled Python) is saved; after, the test
+//!    infrastructure is put back ([`super::infra`]) with the sandbox's own git.
+//! 3. The test files are reset and the test patch applied, then the grader writes the canary
+//!    tests ([`super::canary`]) and, in a tripwire run, the tripwires ([`super::tripwire`]):
+//!    no script and no file holds their names before this point.
+//! 4. The tests run under the deadline.
+//!
+//! Every command runs through the sandbox's session, with stderr merged into stdout inside the
 //! container, so cargo's stderr lines cannot split a `test … ok` line.
 
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
-use super::script::{APPLY_PATCH_FAIL, TESTS_TIMEOUT, apply_patch_script, patch_applied};
+use super::canary::CanaryPlan;
+use super::infra::{self, ResetAction, ResetEntry, TreeState};
+use super::script::{
+    APPLY_PATCH_FAIL, Stages, TESTS_TIMEOUT, apply_patch_script, inert_script, patch_applied,
+    patch_files, render_eval_script, shell_quote,
+};
 use super::suspicious::BaseFiles;
+use super::tree::{WorkTree, carry};
+use super::tripwire::{self, Target, Terms, TripwirePlan};
 use crate::cluster::Engine;
-use crate::sandbox::{OutputLimit, Sandbox, SandboxError, SandboxSpec};
+use crate::sandbox::{ExecOutput, FileErrorKind, OutputLimit, Sandbox, SandboxError, SandboxSpec};
 
 /// Output kept per command: the head and the tail around an elision note. Far above the
 /// agent's limit, so that a long test log keeps its start marker, its results and its end
@@ -20,25 +42,27 @@ pub const EVAL_OUTPUT_LIMIT: OutputLimit = OutputLimit {
 };
 /// How long the apply chain may take.
 pub const APPLY_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long one of the grader's own steps (saving, resetting, carrying the tree) may take.
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(600);
 /// Where the patch is copied in the container.
 pub const PATCH_PATH: &str = "/tmp/patch.diff";
 /// Where the apply chain script is written in the container.
 pub const APPLY_SCRIPT_PATH: &str = "/tmp/apply_patch.sh";
-/// Where `eval.sh` is written in the container (as in SWE-bench).
-pub const EVAL_SCRIPT_PATH: &str = "/eval.sh";
+/// Where the grader keeps its files in the container (saved infrastructure, stage scripts).
+pub const WORK_DIR: &str = "/tmp/aci-eval";
 /// What `run_instance.log` says in place of the apply chain's output for an empty patch.
 pub const NO_PATCH: &str = "no patch to apply: the tests run on the base commit";
 
-/// What happened in the container.
+/// What happened in the sandboxes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerRun {
     /// The apply chain's output.
     pub apply_output: String,
     /// Whether one method of the chain applied the patch.
     pub applied: bool,
-    /// `eval.sh`'s output (stdout and stderr merged), when it ran.
+    /// The stages' output (stdout and stderr merged), in order, when they ran.
     pub test_output: Option<String>,
-    /// `eval.sh` ran past its deadline and was killed.
+    /// A stage ran past the deadline and was killed.
     pub timed_out: bool,
     /// A process was killed for running out of memory.
     pub oom_killed: bool,
@@ -47,19 +71,36 @@ pub struct ContainerRun {
     /// The base content of the files [`ContainerJob::base_files`] names, read before the patch
     /// is applied (`None`: not readable).
     pub base_files: BaseFiles,
+    /// The test infrastructure put back before the tests.
+    pub reset: Vec<ResetEntry>,
+    /// The tripwires planted (a tripwire run only).
+    pub tripwires: Option<TripwirePlan>,
+    /// The work tree carried from the build sandbox, when the reinstall ran in one (a tripwire
+    /// run of the same patch takes it instead of building again).
+    pub tree: Option<WorkTree>,
+    /// What the grader did besides the stages, for `run_instance.log`.
+    pub notes: Vec<String>,
 }
 
-/// What one evaluation runs in its container.
+/// What one evaluation runs.
 #[derive(Debug, Clone, Copy)]
 pub struct ContainerJob<'a> {
     /// The model's patch.
     pub patch: &'a str,
     /// Files (relative to the repository) to read before the patch is applied.
     pub base_files: &'a [String],
-    /// `eval.sh`.
-    pub eval_script: &'a str,
-    /// Deadline of `eval.sh`.
+    /// The stage scripts, the canaries' directive already on the command line.
+    pub stages: &'a Stages,
+    /// The test patch (its files are where sympy's and cargo's tests are looked for).
+    pub test_patch: Option<&'a str>,
+    /// The canary tests to write.
+    pub canary: &'a CanaryPlan,
+    /// Tripwires to plant: a tripwire run.
+    pub tripwires: Option<(&'a [Target], Terms)>,
+    /// The deadline of the stages together.
     pub timeout: Duration,
+    /// A work tree already built (by this patch's first run): no build sandbox is started.
+    pub tree: Option<&'a WorkTree>,
 }
 
 impl ContainerRun {
@@ -86,35 +127,179 @@ impl ContainerRun {
         }
         log
     }
+
+    fn record(&mut self, out: &ExecOutput) {
+        self.test_output
+            .get_or_insert_with(String::new)
+            .push_str(&out.text());
+        self.timed_out |= out.timed_out;
+        self.oom_killed |= out.oom_killed;
+        self.elided_bytes += out.elided_bytes;
+    }
 }
 
-/// Starts a container (or pod) as `spec` says, reads the job's base files, applies its patch
-/// (nothing when it is empty) and, when it applied, runs its `eval.sh` under its deadline. The
-/// sandbox is removed whatever happens.
+/// Runs `job` as the module says: a build sandbox when the stages reinstall and no tree is
+/// given, then the test sandbox. Every sandbox is removed whatever happens.
 ///
 /// # Errors
-/// The container could not be started, died, or its session failed: an infrastructure error.
+/// A sandbox could not be started, died, or its session failed: an infrastructure error.
 pub async fn run_in_container(
     engine: &Engine,
     spec: &SandboxSpec,
     job: &ContainerJob<'_>,
 ) -> Result<ContainerRun, SandboxError> {
-    let task_secs = (job.timeout + APPLY_TIMEOUT).as_secs_f64();
+    let task_secs = (job.timeout + APPLY_TIMEOUT + STEP_TIMEOUT).as_secs_f64();
+    let deadline = Instant::now() + job.timeout;
+    let mut run = ContainerRun::default();
+    let built = match job.tree {
+        Some(tree) => {
+            run.applied = true;
+            Some(tree.clone())
+        }
+        None if job.stages.runs_patch_code() => {
+            let mut build = engine.start(spec, task_secs).await?;
+            let result = build_apart(&mut build, &spec.repo_dir, job, deadline, &mut run).await;
+            let removed = build.shutdown().await;
+            let tree = result?;
+            removed?;
+            if !run.applied || run.timed_out {
+                return Ok(run);
+            }
+            run.tree = tree.clone();
+            tree
+        }
+        None => None,
+    };
     let mut sandbox = engine.start(spec, task_secs).await?;
-    let result = apply_and_test(&mut sandbox, &spec.repo_dir, job).await;
+    let result = test(
+        &mut sandbox,
+        &spec.repo_dir,
+        job,
+        built.as_ref(),
+        deadline,
+        &mut run,
+    )
+    .await;
     let removed = sandbox.shutdown().await;
-    let run = result?;
+    result?;
     removed?;
     Ok(run)
 }
 
-async fn apply_and_test(
+/// The build sandbox: base files, the patch, the prepare stage (with the reinstall), and the
+/// work tree out. `None` when the patch did not apply or the stage timed out.
+async fn build_apart(
     sandbox: &mut impl Sandbox,
     repo_dir: &str,
     job: &ContainerJob<'_>,
-) -> Result<ContainerRun, SandboxError> {
+    deadline: Instant,
+    run: &mut ContainerRun,
+) -> Result<Option<WorkTree>, SandboxError> {
+    run.base_files = read_base_files(sandbox, repo_dir, job.base_files).await;
+    apply_patch(sandbox, repo_dir, job.patch, run).await?;
+    if !run.applied {
+        return Ok(None);
+    }
+    let out = run_stage(
+        sandbox,
+        "prepare.sh",
+        &render_eval_script(&job.stages.prepare),
+        deadline,
+    )
+    .await?;
+    run.record(&out);
+    if out.timed_out {
+        return Ok(None);
+    }
+    let export = format!("tar -C {} --exclude=./.git -cf - .", shell_quote(repo_dir));
+    let out = sandbox.run_trusted(&export, STEP_TIMEOUT).await?;
+    if out.elided_bytes > 0 || out.exit_code != Some(0) {
+        return Err(SandboxError::Session(format!(
+            "cannot carry the work tree out of the build sandbox (tar exit {:?}, {} bytes dropped \
+             over the read limit): {}",
+            out.exit_code,
+            out.elided_bytes,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let tree = carry(&out.stdout).map_err(|e| SandboxError::Session(e.to_string()))?;
+    run.notes.push(format!(
+        "the reinstall ran in a build sandbox; its work tree ({} entries) was carried into a \
+         fresh sandbox for the tests",
+        tree.entries
+    ));
+    run.notes
+        .extend(tree.dropped.iter().map(|why| format!("not carried: {why}")));
+    Ok(Some(tree))
+}
+
+/// The test sandbox, steps 2 to 4.
+async fn test(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    job: &ContainerJob<'_>,
+    built: Option<&WorkTree>,
+    deadline: Instant,
+    run: &mut ContainerRun,
+) -> Result<(), SandboxError> {
+    let saved = save_infrastructure(sandbox, repo_dir).await?;
+    match built {
+        Some(tree) => import_tree(sandbox, repo_dir, tree).await?,
+        None => {
+            run.base_files = read_base_files(sandbox, repo_dir, job.base_files).await;
+            apply_patch(sandbox, repo_dir, job.patch, run).await?;
+            if !run.applied {
+                return Ok(());
+            }
+            let prepare = render_eval_script(&job.stages.prepare);
+            let out = run_stage(sandbox, "prepare.sh", &prepare, deadline).await?;
+            run.record(&out);
+            if out.timed_out {
+                return Ok(());
+            }
+        }
+    }
+    run.reset = reset_infrastructure(sandbox, repo_dir, &saved, run).await?;
+    let files = render_eval_script(&job.stages.test_files);
+    let out = run_stage(sandbox, "test_files.sh", &files, deadline).await?;
+    run.record(&out);
+    if out.exit_code != Some(0) {
+        // The reset failed or the test patch did not apply: the log carries the sentinel.
+        return Ok(());
+    }
+    if let Some((targets, terms)) = job.tripwires {
+        run.tripwires =
+            Some(plant_tripwires(sandbox, repo_dir, job.test_patch, targets, terms).await?);
+    }
+    write_canaries(sandbox, repo_dir, job.canary).await?;
+    let tests = render_eval_script(&job.stages.tests);
+    let out = run_stage(sandbox, "tests.sh", &tests, deadline).await?;
+    run.record(&out);
+    Ok(())
+}
+
+/// Writes a stage's script under [`WORK_DIR`] and runs it until `deadline`.
+async fn run_stage(
+    sandbox: &mut impl Sandbox,
+    name: &str,
+    script: &str,
+    deadline: Instant,
+) -> Result<ExecOutput, SandboxError> {
+    let path = format!("{WORK_DIR}/{name}");
+    sandbox.write_file(&path, script.as_bytes()).await?;
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(1));
+    sandbox.run_merged(&format!("bash {path}"), left).await
+}
+
+async fn read_base_files(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    paths: &[String],
+) -> BaseFiles {
     let mut base_files = BaseFiles::new();
-    for path in job.base_files {
+    for path in paths {
         let read = sandbox
             .read_file(&format!("{}/{path}", repo_dir.trim_end_matches('/')))
             .await;
@@ -123,40 +308,21 @@ async fn apply_and_test(
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         base_files.insert(path.clone(), text);
     }
-    let (patch, eval_script, timeout) = (job.patch, job.eval_script, job.timeout);
-    let mut run = if patch.is_empty() {
-        // Nothing to apply: the tests run on the base commit (`aci validate`'s empty patch).
-        ContainerRun {
-            apply_output: format!("{NO_PATCH}\n"),
-            applied: true,
-            ..ContainerRun::default()
-        }
-    } else {
-        apply(sandbox, repo_dir, patch).await?
-    };
-    run.base_files = base_files;
-    if !run.applied {
-        return Ok(run);
-    }
-    sandbox
-        .write_file(EVAL_SCRIPT_PATH, eval_script.as_bytes())
-        .await?;
-    let tested = sandbox
-        .run_merged(&format!("bash {EVAL_SCRIPT_PATH}"), timeout)
-        .await?;
-    run.test_output = Some(tested.text());
-    run.timed_out = tested.timed_out;
-    run.oom_killed |= tested.oom_killed;
-    run.elided_bytes = tested.elided_bytes;
-    Ok(run)
+    base_files
 }
 
-/// The apply chain on `patch`.
-async fn apply(
+/// The apply chain on `patch` (nothing for an empty one: the tests run on the base commit).
+async fn apply_patch(
     sandbox: &mut impl Sandbox,
     repo_dir: &str,
     patch: &str,
-) -> Result<ContainerRun, SandboxError> {
+    run: &mut ContainerRun,
+) -> Result<(), SandboxError> {
+    if patch.is_empty() {
+        run.apply_output = format!("{NO_PATCH}\n");
+        run.applied = true;
+        return Ok(());
+    }
     sandbox.write_file(PATCH_PATH, patch.as_bytes()).await?;
     let apply = apply_patch_script(repo_dir, PATCH_PATH);
     sandbox
@@ -165,13 +331,299 @@ async fn apply(
     let applied = sandbox
         .run_merged(&format!("bash {APPLY_SCRIPT_PATH}"), APPLY_TIMEOUT)
         .await?;
-    let apply_output = applied.text();
-    Ok(ContainerRun {
-        applied: patch_applied(&apply_output) && applied.exit_code == Some(0),
-        apply_output,
-        oom_killed: applied.oom_killed,
-        ..ContainerRun::default()
+    run.apply_output = applied.text();
+    run.applied = patch_applied(&run.apply_output) && applied.exit_code == Some(0);
+    run.oom_killed |= applied.oom_killed;
+    Ok(())
+}
+
+/// The untracked files of the test sandbox's repository before anything of the patch arrives,
+/// and the digests of those that are test infrastructure, which are saved in a tar to be put
+/// back after.
+struct Saved {
+    untracked: BTreeSet<String>,
+    digests: BTreeMap<String, String>,
+}
+
+const SAVED_LIST: &str = "/tmp/aci-eval/saved.list";
+const SAVED_TAR: &str = "/tmp/aci-eval/saved.tar";
+
+/// Runs one of the grader's own scripts in the repository and returns its stdout, failing
+/// when it exits non-zero.
+async fn trusted(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    what: &str,
+    script: &str,
+) -> Result<Vec<u8>, SandboxError> {
+    let out = sandbox
+        .run_trusted(
+            &format!("cd {} && {{ {script}\n}}", shell_quote(repo_dir)),
+            STEP_TIMEOUT,
+        )
+        .await?;
+    if out.exit_code != Some(0) || out.elided_bytes > 0 {
+        return Err(SandboxError::Session(format!(
+            "cannot {what} (exit {:?}): {}",
+            out.exit_code,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+fn nul_list(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|b| *b == 0)
+        .filter(|item| !item.is_empty())
+        .map(|item| String::from_utf8_lossy(item).into_owned())
+        .collect()
+}
+
+const GIT: &str = "git -c core.quotePath=false";
+
+async fn save_infrastructure(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+) -> Result<Saved, SandboxError> {
+    let listed = trusted(
+        sandbox,
+        repo_dir,
+        "list the untracked files",
+        &format!("{GIT} ls-files -z --others"),
+    )
+    .await?;
+    let untracked: Vec<String> = nul_list(&listed);
+    let keep = infra::worth_saving(&untracked);
+    let mut digests = BTreeMap::new();
+    if !keep.is_empty() {
+        let list: Vec<u8> = keep
+            .iter()
+            .flat_map(|p| [p.as_bytes(), b"\0"].concat())
+            .collect();
+        sandbox.write_file(SAVED_LIST, &list).await?;
+        let script = format!(
+            "tar --null -T {SAVED_LIST} -cf {SAVED_TAR} && xargs -0 sha256sum -z -- < {SAVED_LIST}"
+        );
+        let sums = trusted(sandbox, repo_dir, "save the test infrastructure", &script).await?;
+        digests = digest_map(&sums);
+    }
+    Ok(Saved {
+        untracked: untracked.into_iter().collect(),
+        digests,
     })
+}
+
+/// `sha256sum -z` output → path → digest.
+fn digest_map(sums: &[u8]) -> BTreeMap<String, String> {
+    nul_list(sums)
+        .into_iter()
+        .filter_map(|line| {
+            let (digest, path) = line.split_once("  ")?;
+            Some((path.to_owned(), digest.to_owned()))
+        })
+        .collect()
+}
+
+/// Empties the work tree (all but `.git`) and unpacks `tree` there.
+async fn import_tree(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    tree: &WorkTree,
+) -> Result<(), SandboxError> {
+    let path = format!("{WORK_DIR}/tree.tar");
+    sandbox.write_file(&path, &tree.tar).await?;
+    let script = format!(
+        "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf -- {{}} + && \
+         tar --no-same-owner -xf {path} && rm -f {path}"
+    );
+    trusted(sandbox, repo_dir, "unpack the carried work tree", &script).await?;
+    Ok(())
+}
+
+/// Puts the test infrastructure back ([`infra::reset_plan`], and every saved file) and returns
+/// what it restored or removed.
+async fn reset_infrastructure(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    saved: &Saved,
+    run: &mut ContainerRun,
+) -> Result<Vec<ResetEntry>, SandboxError> {
+    let changed = trusted(
+        sandbox,
+        repo_dir,
+        "list the changed files",
+        &format!("{GIT} diff --no-renames --name-only -z HEAD"),
+    )
+    .await?;
+    let untracked = trusted(
+        sandbox,
+        repo_dir,
+        "list the untracked files",
+        &format!("{GIT} ls-files -z --others"),
+    )
+    .await?;
+    let dirs = trusted(
+        sandbox,
+        repo_dir,
+        "list the base's directories",
+        &format!("{GIT} ls-tree -r -d -z --name-only HEAD"),
+    )
+    .await?;
+    let state = TreeState {
+        changed: nul_list(&changed),
+        untracked: nul_list(&untracked),
+        untracked_at_start: saved.untracked.clone(),
+        base_dirs: nul_list(&dirs).into_iter().collect(),
+    };
+    let mut sides = BTreeMap::new();
+    for path in infra::section_paths(&state) {
+        let base = sandbox
+            .run_trusted(
+                &format!(
+                    "cd {} && {GIT} show {}",
+                    shell_quote(repo_dir),
+                    shell_quote(&format!("HEAD:{path}"))
+                ),
+                STEP_TIMEOUT,
+            )
+            .await?;
+        let old =
+            (base.exit_code == Some(0)).then(|| String::from_utf8_lossy(&base.stdout).into_owned());
+        let new = match sandbox.read_file(&format!("{repo_dir}/{path}")).await {
+            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(SandboxError::File {
+                kind: FileErrorKind::NotFound,
+                ..
+            }) => None,
+            Err(error) => return Err(error),
+        };
+        sides.insert(path, (old, new));
+    }
+    let mut plan = infra::reset_plan(&state, &sides);
+    let mut commands = Vec::new();
+    let restored: Vec<&str> = plan
+        .iter()
+        .filter(|entry| entry.action == ResetAction::Restored)
+        .map(|entry| entry.path.as_str())
+        .collect();
+    let removed: Vec<&str> = plan
+        .iter()
+        .filter(|entry| entry.action == ResetAction::Removed)
+        .map(|entry| entry.path.as_str())
+        .collect();
+    for (list, name, command) in [
+        (
+            &restored,
+            "restore.list",
+            format!("{GIT} checkout HEAD --pathspec-file-nul --pathspec-from-file="),
+        ),
+        (&removed, "remove.list", "xargs -0 rm -f -- <".to_owned()),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let path = format!("{WORK_DIR}/{name}");
+        let bytes: Vec<u8> = list
+            .iter()
+            .flat_map(|p| [p.as_bytes(), b"\0"].concat())
+            .collect();
+        sandbox.write_file(&path, &bytes).await?;
+        commands.push(format!("{command}{path}"));
+    }
+    if !saved.digests.is_empty() {
+        let sums = sandbox
+            .run_trusted(
+                &format!(
+                    "cd {} && xargs -0 sha256sum -z -- < {SAVED_LIST} 2>/dev/null",
+                    shell_quote(repo_dir)
+                ),
+                STEP_TIMEOUT,
+            )
+            .await?;
+        let now = digest_map(&sums.stdout);
+        for (path, digest) in &saved.digests {
+            if now.get(path) != Some(digest) {
+                let why = match infra::class_of(path) {
+                    Some(infra::Class::Always(why)) => why.to_owned(),
+                    _ => "test infrastructure".to_owned(),
+                };
+                plan.push(ResetEntry {
+                    path: path.clone(),
+                    action: ResetAction::Restored,
+                    why,
+                });
+            }
+        }
+        commands.push(format!("tar -xf {SAVED_TAR}"));
+    }
+    if !commands.is_empty() {
+        let script = inert_script(repo_dir, &commands.join("\n"));
+        let path = format!("{WORK_DIR}/reset.sh");
+        sandbox.write_file(&path, script.as_bytes()).await?;
+        let out = sandbox
+            .run_merged(&format!("bash {path}"), STEP_TIMEOUT)
+            .await?;
+        run.record(&out);
+    }
+    plan.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(plan)
+}
+
+/// Reads the files the tripwires go in, plants them ([`tripwire::plan`]) and writes them.
+async fn plant_tripwires(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    test_patch: Option<&str>,
+    targets: &[Target],
+    terms: Terms,
+) -> Result<TripwirePlan, SandboxError> {
+    let left: Vec<String> = patch_files(test_patch.unwrap_or_default())
+        .into_iter()
+        .filter_map(|change| change.new_path)
+        .collect();
+    let mut texts = BTreeMap::new();
+    for path in tripwire::files_to_read(targets, &left) {
+        if let Ok(bytes) = sandbox.read_file(&format!("{repo_dir}/{path}")).await
+            && let Ok(text) = String::from_utf8(bytes)
+        {
+            texts.insert(path, text);
+        }
+    }
+    let plan = tripwire::plan(targets, &texts, terms);
+    for (path, text) in &plan.files {
+        sandbox
+            .write_file(&format!("{repo_dir}/{path}"), text.as_bytes())
+            .await?;
+    }
+    Ok(plan)
+}
+
+/// Writes the canary files (an appended one after the file's current text).
+async fn write_canaries(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+    canary: &CanaryPlan,
+) -> Result<(), SandboxError> {
+    for file in &canary.files {
+        let path = format!("{repo_dir}/{}", file.path);
+        let mut text = if file.append {
+            match sandbox.read_file(&path).await {
+                Ok(bytes) => bytes,
+                Err(SandboxError::File {
+                    kind: FileErrorKind::NotFound,
+                    ..
+                }) => Vec::new(),
+                Err(error) => return Err(error),
+            }
+        } else {
+            Vec::new()
+        };
+        text.extend_from_slice(file.content.trim_end_matches('\n').as_bytes());
+        text.push(b'\n');
+        sandbox.write_file(&path, &text).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -211,6 +663,18 @@ mod tests {
             killed
                 .test_log(Duration::from_secs(1))
                 .ends_with(">>>>> Patch Apply Failed\n")
+        );
+    }
+
+    #[test]
+    fn digests_read_back_by_path_with_spaces_and_newlines() {
+        let sums = b"abc  a b.pyc\0def  x\ny/entry_points.txt\0";
+        assert_eq!(
+            digest_map(sums),
+            BTreeMap::from([
+                ("a b.pyc".to_owned(), "abc".to_owned()),
+                ("x\ny/entry_points.txt".to_owned(), "def".to_owned()),
+            ])
         );
     }
 }

@@ -101,6 +101,17 @@ impl Grade {
     }
 }
 
+impl Grade {
+    /// The grade as an evaluation error with `reason`: not resolved, counted as an error.
+    pub fn into_error(self, reason: &str) -> Self {
+        Self {
+            resolved: false,
+            error: Some(reason.to_owned()),
+            ..self
+        }
+    }
+}
+
 /// Reads `log` with `parser` and grades it (see [`grade`]).
 pub fn grade_log(
     log: &str,

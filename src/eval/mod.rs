@@ -20,6 +20,7 @@ pub mod run;
 pub mod script;
 pub use crate::spec;
 pub mod suspicious;
+pub mod tree;
 pub mod tripwire;
 
 /// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,

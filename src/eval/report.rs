@@ -8,8 +8,23 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::grade::{Grade, TestsStatus};
+use super::infra::ResetEntry;
 use super::predictions::Prediction;
+use super::reach::Reach;
 use super::suspicious::TouchedFile;
+
+/// What the tripwire run of a resolved evaluation found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TripwireReport {
+    /// FAIL_TO_PASS tests that carried a tripwire.
+    pub checked: Vec<String>,
+    /// FAIL_TO_PASS tests that could not be placed with certainty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchecked: Vec<String>,
+    /// Every checked test failed in it, its log was trusted, and a patch that reaches into the
+    /// test framework had at least one test checked.
+    pub confirmed: bool,
+}
 
 /// A problem reading a report or an expected-ids file.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +77,16 @@ pub struct InstanceReport {
     /// `.git`, which is never applied); listed for review.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub touches_tests: Vec<TouchedFile>,
+    /// aci: files whose added lines reach into the test framework, each with how
+    /// ([`super::reach::reaches_into_tests`]): resolved only when the tripwire run confirms it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reaches_into_tests: Vec<Reach>,
+    /// aci: the test infrastructure the grader put back before the tests ([`super::infra`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub infrastructure_reset: Vec<ResetEntry>,
+    /// aci: the tripwire run of a first run that resolved ([`super::tripwire`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tripwire: Option<TripwireReport>,
     /// aci: the resume key ([`eval_key`]) of the inputs this report was graded from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval_key: Option<String>,
@@ -91,6 +116,9 @@ impl InstanceReport {
             timed_out: grade.timed_out,
             untrusted_reason: grade.untrusted_reason.clone(),
             touches_tests: Vec::new(),
+            reaches_into_tests: Vec::new(),
+            infrastructure_reset: Vec::new(),
+            tripwire: None,
             eval_key,
         }
     }
@@ -108,6 +136,9 @@ impl InstanceReport {
             timed_out: false,
             untrusted_reason: None,
             touches_tests: Vec::new(),
+            reaches_into_tests: Vec::new(),
+            infrastructure_reset: Vec::new(),
+            tripwire: None,
             eval_key,
         }
     }

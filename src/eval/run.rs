@@ -12,20 +12,27 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use super::canary::{CANARY_SCHEME, CanaryNames, CanaryPlan, add_canaries, canary_plan, verify};
+use super::canary::{
+    CanaryNames, CanaryPlan, UNTRUSTED_TEST_RUN, add_to_command_line, canary_plan, random_word,
+    verify,
+};
 use super::container::{ContainerJob, ContainerRun, EVAL_OUTPUT_LIMIT, run_in_container};
-use super::grade::grade_log;
+use super::grade::{Grade, grade_log};
+use super::infra::{ResetAction, ResetEntry};
+use super::parse::{LogReading, read_test_log};
 use super::plan::{GradingPlan, grading_plan};
 use super::predictions::Prediction;
+use super::reach::{Reach, reaches_into_tests};
 use super::report::{
-    InstanceOutcome, InstanceReport, RunSummary, eval_key, instance_report_json,
+    InstanceOutcome, InstanceReport, RunSummary, TripwireReport, eval_key, instance_report_json,
     parse_instance_report, run_summary, run_summary_json,
 };
-use super::script::{EvalScriptSpec, eval_steps, render_eval_script};
+use super::script::{EvalScriptSpec, Stages};
 use super::spec;
 use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
+use super::tripwire::{self, Target, Terms};
 use crate::cluster::Engine;
 use crate::config::EnvConfig;
 use crate::files::write_atomic;
@@ -34,6 +41,10 @@ use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::sandbox::{ResourceLimits, SandboxSpec};
 use crate::source::{PrepareError, PrepareRequest, prepare};
+
+/// Folded into the resume key, so that a report graded under another scheme (before the staged
+/// sandboxes, the infrastructure reset, the canaries or the tripwire run) is evaluated again.
+pub const GRADING_SCHEME: &str = "aci grading v2: build apart, reset, canaries, tripwire run";
 
 /// The commit `eval.sh` resets test files to: the environment image's baseline, which is the
 /// repository at `base_commit` (the model's patch is applied to the work tree, never committed).
@@ -328,7 +339,7 @@ impl Job<'_> {
     async fn run(&self) -> Result<(InstanceReport, bool), EnvImageError> {
         let settings = &self.shared.settings;
         let id = &self.instance.instance_id;
-        if let Some(refused) = self.refuse_git_dir() {
+        if let Some(refused) = self.refuse_git_dir().or_else(|| self.refuse_forbidden()) {
             return Ok((refused, false));
         }
         let plan = match self.plan() {
@@ -358,7 +369,7 @@ impl Job<'_> {
             return Ok((self.error_report(reason, None), false));
         };
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
-        let mut steps = eval_steps(&EvalScriptSpec {
+        let stages = Stages::new(&EvalScriptSpec {
             repo_dir: &repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
@@ -368,59 +379,59 @@ impl Job<'_> {
             test_cmd: &plan.test_cmd,
             test_directives: &plan.test_directives,
         });
-        // The key covers the script without the canaries, whose names change every run.
-        let key_script = format!("{}# {CANARY_SCHEME}\n", render_eval_script(&steps));
+        // The key covers the scripts without the canaries, whose names change every run.
+        let key_script = format!("{}# {GRADING_SCHEME}\n", stages.record());
         let key = eval_key(id, self.patch, &key_script, &image.id);
         if let Some(report) = self.reusable_report(&key) {
             return Ok((report, true));
         }
-        let canary = canary_plan(
-            &plan,
-            self.instance.test_patch.as_deref(),
-            CanaryNames::draw(),
-        );
-        add_canaries(&mut steps, &canary);
-        let script = render_eval_script(&steps);
+        let first = Trial::new(&plan, &stages, self.instance.test_patch.as_deref());
         let written = self
             .write("patch.diff", self.patch)
-            .and_then(|()| self.write("eval.sh", &script));
+            .and_then(|()| self.write("eval.sh", &first.stages.record()));
         if let Err(reason) = written {
             return Ok((self.error_report(&reason, Some(key)), false));
         }
         let mut spec = self.sandbox_spec(&image, repo_dir);
         spec.checkout = prepared.checkout;
-        let job = ContainerJob {
-            patch: self.patch,
-            base_files: &base_files_needed(self.patch),
-            eval_script: &script,
-            timeout: settings.timeout,
+        let base_files = base_files_needed(self.patch);
+        let run = match self.trial(&spec, &first, &base_files, None).await {
+            Ok(run) => run,
+            Err(reason) => return Ok((self.error_report(&reason, Some(key)), false)),
         };
-        match run_in_container(&self.shared.engine, &spec, &job).await {
-            Ok(run) => Ok((self.finish(&plan, &canary, &image, key, &run), false)),
-            Err(error) => {
-                let reason = format!("the evaluation container failed: {error}");
-                Ok((self.error_report(&reason, Some(key)), false))
-            }
+        let mut outcome = self.grade(&plan, &first, &run);
+        if outcome.grade.resolved {
+            outcome = self.confirm(&plan, &stages, &spec, &run, outcome).await;
         }
+        Ok((self.finish(&image, key, &run, outcome), false))
     }
 
-    /// Grades what ran in the container (the canaries checked) and writes the instance's files.
-    fn finish(
+    /// Runs one trial of the patch in fresh sandboxes; `Err` is an infrastructure failure.
+    async fn trial(
         &self,
-        plan: &GradingPlan,
-        canary: &CanaryPlan,
-        image: &EnvImage,
-        key: String,
-        run: &ContainerRun,
-    ) -> InstanceReport {
-        let id = &self.instance.instance_id;
+        spec: &SandboxSpec,
+        trial: &Trial,
+        base_files: &[String],
+        tripwire: Option<(&[Target], Terms, &ContainerRun)>,
+    ) -> Result<ContainerRun, String> {
+        let job = ContainerJob {
+            patch: self.patch,
+            base_files,
+            stages: &trial.stages,
+            test_patch: self.instance.test_patch.as_deref(),
+            canary: &trial.canary,
+            tripwires: tripwire.map(|(targets, terms, _)| (targets, terms)),
+            timeout: self.shared.settings.timeout,
+            tree: tripwire.and_then(|(_, _, first)| first.tree.as_ref()),
+        };
+        run_in_container(&self.shared.engine, spec, &job)
+            .await
+            .map_err(|error| format!("the evaluation container failed: {error}"))
+    }
+
+    /// Grades what ran in the first trial, the canaries checked.
+    fn grade(&self, plan: &GradingPlan, trial: &Trial, run: &ContainerRun) -> Outcome {
         let log = run.test_log(self.shared.settings.timeout);
-        let graded: Vec<&String> = self
-            .instance
-            .fail_to_pass
-            .iter()
-            .chain(&self.instance.pass_to_pass)
-            .collect();
         let mut grade = grade_log(
             &log,
             plan.parser.parser(),
@@ -428,24 +439,135 @@ impl Job<'_> {
             &self.instance.pass_to_pass,
         );
         if grade.error.is_none()
-            && let Err(detail) = verify(&log, plan.parser, &canary.names, &graded)
+            && let Err(detail) = verify(&log, plan.parser, &trial.canary.names, &self.graded())
         {
             grade = grade.into_untrusted(&detail);
         }
-        let mut report = InstanceReport::from_grade(&grade, Some(key));
+        Outcome {
+            grade,
+            log,
+            tripwire: None,
+        }
+    }
+
+    fn graded(&self) -> Vec<&String> {
+        self.instance
+            .fail_to_pass
+            .iter()
+            .chain(&self.instance.pass_to_pass)
+            .collect()
+    }
+
+    /// The tripwire run of a resolved first trial ([`super::tripwire`]): the same patch in fresh
+    /// sandboxes (with the work tree the first one built), fresh canaries, and a failing first
+    /// statement in each FAIL_TO_PASS test it can place. The outcome stays resolved only when
+    /// that run's log is trusted and every such test fails in it; a patch that reaches into the
+    /// test framework also needs at least one test placed.
+    async fn confirm(
+        &self,
+        plan: &GradingPlan,
+        stages: &Stages,
+        spec: &SandboxSpec,
+        first: &ContainerRun,
+        mut outcome: Outcome,
+    ) -> Outcome {
+        let targets = tripwire::targets(plan.parser, &self.instance.fail_to_pass);
+        let trial = Trial::new(plan, stages, self.instance.test_patch.as_deref());
+        let terms = Terms::from_word(random_word());
+        let run = match self
+            .trial(spec, &trial, &[], Some((&targets, terms, first)))
+            .await
+        {
+            Ok(run) => run,
+            Err(reason) => {
+                outcome.grade = outcome
+                    .grade
+                    .into_error(&format!("the tripwire run could not be made: {reason}"));
+                return outcome;
+            }
+        };
+        let log = run.test_log(self.shared.settings.timeout);
+        let planted = run.tripwires.clone().unwrap_or_default();
+        let passed_first: Vec<String> = outcome
+            .grade
+            .tests_status
+            .as_ref()
+            .map(|status| status.fail_to_pass.success.clone())
+            .unwrap_or_default();
+        let reading = read_test_log(&log, plan.parser.parser());
+        let verdict = match &reading {
+            LogReading::NotRun(reason) => {
+                Err(format!("the tripwire run has no gradeable log: {reason}"))
+            }
+            LogReading::Ran(ran) => verify(&log, plan.parser, &trial.canary.names, &[])
+                .map_err(|detail| format!("the tripwire run cannot be trusted: {detail}"))
+                .and_then(|()| tripwire::judge(&ran.status, &planted.checked, &passed_first)),
+        };
+        let reaches = reaches_into_tests(self.patch);
+        let verdict = verdict.and_then(|()| {
+            if planted.checked.is_empty() && !reaches.is_empty() {
+                let files: Vec<String> = reaches
+                    .iter()
+                    .map(|reach| format!("{} {}", reach.path, reach.why))
+                    .collect();
+                Err(format!(
+                    "the patch reaches into the test framework ({}) and no FAIL_TO_PASS test could \
+                     carry a tripwire to confirm its results",
+                    files.join("; ")
+                ))
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(detail) = &verdict {
+            outcome.grade = outcome.grade.into_untrusted(detail);
+        }
+        outcome.tripwire = Some(TripwireRun {
+            report: TripwireReport {
+                checked: planted.checked,
+                unchecked: planted.unchecked,
+                confirmed: verdict.is_ok(),
+            },
+            log,
+            reset: run.reset,
+        });
+        outcome
+    }
+
+    /// The report of what ran (both trials), and the instance's files.
+    fn finish(
+        &self,
+        image: &EnvImage,
+        key: String,
+        run: &ContainerRun,
+        outcome: Outcome,
+    ) -> InstanceReport {
+        let id = &self.instance.instance_id;
+        let mut report = InstanceReport::from_grade(&outcome.grade, Some(key));
         report.touches_tests = test_infrastructure(
             self.patch,
             self.instance.test_patch.as_deref(),
             &run.base_files,
         );
+        report.reaches_into_tests = reaches_into_tests(self.patch);
+        report.infrastructure_reset.clone_from(&run.reset);
         let mut run_log = run_log(image, &run.apply_output, run.oom_killed, run.elided_bytes);
         run_log.push_str(&touches_lines(&report.touches_tests));
+        run_log.push_str(&grader_lines(run, &report.reaches_into_tests));
+        let mut written = Ok(());
+        if let Some(tripwire) = &outcome.tripwire {
+            report.tripwire = Some(tripwire.report.clone());
+            run_log.push_str(&tripwire_lines(&tripwire.report, &tripwire.reset));
+            written = self.write("tripwire_output.txt", &tripwire.log);
+        } else {
+            let _ = std::fs::remove_file(self.dir.join("tripwire_output.txt"));
+        }
         if let Some(error) = &report.error {
             run_log.push_str(&format!("error: {error}\n"));
         }
-        let written = self
-            .write("run_instance.log", &run_log)
-            .and_then(|()| self.write("test_output.txt", &log));
+        let written = written
+            .and_then(|()| self.write("run_instance.log", &run_log))
+            .and_then(|()| self.write("test_output.txt", &outcome.log));
         // As in the SWE-bench harness, only a completed evaluation has a report.json.
         let written = match &report.error {
             None => {
@@ -457,6 +579,24 @@ impl Job<'_> {
             Ok(()) => report,
             Err(reason) => self.error_report(&reason, None),
         }
+    }
+
+    /// The error report of a patch with a form no fix needs ([`reaches_into_tests`]'s forbidden
+    /// ones): never graded resolved, so never run.
+    fn refuse_forbidden(&self) -> Option<InstanceReport> {
+        let forbidden: Vec<String> = reaches_into_tests(self.patch)
+            .into_iter()
+            .filter(|reach| reach.forbidden)
+            .map(|reach| format!("{} {}", reach.path, reach.why))
+            .collect();
+        (!forbidden.is_empty()).then(|| {
+            let reason = format!(
+                "{UNTRUSTED_TEST_RUN}: the patch reaches into the test framework in a way no fix \
+                 needs ({}), so it is not evaluated",
+                forbidden.join("; ")
+            );
+            self.error_report(&reason, None)
+        })
     }
 
     /// The error report of a patch that names a path inside `.git`, which is never applied.
@@ -537,6 +677,87 @@ impl Job<'_> {
         write_atomic(&path, text.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
+}
+
+/// One trial's scripts and canaries (names drawn afresh for each).
+struct Trial {
+    stages: Stages,
+    canary: CanaryPlan,
+}
+
+impl Trial {
+    fn new(plan: &GradingPlan, stages: &Stages, test_patch: Option<&str>) -> Self {
+        let canary = canary_plan(plan, test_patch, CanaryNames::draw());
+        let mut stages = stages.clone();
+        if let Some(command_line) = stages.command_line_mut() {
+            add_to_command_line(command_line, &canary);
+        }
+        Self { stages, canary }
+    }
+}
+
+/// The grade of an evaluation, its log, and its tripwire run when it had one.
+struct Outcome {
+    grade: Grade,
+    log: String,
+    tripwire: Option<TripwireRun>,
+}
+
+/// What the tripwire run found, its log, and what it reset.
+struct TripwireRun {
+    report: TripwireReport,
+    log: String,
+    reset: Vec<ResetEntry>,
+}
+
+/// `run_instance.log`'s lines about the grader's own work: what the scan named, what the
+/// sandboxes did besides the stages, and what the reset put back.
+fn grader_lines(run: &ContainerRun, reaches: &[Reach]) -> String {
+    let mut lines = String::new();
+    for reach in reaches {
+        lines.push_str(&format!(
+            "the patch reaches into the test framework: {}: {}\n",
+            reach.path, reach.why
+        ));
+    }
+    for note in &run.notes {
+        lines.push_str(&format!("{note}\n"));
+    }
+    lines.push_str(&reset_lines("before the tests", &run.reset));
+    lines
+}
+
+fn reset_lines(when: &str, reset: &[ResetEntry]) -> String {
+    reset
+        .iter()
+        .map(|entry| {
+            let action = match entry.action {
+                ResetAction::Restored => "restored",
+                ResetAction::Removed => "removed",
+            };
+            format!("{when}, {action}: {}: {}\n", entry.path, entry.why)
+        })
+        .collect()
+}
+
+fn tripwire_lines(report: &TripwireReport, reset: &[ResetEntry]) -> String {
+    let mut lines = format!(
+        "tripwire run: {} ({} FAIL_TO_PASS test(s) carried a tripwire{}); its log is \
+         tripwire_output.txt\n",
+        if report.confirmed {
+            "confirmed"
+        } else {
+            "not confirmed"
+        },
+        report.checked.len(),
+        if report.unchecked.is_empty() {
+            String::new()
+        } else {
+            format!(", {} could not be placed", report.unchecked.len())
+        }
+    );
+    lines.push_str(&reset_lines("before the tripwire run's tests", reset));
+    lines
 }
 
 /// One `run_instance.log` line per file of test infrastructure the patch changes:

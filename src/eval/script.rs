@@ -106,6 +106,9 @@ pub enum EvalStep {
     },
     /// The install command again, its output through the inert filter.
     Reinstall(String),
+    /// Commands of the grader's own whose trace names files the patch chose (the test
+    /// infrastructure reset), through the inert filter.
+    Inert(String),
     /// `git checkout <base> -- <files>` and `rm -f -- <created>`; with `check`, a failed
     /// checkout prints [`RESET_FAILED`] and stops.
     ResetTestFiles {
@@ -171,6 +174,96 @@ pub fn eval_steps(spec: &EvalScriptSpec<'_>) -> Vec<EvalStep> {
     steps
 }
 
+/// The steps of one evaluation cut where the grader works between them (see
+/// [`super::container`]): no step of the patch's code, nor a file it could read, runs or exists
+/// before [`Stages::tests`] but what [`Stages::prepare`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stages {
+    /// The activation, `eval_commands`, the git header and the reinstall: everything before
+    /// the test files are reset.
+    pub prepare: Vec<EvalStep>,
+    /// The reset of the test patch's files and the test patch.
+    pub test_files: Vec<EvalStep>,
+    /// The activation and `eval_commands` again, the markers around the test command and its
+    /// exit status, and the reset after.
+    pub tests: Vec<EvalStep>,
+}
+
+impl Stages {
+    /// The stages of [`eval_steps`]`(spec)`, each a script of its own (with its own preamble).
+    pub fn new(spec: &EvalScriptSpec<'_>) -> Self {
+        let mut all = eval_steps(spec);
+        let preamble = all.first().cloned();
+        let again: Vec<EvalStep> = all
+            .iter()
+            .skip(1)
+            .take_while(|step| matches!(step, EvalStep::Activate(_) | EvalStep::Command(_)))
+            .cloned()
+            .collect();
+        let start = all
+            .iter()
+            .position(|step| *step == EvalStep::StartMarker)
+            .unwrap_or(all.len());
+        let mut tests: Vec<EvalStep> = preamble.iter().cloned().chain(again).collect();
+        tests.extend(all.drain(start..));
+        let reset = all
+            .iter()
+            .position(|step| matches!(step, EvalStep::ResetTestFiles { check: true, .. }))
+            .unwrap_or(all.len());
+        let mut test_files: Vec<EvalStep> = preamble.into_iter().collect();
+        test_files.extend(all.drain(reset..));
+        Self {
+            prepare: all,
+            test_files,
+            tests,
+        }
+    }
+
+    /// Whether the patch's code runs before the tests (a reinstall step).
+    pub fn runs_patch_code(&self) -> bool {
+        self.prepare
+            .iter()
+            .any(|step| matches!(step, EvalStep::Reinstall(_)))
+    }
+
+    /// The test command's line, to add the canaries' directive to.
+    pub fn command_line_mut(&mut self) -> Option<&mut String> {
+        self.tests.iter_mut().find_map(|step| match step {
+            EvalStep::RunTests { command_line } => Some(command_line),
+            _ => None,
+        })
+    }
+
+    /// The whole evaluation as one text, for `eval.sh` in the output: each stage's script, and
+    /// where the grader's own work goes between them.
+    pub fn record(&self) -> String {
+        [
+            render_eval_script(&self.prepare),
+            format!("{STAGE_SEPARATOR} the test infrastructure is put back (run_instance.log lists what)
+"),
+            render_eval_script(&self.test_files),
+            format!("{STAGE_SEPARATOR} the canary tests are written (and the tripwires, in a tripwire run)
+"),
+            render_eval_script(&self.tests),
+        ]
+        .concat()
+    }
+}
+
+/// Starts the comment lines of [`Stages::record`] that say where the grader works.
+pub const STAGE_SEPARATOR: &str = "# ---- aci:";
+
+/// A script of the grader's own commands in `repo_dir`: the preamble, then `commands` with their
+/// output (and trace) through the inert filter.
+pub fn inert_script(repo_dir: &str, commands: &str) -> String {
+    render_eval_script(&[
+        EvalStep::Preamble {
+            repo_dir: repo_dir.to_owned(),
+        },
+        EvalStep::Inert(commands.to_owned()),
+    ])
+}
+
 /// Builds `eval.sh` from [`eval_steps`].
 ///
 /// Everything before the start marker that the model's patch decides (the header, the
@@ -213,8 +306,8 @@ fn render_step(step: &EvalStep, lines: &mut Vec<String>) {
                 shell_quote(base_ref)
             ),
         ]),
-        EvalStep::Reinstall(install) => {
-            lines.extend(["{".to_owned(), install.trim_end().to_owned()]);
+        EvalStep::Reinstall(commands) | EvalStep::Inert(commands) => {
+            lines.extend(["{".to_owned(), commands.trim_end().to_owned()]);
             lines.push("} 2>&1 | aci_inert".to_owned());
         }
         EvalStep::ResetTestFiles {
@@ -546,7 +639,7 @@ pub fn shell_quote(text: &str) -> String {
     }
 }
 
-fn quote_all(paths: &[String]) -> String {
+pub(crate) fn quote_all(paths: &[String]) -> String {
     paths
         .iter()
         .map(|path| shell_quote(path))

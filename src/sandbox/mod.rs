@@ -263,6 +263,17 @@ pub trait Sandbox: Send {
         timeout: Duration,
     ) -> impl Future<Output = Result<ExecOutput, SandboxError>> + Send;
 
+    /// Runs a script the harness wrote itself (never the model's), its stdout kept up to the
+    /// read limit ([`shell::MAX_READ_BYTES`]) rather than the command output limit: for the
+    /// harness's own transfers, such as a work tree as a tar.
+    fn run_trusted(
+        &mut self,
+        script: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<ExecOutput, SandboxError>> + Send {
+        self.run(script, timeout)
+    }
+
     /// Reads a file's exact bytes. A relative path is relative to the session's working
     /// directory.
     fn read_file(
@@ -354,6 +365,14 @@ impl<T: Transport> Sandbox for ShellSandbox<T> {
         self.shell.run(command, timeout, Streams::Merged).await
     }
 
+    async fn run_trusted(
+        &mut self,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        self.shell.run_trusted(script, timeout).await
+    }
+
     async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
         self.shell.read_file(path).await
     }
@@ -407,6 +426,14 @@ impl Sandbox for AnySandbox {
         timeout: Duration,
     ) -> Result<ExecOutput, SandboxError> {
         delegate!(self, s => s.run_merged(command, timeout).await)
+    }
+
+    async fn run_trusted(
+        &mut self,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        delegate!(self, s => s.run_trusted(script, timeout).await)
     }
 
     async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
