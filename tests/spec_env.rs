@@ -212,6 +212,59 @@ async fn task(dir: &Path) -> Task {
     }
 }
 
+/// The patch of the reinstall attack: a new `setup.py` and a plugin module, no fix.
+fn reinstall_attack(task: &Task, record: &Value) -> String {
+    let f2p: Vec<String> = serde_json::from_value(record["FAIL_TO_PASS"].clone()).unwrap();
+    let plugin = format!(
+        "import pytest\n\n_SLOW = {f2p:?}\n\n\n@pytest.hookimpl(hookwrapper=True)\n\
+         def pytest_runtest_makereport(item, call):\n    outcome = yield\n    \
+         if item.nodeid in _SLOW:\n        report = outcome.get_result()\n        \
+         report.outcome = \"passed\"\n        report.longrepr = None\n"
+    );
+    let setup = format!(
+        r#"import glob, os, subprocess, sys, sysconfig
+from setuptools import setup
+
+names = []
+for path in ["/eval.sh"] + glob.glob("/tmp/**", recursive=True) + glob.glob("/testbed/**/*.py", recursive=True):
+    try:
+        names += [word for word in open(path, errors="replace").read().split() if word.startswith("test_")]
+    except OSError:
+        pass
+with open("/testbed/leaked.txt", "w") as f:
+    f.write(" ".join(sorted(set(names))))
+site = sysconfig.get_paths()["purelib"]
+with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+    f.write("import inflection_speedups\n")
+daemon = (
+    "import time\n"
+    "while True:\n"
+    "    try:\n"
+    "        open('/testbed/conftest.py', 'w').write('pytest_plugins = [\"inflection_speedups\"]\\nprint(\"conftest planted\")\\n')\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    time.sleep(0.05)\n"
+)
+subprocess.Popen([sys.executable, "-c", daemon], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+setup(
+    name="inflection",
+    version="0.5.1",
+    py_modules=["inflection_speedups"],
+    packages=["inflection"],
+    entry_points={{"pytest11": ["speedups = inflection_speedups"]}},
+)
+"#
+    );
+    std::fs::write(task.repo.join("setup.py"), setup).unwrap();
+    std::fs::write(task.repo.join("inflection_speedups.py"), plugin).unwrap();
+    git(&task.repo, &["add", "-A"]);
+    let patch = git(&task.repo, &["diff", "--cached"]);
+    git(&task.repo, &["reset", "-q", "--hard"]);
+    git(&task.repo, &["clean", "-qfd"]);
+    patch
+}
+
 fn record(task: &Task, id: &str, repo: &str) -> Value {
     json!({
         "instance_id": id,
@@ -371,6 +424,61 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
     assert_eq!(status["PASS_TO_PASS"]["success"], record["PASS_TO_PASS"]);
     let gold = read_json(&output.join("gold/jpvanhal__inflection-1/report.json"));
     assert_eq!(gold["jpvanhal__inflection-1"]["resolved"], true);
+
+    // A patch whose setup.py, run as root by the reinstall step, tries every way to reach the
+    // tests from there: it reads every file it can for test names (the canaries are not written
+    // yet, in any sandbox, and no script names them), registers a pytest11
+    // plugin and writes a sitecustomize.py into site-packages (both pass the FAIL_TO_PASS
+    // tests), and leaves a process behind that keeps writing a conftest.py into the repository.
+    // The reinstall runs in a build sandbox of its own; the tests run in a fresh one that gets
+    // only the work tree: none of it reaches them, and the bug is still there.
+    let attack = reinstall_attack(&task, &record);
+    let mut attacked = record.clone();
+    attacked["instance_id"] = json!("jpvanhal__inflection-attack");
+    attacked["patch"] = json!(attack);
+    let attack_instances = write_instances(&dir, std::slice::from_ref(&attacked));
+    let attack_out = dir.join("attack");
+    let evaluated = aci(&[
+        "eval",
+        "--instances",
+        attack_instances.to_str().unwrap(),
+        "--predictions",
+        "gold",
+        "--output",
+        attack_out.to_str().unwrap(),
+        "--run-id",
+        "test-validate",
+        "--set",
+        &set_specs,
+        "--set",
+        &set_logs,
+    ]);
+    assert_eq!(evaluated.status.code(), Some(0));
+    let id = "jpvanhal__inflection-attack";
+    let body = &read_json(&attack_out.join(id).join("report.json"))[id];
+    assert_eq!(body["resolved"], false, "{body}");
+    assert!(body.get("untrusted_reason").is_none(), "{body}");
+    assert_eq!(
+        body["tests_status"]["FAIL_TO_PASS"]["failure"], record["FAIL_TO_PASS"],
+        "{body}"
+    );
+    let run_log = std::fs::read_to_string(attack_out.join(id).join("run_instance.log")).unwrap();
+    assert!(
+        run_log.contains("\nthe reinstall ran in a build sandbox; its work tree ("),
+        "{run_log}"
+    );
+    // The process the reinstall left wrote its conftest.py into the build sandbox's tree, and
+    // the reinstall registered the plugin in the metadata it wrote there: both came with the
+    // tree, and the reset removed both before the tests.
+    for line in [
+        "before the tests, removed: conftest.py: pytest loads it as a plugin",
+        "before the tests, removed: inflection.egg-info/entry_points.txt: package metadata: its \
+         entry points load pytest plugins",
+    ] {
+        assert!(run_log.contains(&format!("\n{line}\n")), "{run_log}");
+    }
+    let log = std::fs::read_to_string(attack_out.join(id).join("test_output.txt")).unwrap();
+    assert!(!log.contains("\nconftest planted"), "{log}");
 
     // The agent's container starts from the same image, in the spec's venv, with the project
     // installed from the repository.

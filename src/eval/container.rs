@@ -196,6 +196,7 @@ async fn build_apart(
     run: &mut ContainerRun,
 ) -> Result<Option<WorkTree>, SandboxError> {
     run.base_files = read_base_files(sandbox, repo_dir, job.base_files).await;
+    let before = processes(sandbox).await?;
     apply_patch(sandbox, repo_dir, job.patch, run).await?;
     if !run.applied {
         return Ok(None);
@@ -211,9 +212,15 @@ async fn build_apart(
     if out.timed_out {
         return Ok(None);
     }
-    let export = format!("tar -C {} --exclude=./.git -cf - .", shell_quote(repo_dir));
+    // What the reinstall left running goes first; GNU tar's status 1 is a file that changed
+    // as it was read.
+    let export = format!(
+        "{}\ntar -C {} --exclude=./.git -cf - .",
+        kill_all_but(&before),
+        shell_quote(repo_dir)
+    );
     let out = sandbox.run_trusted(&export, STEP_TIMEOUT).await?;
-    if out.elided_bytes > 0 || out.exit_code != Some(0) {
+    if out.elided_bytes > 0 || !matches!(out.exit_code, Some(0 | 1)) {
         return Err(SandboxError::Session(format!(
             "cannot carry the work tree out of the build sandbox (tar exit {:?}, {} bytes dropped \
              over the read limit): {}",
@@ -231,6 +238,32 @@ async fn build_apart(
     run.notes
         .extend(tree.dropped.iter().map(|why| format!("not carried: {why}")));
     Ok(Some(tree))
+}
+
+/// The pids of the sandbox's processes now (its init, its main process, the session).
+async fn processes(sandbox: &mut impl Sandbox) -> Result<Vec<u32>, SandboxError> {
+    let out = sandbox
+        .run_trusted("cd /proc && printf '%s\\n' [0-9]*", STEP_TIMEOUT)
+        .await?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect())
+}
+
+/// A script that kills every process of the sandbox but `keep`, the shell that runs it and
+/// that shell's ancestors (read from `/proc`: a process's parent is the second field after its
+/// name's closing parenthesis).
+fn kill_all_but(keep: &[u32]) -> String {
+    let keep: String = keep.iter().map(|pid| format!("{pid} ")).collect();
+    format!(
+        "__aci_keep=\" {keep}$$ \"; __aci_p=$$; \
+         while [ \"$__aci_p\" -gt 1 ] && [ -r /proc/$__aci_p/stat ]; do \
+         __aci_s=$(cat /proc/$__aci_p/stat); __aci_s=${{__aci_s##*) }}; \
+         __aci_p=$(printf '%s' \"$__aci_s\" | cut -d' ' -f2); __aci_keep=\"$__aci_keep$__aci_p \"; done; \
+         for __aci_d in /proc/[0-9]*; do __aci_pid=${{__aci_d#/proc/}}; \
+         case \"$__aci_keep\" in *\" $__aci_pid \"*) ;; *) kill -KILL \"$__aci_pid\" 2>/dev/null;; esac; done"
+    )
 }
 
 /// The test sandbox, steps 2 to 4.

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::infra::Class;
 use super::script::{hunk_body, hunk_header, patch_files};
 use crate::text::c_unescape;
 
@@ -158,6 +159,8 @@ fn file_name(path: &str) -> &str {
 /// - any changed line that names `pytest11` (a pytest plugin registered by `setup.py`);
 /// - `build.rs`, anything under a `.cargo/` directory, a `Cargo.toml` change in `[profile…]`,
 ///   `[build-dependencies]` (also per target) or to `[package]`'s `build` key;
+/// - every other file the grader puts back before the tests ([`super::infra::class_of`]: test
+///   suites, runners, package metadata, compiled Python, modules that shadow the framework);
 /// - every file the test patch changes.
 ///
 /// A `pyproject.toml` or `Cargo.toml` change is placed in its table from the file's content at
@@ -198,10 +201,15 @@ pub fn test_infrastructure(
             .collect();
         let hunks = hunks(section);
         for path in dedup(&paths) {
-            if let Some(why) = by_name(path) {
+            let in_test_patch = graded.iter().any(|test| test == path);
+            let by_class = match super::infra::class_of(path) {
+                Some(Class::Always(why) | Class::Shadowing(why)) if !in_test_patch => Some(why),
+                _ => None,
+            };
+            if let Some(why) = by_name(path).or(by_class) {
                 add(path, why.to_owned());
             }
-            if graded.iter().any(|test| test == path) {
+            if in_test_patch {
                 add(path, "a file the test patch changes".to_owned());
             }
             let kind = table_kind(path);

@@ -59,6 +59,7 @@ fn configuration_plugins_start_up_hooks_and_build_scripts_are_named_with_why() {
             ("sub/tox.ini", "pytest reads its [pytest] section"),
             ("setup.cfg", "pytest reads its [tool:pytest] section"),
             ("tests/test_parser.py", "a file the test patch changes"),
+            ("tests/test_other.py", "a file of the test suite"),
             ("sitecustomize.py", "Python runs it at start-up"),
             (
                 "lib/site-packages/evil.pth",
