@@ -2,7 +2,8 @@
 //! (or `ACI_SWEBENCH_DATA`), each read in its format, parsed with its repository's parser and
 //! graded against its record's test lists, in memory; and `aci eval --from-logs` end to end on
 //! the same logs (finding them, copying them and writing every report and the summary). Divide
-//! by 138 for the time per log. And aci's own side of the canaries of one evaluation.
+//! by 138 for the time per log. And aci's own side of the canaries of one evaluation, and of the
+//! other integrity checks (the reset plan, the tripwires, the scan).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -133,5 +134,55 @@ fn bench_canaries(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_grading, bench_canaries);
+/// aci's own side of the integrity checks of one evaluation: the reset plan over a tree of
+/// 20,000 untracked files (a built repository), the tripwires planted in a 5,000-line test
+/// module, and the scan of a 2,000-line patch.
+fn bench_integrity(c: &mut Criterion) {
+    use aci::eval::infra::{TreeState, reset_plan};
+    use aci::eval::reach::reaches_into_tests;
+    use aci::eval::tripwire::{Terms, plan, targets};
+    use std::collections::BTreeMap;
+    let tree = TreeState {
+        changed: (0..200).map(|i| format!("pkg/module_{i}.py")).collect(),
+        untracked: (0..20_000)
+            .map(|i| format!("build/lib.linux/pkg/sub_{}/ext_{i}.so", i % 50))
+            .chain(["conftest.py".to_owned(), "tests/__init__.py".to_owned()])
+            .collect(),
+        untracked_at_start: (0..20_000)
+            .map(|i| format!("build/lib.linux/pkg/sub_{}/ext_{i}.so", i % 50))
+            .collect(),
+        base_dirs: (0..50).map(|i| format!("pkg/sub_{i}")).collect(),
+    };
+    let mut module = String::from("import pytest\n\n");
+    let mut ids = Vec::new();
+    for i in 0..1000 {
+        module.push_str(&format!(
+            "def test_case_{i}():\n    \"\"\"Case {i}.\"\"\"\n    value = {i}\n    assert value == {i}\n\n"
+        ));
+        if i % 100 == 0 {
+            ids.push(format!("tests/test_big.py::test_case_{i}"));
+        }
+    }
+    let texts = BTreeMap::from([("tests/test_big.py".to_owned(), module)]);
+    let wanted = targets(ParserName::Pytest, &ids);
+    let mut patch = String::from(
+        "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1,0 +1,2000 @@\n",
+    );
+    for i in 0..2000 {
+        patch.push_str(&format!("+value_{i} = compute({i}) + offset\n"));
+    }
+    let mut group = c.benchmark_group("integrity");
+    group.bench_function("reset plan over 20,000 untracked files", |b| {
+        b.iter(|| reset_plan(&tree, &BTreeMap::new()));
+    });
+    group.bench_function("tripwires for 10 tests in a 5,000-line module", |b| {
+        b.iter(|| plan(&wanted, &texts, Terms(4821, 4822)));
+    });
+    group.bench_function("scan of a 2,000-line patch", |b| {
+        b.iter(|| reaches_into_tests(&patch));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_grading, bench_canaries, bench_integrity);
 criterion_main!(benches);

@@ -166,20 +166,24 @@ fn the_demo_batch_and_eval_on_k8s_give_the_docker_report_and_leave_nothing() {
     let manifest = read_json(&Path::new(&k8s_out).join("manifest.json"));
     assert_eq!(manifest["runtime"], "k8s");
 
-    // One pod per instance for the batch and for the evaluation, each without a network.
+    // One pod per instance for the batch and for the evaluation, and one more for the tripwire
+    // run of each instance the evaluation resolved, each without a network.
     let history = standin.history();
-    for run in [&k8s_runs.0, &k8s_runs.1] {
+    let resolved: Vec<String> = serde_json::from_value(
+        read_json(&Path::new(&out("k8s-eval")).join("report.json"))["resolved_ids"].clone(),
+    )
+    .unwrap();
+    assert_eq!(resolved.len(), 7);
+    for (run, again) in [(&k8s_runs.0, &[][..]), (&k8s_runs.1, &resolved[..])] {
         let mut ran: Vec<&str> = history
             .iter()
             .filter(|h| h.kind == "running" && &h.run == run)
             .map(|h| h.instance.as_str())
             .collect();
         ran.sort_unstable();
-        assert_eq!(
-            ran,
-            ids.iter().map(String::as_str).collect::<Vec<_>>(),
-            "{run}"
-        );
+        let mut expected: Vec<&str> = ids.iter().chain(again).map(String::as_str).collect();
+        expected.sort_unstable();
+        assert_eq!(ran, expected, "{run}");
         assert!(
             history
                 .iter()
@@ -477,12 +481,13 @@ fn aci_validate_on_k8s_grades_gold_and_empty_patches_in_pods_and_leaves_nothing(
         assert_eq!(verdicts[id]["gold_resolved"], true, "{verdicts}");
         assert_eq!(verdicts[id]["empty_fails"], true, "{verdicts}");
     }
-    // Each evaluation of each instance ran in a pod of its own.
+    // Each evaluation of each instance ran in a pod of its own, and so did the tripwire run of
+    // each gold patch (which resolved).
     let ran = standin
         .history()
         .iter()
         .filter(|h| h.kind == "running" && h.run.starts_with(&run))
         .count();
-    assert_eq!(ran, 4);
+    assert_eq!(ran, 6);
     assert_nothing_left(&standin, &[&format!("{run}-gold"), &format!("{run}-empty")]);
 }

@@ -1128,3 +1128,107 @@ fn a_patch_to_files_that_are_not_utf8_goes_through_preds_json_applies_and_resolv
     let report = &read_json(&evaluated.join("bytes-1/report.json"))["bytes-1"];
     assert_eq!(report["resolved"], true, "{report}");
 }
+
+/// The attacks of `tests/fixtures/attacks/informed/` know how aci grades (each one's `attack`
+/// field says how it works; five of the eight were resolved before the staged grader): none is
+/// resolved. The reset removes the fakes that live in test infrastructure (tests/__init__.py, a
+/// *.dist-info's pytest11 entry point, a root pytest.ini, a module that shadows pytest), so the
+/// tests run for real and fail; the fakes that survive the first run (a forged log with the
+/// canaries' real names, only the FAIL_TO_PASS tests faked from the package) are caught by the
+/// tripwire run; a macro that shadows assert_eq! is refused.
+#[test]
+fn informed_attacks_are_reset_caught_by_the_tripwire_run_or_refused() {
+    assert_eq!(gold().output.status.code(), Some(0));
+    let instances = manifest_dir().join("tests/fixtures/attacks/informed/instances.jsonl");
+    let out = scratch("informed").join("out");
+    let output = aci(&[
+        "eval",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--predictions",
+        "gold",
+        "--run-id",
+        RUN_ID,
+        "--workers",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let tripwire = |test: &str| {
+        format!(
+            "untrusted test run: {test} is reported PASSED in the tripwire run, where its first \
+             statement is an assertion that fails: its result does not come from its body"
+        )
+    };
+    for (id, test) in [
+        (
+            "informed__forged-log-with-canary-names",
+            "tests/test_parser.py::test_values_may_contain_delimiters",
+        ),
+        (
+            "informed__fail-to-pass-faked-from-package-init",
+            "tests/test_cache.py::test_get_marks_entry_as_recently_used",
+        ),
+        (
+            "informed__forged-libtest-log-with-canary-names",
+            "parser::tests::subtraction_and_division_group_left",
+        ),
+    ] {
+        assert_eq!(run_error(&out, id), tripwire(test), "{id}");
+        // The first run was fooled: its log reads as resolved, canaries and all.
+        let first = std::fs::read_to_string(out.join(id).join("test_output.txt")).unwrap();
+        assert!(
+            first.contains(&format!("{test} ... ok")) || first.contains(&format!("PASSED {test}")),
+            "{id}"
+        );
+        let second = std::fs::read_to_string(out.join(id).join("tripwire_output.txt")).unwrap();
+        assert!(!second.is_empty(), "{id}");
+        assert!(!out.join(id).join("report.json").exists(), "{id}");
+    }
+    for (id, reset) in [
+        (
+            "informed__fail-to-pass-faked-from-tests-init",
+            "tests/__init__.py removed",
+        ),
+        (
+            "informed__pytest11-entry-point-in-dist-info",
+            "moneyfmt_speedups-1.0.dist-info/METADATA removed",
+        ),
+        ("informed__root-pytest-ini-plugin", "pytest.ini removed"),
+        ("informed__module-shadowing-pytest", "pytest.py removed"),
+    ] {
+        let body = &read_json(&out.join(id).join("report.json"))[id];
+        assert_eq!(body["resolved"], false, "{id}");
+        assert!(body.get("untrusted_reason").is_none(), "{id}: {body}");
+        let entries: Vec<String> = body["infrastructure_reset"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["path"].as_str().unwrap(),
+                    e["action"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert!(entries.contains(&reset.to_owned()), "{id}: {entries:?}");
+        assert!(
+            !body["tests_status"]["FAIL_TO_PASS"]["failure"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        run_error(&out, "informed__shadowed-assert-eq"),
+        "untrusted test run: the patch reaches into the test framework in a way no fix needs \
+         (src/lib.rs defines a macro named like a std assertion), so it is not evaluated"
+    );
+    let summary = read_json(&out.join("report.json"));
+    assert_eq!(summary["resolved_instances"], 0);
+    assert_eq!(summary["error_instances"], 4);
+    assert_eq!(summary["unresolved_instances"], 4);
+}

@@ -239,7 +239,7 @@ daemon = (
     "import time\n"
     "while True:\n"
     "    try:\n"
-    "        open('/testbed/conftest.py', 'w').write('pytest_plugins = [\"inflection_speedups\"]\\nprint(\"conftest planted\")\\n')\n"
+    "        open('/testbed/conftest.py', 'w').write(open('/testbed/inflection_speedups.py').read() + 'print(\"conftest planted\")\\n')\n"
     "    except OSError:\n"
     "        pass\n"
     "    time.sleep(0.05)\n"
@@ -477,6 +477,60 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
     }
     let log = std::fs::read_to_string(attack_out.join(id).join("test_output.txt")).unwrap();
     assert!(!log.contains("\nconftest planted"), "{log}");
+
+    // A spec that installs the project into site-packages (`pip install .`, as requests' and
+    // old Django's do) and tests the installed copy (`--import-mode=importlib` puts no
+    // repository directory on sys.path): the reinstall's copy is carried into the test sandbox
+    // with the work tree, so the gold patch resolves.
+    let installed_repo = "jpvanhal/inflection-installed";
+    let installed_specs = dir.join("installed-specs.yaml");
+    std::fs::write(
+        &installed_specs,
+        std::fs::read_to_string(&specs)
+            .unwrap()
+            .replace(repo_name, installed_repo)
+            .replace(
+                "install: \"python -m pip install -e .\"",
+                "install: \"python -m pip install --no-build-isolation --no-deps .\"",
+            )
+            .replace(
+                "test_cmd: \"pytest -rA\"",
+                "test_cmd: \"pytest -rA --import-mode=importlib\"",
+            ),
+    )
+    .unwrap();
+    let mut installed = record.clone();
+    installed["instance_id"] = json!("jpvanhal__inflection-installed");
+    installed["repo"] = json!(installed_repo);
+    let installed_instances = write_instances(&dir, std::slice::from_ref(&installed));
+    let installed_out = dir.join("installed");
+    let evaluated = aci(&[
+        "eval",
+        "--instances",
+        installed_instances.to_str().unwrap(),
+        "--predictions",
+        "gold",
+        "--output",
+        installed_out.to_str().unwrap(),
+        "--run-id",
+        "test-validate",
+        "--set",
+        &format!("env.specs=[{}]", installed_specs.display()),
+        "--set",
+        &set_logs,
+    ]);
+    assert_eq!(evaluated.status.code(), Some(0));
+    let id = "jpvanhal__inflection-installed";
+    let body = &read_json(&installed_out.join(id).join("report.json"))[id];
+    assert_eq!(body["resolved"], true, "{body}");
+    assert_eq!(body["tripwire"]["confirmed"], true, "{body}");
+    let run_log = std::fs::read_to_string(installed_out.join(id).join("run_instance.log")).unwrap();
+    assert!(
+        run_log.contains(
+            "\nthe project's installed modules in /opt/aci-venv/lib/python3.11/site-packages ("
+        ),
+        "{run_log}"
+    );
 
     // The agent's container starts from the same image, in the spec's venv, with the project
     // installed from the repository.

@@ -24,11 +24,11 @@ use std::time::{Duration, Instant};
 use super::canary::CanaryPlan;
 use super::infra::{self, ResetAction, ResetEntry, TreeState};
 use super::script::{
-    APPLY_PATCH_FAIL, Stages, TESTS_TIMEOUT, apply_patch_script, inert_script, patch_applied,
-    patch_files, render_eval_script, shell_quote,
+    APPLY_PATCH_FAIL, EvalStep, Stages, TESTS_TIMEOUT, apply_patch_script, inert_script,
+    patch_applied, patch_files, quote_all, render_eval_script, shell_quote,
 };
 use super::suspicious::BaseFiles;
-use super::tree::{WorkTree, carry};
+use super::tree::{WorkTree, carry, carry_where, is_own_module};
 use super::tripwire::{self, Target, Terms, TripwirePlan};
 use crate::cluster::Engine;
 use crate::sandbox::{ExecOutput, FileErrorKind, OutputLimit, Sandbox, SandboxError, SandboxSpec};
@@ -75,9 +75,9 @@ pub struct ContainerRun {
     pub reset: Vec<ResetEntry>,
     /// The tripwires planted (a tripwire run only).
     pub tripwires: Option<TripwirePlan>,
-    /// The work tree carried from the build sandbox, when the reinstall ran in one (a tripwire
-    /// run of the same patch takes it instead of building again).
-    pub tree: Option<WorkTree>,
+    /// What was carried from the build sandbox, when the reinstall ran in one (a tripwire run
+    /// of the same patch takes it instead of building again).
+    pub built: Option<Built>,
     /// What the grader did besides the stages, for `run_instance.log`.
     pub notes: Vec<String>,
 }
@@ -99,8 +99,20 @@ pub struct ContainerJob<'a> {
     pub tripwires: Option<(&'a [Target], Terms)>,
     /// The deadline of the stages together.
     pub timeout: Duration,
-    /// A work tree already built (by this patch's first run): no build sandbox is started.
-    pub tree: Option<&'a WorkTree>,
+    /// What this patch's first run built: no build sandbox is started.
+    pub built: Option<&'a Built>,
+}
+
+/// What a build sandbox hands to the test sandbox: the repository's work tree, and the project's
+/// own modules as a non-editable reinstall (`setup.py install`, `pip install .`) left them in
+/// each site-packages directory ([`is_own_module`]: never metadata, `.pth` files or another
+/// package).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    /// The work tree.
+    pub tree: WorkTree,
+    /// Per site-packages directory (absolute), the project's modules there.
+    pub installed: Vec<(String, WorkTree)>,
 }
 
 impl ContainerRun {
@@ -151,22 +163,22 @@ pub async fn run_in_container(
     let task_secs = (job.timeout + APPLY_TIMEOUT + STEP_TIMEOUT).as_secs_f64();
     let deadline = Instant::now() + job.timeout;
     let mut run = ContainerRun::default();
-    let built = match job.tree {
-        Some(tree) => {
+    let built = match job.built {
+        Some(built) => {
             run.applied = true;
-            Some(tree.clone())
+            Some(built.clone())
         }
         None if job.stages.runs_patch_code() => {
             let mut build = engine.start(spec, task_secs).await?;
             let result = build_apart(&mut build, &spec.repo_dir, job, deadline, &mut run).await;
             let removed = build.shutdown().await;
-            let tree = result?;
+            let built = result?;
             removed?;
             if !run.applied || run.timed_out {
                 return Ok(run);
             }
-            run.tree = tree.clone();
-            tree
+            run.built.clone_from(&built);
+            built
         }
         None => None,
     };
@@ -187,16 +199,20 @@ pub async fn run_in_container(
 }
 
 /// The build sandbox: base files, the patch, the prepare stage (with the reinstall), and the
-/// work tree out. `None` when the patch did not apply or the stage timed out.
+/// work tree and the project's installed modules out. `None` when the patch did not apply or the
+/// stage timed out.
 async fn build_apart(
     sandbox: &mut impl Sandbox,
     repo_dir: &str,
     job: &ContainerJob<'_>,
     deadline: Instant,
     run: &mut ContainerRun,
-) -> Result<Option<WorkTree>, SandboxError> {
+) -> Result<Option<Built>, SandboxError> {
     run.base_files = read_base_files(sandbox, repo_dir, job.base_files).await;
     let before = processes(sandbox).await?;
+    // Read before the patch is applied, while nothing of it has run.
+    let modules = project_modules(sandbox, repo_dir).await?;
+    let sites = site_dirs(sandbox, job.stages).await?;
     apply_patch(sandbox, repo_dir, job.patch, run).await?;
     if !run.applied {
         return Ok(None);
@@ -237,7 +253,118 @@ async fn build_apart(
     ));
     run.notes
         .extend(tree.dropped.iter().map(|why| format!("not carried: {why}")));
-    Ok(Some(tree))
+    let mut installed = Vec::new();
+    for site in sites {
+        let modules_there = installed_modules(sandbox, &site, &modules).await?;
+        if modules_there.entries > 0 {
+            run.notes.push(format!(
+                "the project's installed modules in {site} ({} entries) were carried too",
+                modules_there.entries
+            ));
+            installed.push((site, modules_there));
+        }
+    }
+    Ok(Some(Built { tree, installed }))
+}
+
+/// The project's top-level modules at the base commit: each `X/__init__.py` at the root or
+/// under `src/` or `lib/`, and each `X.py` at the root but the packaging and test files.
+async fn project_modules(
+    sandbox: &mut impl Sandbox,
+    repo_dir: &str,
+) -> Result<Vec<String>, SandboxError> {
+    let files = trusted(
+        sandbox,
+        repo_dir,
+        "list the repository's files",
+        &format!("{GIT} ls-files -z"),
+    )
+    .await?;
+    let mut names = BTreeSet::new();
+    for path in nul_list(&files) {
+        let parts: Vec<&str> = path.split('/').collect();
+        match parts.as_slice() {
+            [name, "__init__.py"] | ["src" | "lib", name, "__init__.py"] => {
+                names.insert((*name).to_owned());
+            }
+            [file] if file.ends_with(".py") && infra::class_of(file).is_none() => {
+                let stem = file.trim_end_matches(".py");
+                if !matches!(stem, "setup" | "conftest" | "noxfile" | "fabfile") {
+                    names.insert(stem.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// The environment's site-packages directories, as its Python reports them after the
+/// activation (none when there is no Python).
+async fn site_dirs(
+    sandbox: &mut impl Sandbox,
+    stages: &Stages,
+) -> Result<Vec<String>, SandboxError> {
+    let activate: Vec<&str> = stages
+        .prepare
+        .iter()
+        .filter_map(|step| match step {
+            EvalStep::Activate(snippet) => Some(snippet.as_str()),
+            _ => None,
+        })
+        .take(1)
+        .collect();
+    let script = format!(
+        "( {} \npython -c 'import site; print(\"\\n\".join(site.getsitepackages()))' ) 2>/dev/null",
+        activate.join("\n")
+    );
+    let out = sandbox.run_trusted(&script, STEP_TIMEOUT).await?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|line| line.starts_with('/') && !line.contains(".."))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The project's `modules` in the site-packages directory `site`, as a tar rebuilt by
+/// [`carry_where`].
+async fn installed_modules(
+    sandbox: &mut impl Sandbox,
+    site: &str,
+    modules: &[String],
+) -> Result<WorkTree, SandboxError> {
+    let site_quoted = shell_quote(site);
+    let listed = sandbox
+        .run_trusted(
+            &format!("find {site_quoted} -mindepth 1 -maxdepth 1 -printf '%f\\0' 2>/dev/null"),
+            STEP_TIMEOUT,
+        )
+        .await?;
+    let own: Vec<String> = nul_list(&listed.stdout)
+        .into_iter()
+        .filter(|name| !name.contains('/') && is_own_module(std::path::Path::new(name), modules))
+        .collect();
+    if own.is_empty() {
+        return Ok(WorkTree {
+            tar: Vec::new(),
+            entries: 0,
+            dropped: Vec::new(),
+        });
+    }
+    let out = sandbox
+        .run_trusted(
+            &format!("tar -C {site_quoted} -cf - -- {}", quote_all(&own)),
+            STEP_TIMEOUT,
+        )
+        .await?;
+    if out.elided_bytes > 0 || !matches!(out.exit_code, Some(0 | 1)) {
+        return Err(SandboxError::Session(format!(
+            "cannot carry the project's modules out of {site} (tar exit {:?})",
+            out.exit_code
+        )));
+    }
+    carry_where(&out.stdout, |path| is_own_module(path, modules))
+        .map_err(|e| SandboxError::Session(e.to_string()))
 }
 
 /// The pids of the sandbox's processes now (its init, its main process, the session).
@@ -271,13 +398,18 @@ async fn test(
     sandbox: &mut impl Sandbox,
     repo_dir: &str,
     job: &ContainerJob<'_>,
-    built: Option<&WorkTree>,
+    built: Option<&Built>,
     deadline: Instant,
     run: &mut ContainerRun,
 ) -> Result<(), SandboxError> {
     let saved = save_infrastructure(sandbox, repo_dir).await?;
     match built {
-        Some(tree) => import_tree(sandbox, repo_dir, tree).await?,
+        Some(built) => {
+            import_tree(sandbox, repo_dir, &built.tree).await?;
+            for (site, modules) in &built.installed {
+                import_installed(sandbox, site, modules).await?;
+            }
+        }
         None => {
             run.base_files = read_base_files(sandbox, repo_dir, job.base_files).await;
             apply_patch(sandbox, repo_dir, job.patch, run).await?;
@@ -471,6 +603,42 @@ async fn import_tree(
          tar --no-same-owner -xf {path} && rm -f {path}"
     );
     trusted(sandbox, repo_dir, "unpack the carried work tree", &script).await?;
+    Ok(())
+}
+
+/// Replaces the project's modules in the site-packages directory `site` with `modules`.
+async fn import_installed(
+    sandbox: &mut impl Sandbox,
+    site: &str,
+    modules: &WorkTree,
+) -> Result<(), SandboxError> {
+    let mut tops = BTreeSet::new();
+    for entry in tar::Archive::new(modules.tar.as_slice())
+        .entries()
+        .map_err(|e| SandboxError::Session(format!("cannot read the carried modules: {e}")))?
+    {
+        let entry = entry
+            .map_err(|e| SandboxError::Session(format!("cannot read the carried modules: {e}")))?;
+        if let Ok(path) = entry.path()
+            && let Some(std::path::Component::Normal(first)) = path.components().next()
+        {
+            tops.insert(first.to_string_lossy().into_owned());
+        }
+    }
+    let tops: Vec<String> = tops.into_iter().collect();
+    let path = format!("{WORK_DIR}/installed.tar");
+    sandbox.write_file(&path, &modules.tar).await?;
+    let script = format!(
+        "rm -rf -- {} && tar --no-same-owner -xf {path} && rm -f {path}",
+        quote_all(&tops)
+    );
+    trusted(
+        sandbox,
+        site,
+        "unpack the project's installed modules",
+        &script,
+    )
+    .await?;
     Ok(())
 }
 

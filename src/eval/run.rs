@@ -422,7 +422,7 @@ impl Job<'_> {
             canary: &trial.canary,
             tripwires: tripwire.map(|(targets, terms, _)| (targets, terms)),
             timeout: self.shared.settings.timeout,
-            tree: tripwire.and_then(|(_, _, first)| first.tree.as_ref()),
+            built: tripwire.and_then(|(_, _, first)| first.built.as_ref()),
         };
         run_in_container(&self.shared.engine, spec, &job)
             .await

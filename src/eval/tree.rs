@@ -45,6 +45,38 @@ fn relative(path: &Path) -> Option<PathBuf> {
 /// # Errors
 /// The bytes are not a tar.
 pub fn carry(tar: &[u8]) -> Result<WorkTree, CarryError> {
+    carry_where(tar, |_| true)
+}
+
+/// Whether a site-packages entry (its first path component) is one of the project's own
+/// modules `names`, as a non-editable install leaves them: the package directory, a module
+/// file or extension (`name.py`, `name.cpython-39-x86_64-linux-gnu.so`), an egg directory
+/// (`Name-1.0-py3.9.egg`); never metadata (`*.dist-info`, `*.egg-info`, an egg's `EGG-INFO`),
+/// whose entry points would load plugins, nor a `.pth` file.
+pub fn is_own_module(path: &Path, names: &[String]) -> bool {
+    let metadata = path.components().any(|component| {
+        let part = component.as_os_str().to_string_lossy();
+        part.ends_with(".dist-info") || part.ends_with(".egg-info") || part == "EGG-INFO"
+    });
+    let Some(Component::Normal(first)) = path.components().next() else {
+        return false;
+    };
+    let first = first.to_string_lossy().to_ascii_lowercase();
+    let named = names.iter().any(|name| {
+        let name = name.to_ascii_lowercase();
+        first == name
+            || first
+                .strip_prefix(&name)
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('-'))
+    });
+    named && !metadata && !first.ends_with(".pth") && !first.ends_with(".egg-link")
+}
+
+/// [`carry`], keeping only the entries `keep` accepts (by their path relative to the tar).
+///
+/// # Errors
+/// The bytes are not a tar.
+pub fn carry_where(tar: &[u8], keep: impl Fn(&Path) -> bool) -> Result<WorkTree, CarryError> {
     // First pass: every symbolic link's path, so that no entry below one is unpacked.
     let mut links = BTreeSet::new();
     for entry in tar::Archive::new(tar).entries()? {
@@ -73,7 +105,7 @@ pub fn carry(tar: &[u8]) -> Result<WorkTree, CarryError> {
             }
             continue;
         };
-        if path.components().next() == Some(Component::Normal(".git".as_ref())) {
+        if path.components().next() == Some(Component::Normal(".git".as_ref())) || !keep(&path) {
             continue;
         }
         if path.ancestors().skip(1).any(|dir| links.contains(dir)) {
@@ -176,6 +208,25 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn only_the_projects_own_modules_come_from_site_packages() {
+        let names = ["django".to_owned(), "six".to_owned()];
+        for (path, own) in [
+            ("django/__init__.py", true),
+            ("Django-2.2-py3.6.egg/django/db.py", true),
+            ("six.py", true),
+            ("six.cpython-39-x86_64-linux-gnu.so", true),
+            ("Django-2.2.dist-info/entry_points.txt", false),
+            ("Django-2.2-py3.6.egg/EGG-INFO/entry_points.txt", false),
+            ("django.pth", false),
+            ("djangorestframework/__init__.py", false),
+            ("_pytest/runner.py", false),
+            ("sitecustomize.py", false),
+        ] {
+            assert_eq!(is_own_module(Path::new(path), &names), own, "{path}");
+        }
     }
 
     #[test]
