@@ -37,10 +37,13 @@ pub fn tar_repository(source: &RepoSource, prefix: &str) -> Result<Vec<u8>, Sand
         return Err(repo_error(path, "not a directory"));
     }
     if let Some(commit) = is_real_commit(source.commit.as_deref()) {
+        // The commit comes from a record: after `--end-of-options` git never reads it as an
+        // option (`--output=FILE` would write a host file).
         let archive = [
             "archive",
             "--format=tar",
             &format!("--prefix={prefix}/"),
+            "--end-of-options",
             commit,
         ];
         return git(path, &archive, &format!("git archive {commit} failed"));
@@ -110,21 +113,20 @@ pub fn source_fingerprint(source: &RepoSource) -> Result<String, SandboxError> {
         return Err(repo_error(path, "not a directory"));
     }
     if let Some(commit) = is_real_commit(source.commit.as_deref()) {
-        let ids = [
-            "rev-parse",
-            &format!("{commit}^{{commit}}"),
-            &format!("{commit}^{{tree}}"),
-        ];
-        let ids = git(
-            path,
-            &ids,
-            &format!("{commit} is not a commit of this repository"),
-        )?;
-        let ids = String::from_utf8_lossy(&ids);
-        return Ok(format!(
-            "git {}",
-            ids.split_whitespace().collect::<Vec<_>>().join(" ")
-        ));
+        let failure = format!("{commit} is not a commit of this repository");
+        // One name per `rev-parse --verify`: only with `--verify` does rev-parse take
+        // `--end-of-options` as the end of its options rather than print it back.
+        let verify = |name: &str| {
+            git(
+                path,
+                &["rev-parse", "--verify", "--end-of-options", name],
+                &failure,
+            )
+            .map(|id| String::from_utf8_lossy(&id).trim().to_owned())
+        };
+        let commit_id = verify(&format!("{commit}^{{commit}}"))?;
+        let tree_id = verify(&format!("{commit_id}^{{tree}}"))?;
+        return Ok(format!("git {commit_id} {tree_id}"));
     }
     directory_fingerprint(path).map_err(|e| repo_error(path, e.to_string()))
 }
@@ -428,6 +430,56 @@ mod tests {
         assert_eq!(at(&one).unwrap(), format!("git {one} {tree}"));
         let error = at("feedbeef").unwrap_err().to_string();
         assert!(error.contains("feedbeef is not a commit"), "{error}");
+    }
+
+    /// A git repository with one commit, in a temporary directory.
+    fn one_commit_repository() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "one"]);
+        dir
+    }
+
+    /// A commit that git would read as `--output=FILE` truncated FILE through `git archive`;
+    /// after `--end-of-options` it is only a name that is not there.
+    #[test]
+    fn a_commit_that_looks_like_an_option_writes_no_host_file() {
+        let repo = one_commit_repository();
+        let victim = repo.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let source = RepoSource {
+            path: repo.path().to_owned(),
+            commit: Some(format!("--output={}", victim.display())),
+        };
+        let tar = tar_repository(&source, "testbed").unwrap_err().to_string();
+        assert!(
+            tar.contains(&format!(
+                "git archive --output={} failed: fatal: not a valid object name: --output=",
+                victim.display()
+            )),
+            "{tar}"
+        );
+        let fingerprint = source_fingerprint(&source).unwrap_err().to_string();
+        assert!(
+            fingerprint.contains(&format!(
+                "--output={} is not a commit of this repository",
+                victim.display()
+            )),
+            "{fingerprint}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
     }
 
     #[test]
