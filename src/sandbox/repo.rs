@@ -301,7 +301,8 @@ pub fn check_out_script(commit: &str) -> String {
 /// repository may hold the fix as a later commit, a branch, a tag, a stash, a reflog entry,
 /// `ORIG_HEAD`, a remote or an unreachable object.
 ///
-/// Only `.git` is rewritten and no object is hashed again: `HEAD` keeps its hash (SWE-bench's
+/// Only `.git` is rewritten and no object is hashed again (a SHA-256 repository stays one):
+/// `HEAD` keeps its hash (SWE-bench's
 /// eval scripts name `base_commit` itself), its commit, trees and blobs are packed into a new
 /// git directory (no delta search), which is shallow at that commit (its parents are not
 /// there, as in a `--depth 1` clone), with the branch `HEAD` is on (or a detached `HEAD`) and
@@ -314,7 +315,9 @@ pub fn history_script() -> String {
     format!(
         "{{ __aci_head=$(git rev-parse --verify HEAD) && \
          __aci_ref=$(git symbolic-ref -q HEAD || true) && \
-         rm -rf {new} && git init -q --bare {new} && \
+         __aci_format=$(git rev-parse --show-object-format 2>/dev/null || true) && \
+         case \"$__aci_format\" in sha256) __aci_format=--object-format=sha256 ;; *) __aci_format= ;; esac && \
+         rm -rf {new} && git init -q --bare $__aci_format {new} && \
          git rev-list --objects -n 1 \"$__aci_head\" > {new}/objects.list && \
          git pack-objects -q --window=0 {new}/objects/pack/pack < {new}/objects.list >/dev/null && \
          rm -f {new}/objects.list && \
@@ -627,6 +630,41 @@ mod tests {
         let exclude = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
         assert!(exclude.ends_with("build/\n"), "{exclude}");
         assert!(!dir.path().join(FRESH_GIT_DIR).exists());
+    }
+
+    /// A SHA-256 repository gets a SHA-256 git directory: its 64-digit commit ids stay valid.
+    #[test]
+    fn a_sha256_repository_keeps_its_object_format_and_its_base_commit_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        git(&["init", "-q", "--object-format=sha256"]);
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "base"]);
+        let base = git(&["rev-parse", "HEAD"]);
+        assert_eq!(base.len(), 64);
+        git(&["commit", "-q", "--allow-empty", "-m", "later"]);
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(check_out_script(&base))
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(git(&["rev-parse", "--show-object-format"]), "sha256");
+        assert_eq!(git(&["log", "--all", "--format=%H"]), base);
+        assert_eq!(git(&["status", "--porcelain"]), "");
     }
 
     /// An image may hold a branch whose name git would read as an option: `git checkout
