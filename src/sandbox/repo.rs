@@ -270,9 +270,10 @@ const FRESH_GIT_DIR: &str = ".git.aci-fresh";
 /// were made: `git reset --hard <base_commit>`), else detaches at it. Then
 /// [`history_script`] leaves the repository holding that commit alone.
 ///
-/// The commit is a record's: it reaches git after `--end-of-options`, which the image's git
-/// takes since 2.30; an older git is asked without it, the value being checked at load
-/// ([`crate::instance::check::check_commit`]) never to start with `-`.
+/// The commit is a record's: it reaches git after `--end-of-options` when the image's git
+/// takes that (`rev-parse --verify` learned it last); an older git is asked without it, the
+/// value being checked at load ([`crate::instance::check::check_commit`]) never to start
+/// with `-`.
 pub fn check_out_script(commit: &str) -> String {
     let quoted = shell_quote(commit);
     let spec = shell_quote(&format!("{commit}^{{commit}}"));
@@ -302,11 +303,10 @@ pub fn check_out_script(commit: &str) -> String {
 /// `ORIG_HEAD`, a remote or an unreachable object.
 ///
 /// Only `.git` is rewritten and no object is hashed again (a SHA-256 repository stays one):
-/// `HEAD` keeps its hash (SWE-bench's
-/// eval scripts name `base_commit` itself), its commit, trees and blobs are packed into a new
-/// git directory (no delta search), which is shallow at that commit (its parents are not
-/// there, as in a `--depth 1` clone), with the branch `HEAD` is on (or a detached `HEAD`) and
-/// no reflog. The index is kept, so `git status` does not read every file again, and so are
+/// `HEAD` keeps its hash (SWE-bench's eval scripts name `base_commit` itself), its commit,
+/// trees and blobs are packed into a new git directory (no delta search), which is shallow at
+/// that commit (its parents are not there, as in a `--depth 1` clone), with the branch `HEAD`
+/// is on (or a detached `HEAD`) and no reflog. The index is kept, so `git status` does not read every file again, and so are
 /// `info/exclude` (where an environment image lists what its setup built) and
 /// `info/attributes`. The configuration is git's default: no remote, hook or filter of the
 /// image's survives.
