@@ -35,10 +35,19 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// An image this test built, removed when the test ends, passed or failed.
+struct TestImage(String);
+
+impl Drop for TestImage {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").args(["rmi", "-f", &self.0]).output();
+    }
+}
+
 /// The image of this test: aci's Python image, the repository of `make-future.sh` at
 /// `/testbed` (`HEAD` two commits past base), and `show-history` on the `PATH`. Returns the
-/// image's tag and the base commit.
-fn build_image(scratch: &Path) -> (String, String) {
+/// image and the base commit.
+fn build_image(scratch: &Path) -> (TestImage, String) {
     let context = scratch.join("context");
     let testbed = context.join("testbed");
     std::fs::create_dir_all(&testbed).unwrap();
@@ -65,7 +74,7 @@ fn build_image(scratch: &Path) -> (String, String) {
         "docker",
         &["build", "-q", "-t", &tag, context.to_str().unwrap()],
     );
-    (tag, base)
+    (TestImage(tag), base)
 }
 
 /// What `show-history` prints of a repository that holds `base` alone, on `main`: `objects`
@@ -100,14 +109,15 @@ fn base_objects(testbed: &Path, base: &str) -> String {
 #[test]
 fn an_image_repository_past_base_commit_shows_no_future_to_the_agent_or_to_the_tests() {
     let dir = tempfile::tempdir().unwrap();
-    let (image, base) = build_image(dir.path());
+    let (built, base) = build_image(dir.path());
+    let image = built.0.as_str();
     let testbed = dir.path().join("context/testbed");
     let expected = history_of_base_alone(&base, &base_objects(&testbed, &base));
     // The image does hold the future: the test can fail.
     let before = run(
         dir.path(),
         "docker",
-        &["run", "--rm", &image, "show-history"],
+        &["run", "--rm", image, "show-history"],
     );
     assert!(
         before.contains("refs/tags/future-tag") && before.contains("\norigin\n"),
@@ -173,5 +183,4 @@ fn an_image_repository_past_base_commit_shows_no_future_to_the_agent_or_to_the_t
     let log = std::fs::read_to_string(eval_out.join(id).join("test_output.txt")).unwrap();
     assert!(log.contains(&expected), "{log}");
     assert!(containers_of(&eval_run).is_empty());
-    run(dir.path(), "docker", &["rmi", "-f", &image]);
 }
