@@ -3,8 +3,10 @@
 //! steps behind `--shuffle`/`--seed`, `--filter`, `--slice` and `--shard`, which pick the same
 //! instances in the same order as SWE-agent and mini-swe-agent.
 
+pub mod check;
 mod python_random;
 
+pub use check::{MAX_ID_BYTES, unsafe_id};
 pub use python_random::PythonRandom;
 
 use std::collections::BTreeSet;
@@ -330,31 +332,13 @@ fn instance_from_value(
     })
 }
 
-/// Why an instance id cannot name a directory, if it cannot. Every command that writes files
-/// writes them under `<output>/<id>/`, so `.`, `..`, path separators and NUL are refused when
-/// the instances file is read, whichever command reads it.
-pub fn unsafe_id(id: &str) -> Option<&'static str> {
-    if id == "." || id == ".." {
-        Some("is `.` or `..`")
-    } else if id.contains(['/', '\\']) {
-        Some("contains a path separator")
-    } else if id.contains('\0') {
-        Some("contains a NUL byte")
-    } else {
-        None
-    }
-}
-
 fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instance, FieldError> {
     let instance_id = record.required_string("instance_id")?;
     if instance_id.trim().is_empty() {
         return Err(field_error("instance_id", "must not be empty"));
     }
     if let Some(reason) = unsafe_id(&instance_id) {
-        return Err(field_error(
-            "instance_id",
-            format!("{reason}, so it cannot name an output directory"),
-        ));
+        return Err(field_error("instance_id", reason));
     }
     let repo_path = record.optional_string("repo_path")?.map(|raw| {
         let path = PathBuf::from(raw);
@@ -364,11 +348,13 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
         }
     });
     let problem_statement = record.required_string("problem_statement")?;
-    let repo = record.required_string("repo")?;
-    let base_commit = record.optional_string("base_commit")?;
+    let repo = record.checked_string("repo", check::check_repo)?;
+    let base_commit = record.checked_optional("base_commit", check::check_commit)?;
     if base_commit.is_none() {
         check_plain_directory(repo_path.as_deref())?;
     }
+    let version = record.version("version")?;
+    check::check_one_line(&version).map_err(|message| field_error("version", message))?;
     Ok(Instance {
         instance_id,
         problem_statement,
@@ -379,13 +365,14 @@ fn read_instance(record: &mut Record, base_dir: Option<&Path>) -> Result<Instanc
         fail_to_pass: record.test_list("FAIL_TO_PASS", "fail_to_pass")?,
         pass_to_pass: record.test_list("PASS_TO_PASS", "pass_to_pass")?,
         hints_text: record.optional_string("hints_text")?.unwrap_or_default(),
-        version: record.version("version")?,
+        version,
         created_at: record.optional_string("created_at")?.unwrap_or_default(),
-        environment_setup_commit: record.optional_string("environment_setup_commit")?,
+        environment_setup_commit: record
+            .checked_optional("environment_setup_commit", check::check_commit)?,
         repo_path,
-        image: record.optional_string("image")?,
-        image_name: record.optional_string("image_name")?,
-        language: record.optional_string("language")?,
+        image: record.checked_optional("image", check::check_image)?,
+        image_name: record.checked_optional("image_name", check::check_image)?,
+        language: record.checked_optional("language", check::check_language)?,
         setup: record.setup("setup")?,
         test_cmd: record.optional_string("test_cmd")?,
         log_parser: record.optional_string("log_parser")?,
@@ -428,6 +415,30 @@ impl Record {
                 format!("expected a string, found {}", json_type(&other)),
             )),
         }
+    }
+
+    /// A required string that `check` accepts.
+    fn checked_string(
+        &mut self,
+        field: &'static str,
+        check: fn(&str) -> Result<(), String>,
+    ) -> Result<String, FieldError> {
+        let value = self.required_string(field)?;
+        check(&value).map_err(|message| field_error(field, message))?;
+        Ok(value)
+    }
+
+    /// An optional string that `check` accepts when it is there.
+    fn checked_optional(
+        &mut self,
+        field: &'static str,
+        check: fn(&str) -> Result<(), String>,
+    ) -> Result<Option<String>, FieldError> {
+        let value = self.optional_string(field)?;
+        if let Some(value) = &value {
+            check(value).map_err(|message| field_error(field, message))?;
+        }
+        Ok(value)
     }
 
     fn optional_string(&mut self, field: &'static str) -> Result<Option<String>, FieldError> {

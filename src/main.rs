@@ -509,8 +509,7 @@ fn load_batch_instances(path: &Path) -> Result<(Vec<Instance>, usize), Failure> 
             Some(reason) => {
                 invalid += 1;
                 eprintln!(
-                    "error: {}: instance {:?}: field \"instance_id\": {reason}, so it cannot name \
-                     an output directory",
+                    "error: {}: instance {:?}: field \"instance_id\": {reason}",
                     path.display(),
                     instance.instance_id
                 );

@@ -183,7 +183,7 @@ impl BatchReport {
 
 /// Why an instance id cannot name an output directory, if it cannot
 /// ([`crate::instance::unsafe_id`]).
-pub fn unsafe_id(id: &str) -> Option<&'static str> {
+pub fn unsafe_id(id: &str) -> Option<String> {
     crate::instance::unsafe_id(id)
 }
 

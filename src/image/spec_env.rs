@@ -582,12 +582,13 @@ async fn read_requirements(
     }
 }
 
-/// The file at `commit:path` of the git repository `repo`, when it is there.
+/// The file at `commit:path` of the git repository `repo`, when it is there. The commit is a
+/// record's: after `--end-of-options` git never reads it as an option (`--output=FILE`).
 fn git_show(repo: &Path, commit: &str, path: &str) -> Option<String> {
     let output = std::process::Command::new("git")
         .arg("-C")
         .arg(repo)
-        .args(["show", &format!("{commit}:{path}")])
+        .args(["show", "--end-of-options", &format!("{commit}:{path}")])
         .stdin(std::process::Stdio::null())
         .output()
         .ok()?;

@@ -562,3 +562,105 @@ fn an_instance_id_that_is_not_a_plain_name_is_refused_for_every_command() {
         ]
     );
 }
+
+#[test]
+fn an_instance_id_too_long_or_with_control_characters_is_refused_at_load() {
+    let record = |id: &str| {
+        serde_json::json!({
+            "instance_id": id, "problem_statement": "p", "repo": "o/r", "base_commit": "abc"
+        })
+        .to_string()
+    };
+    let longest = "x".repeat(MAX_ID_BYTES);
+    let too_long = "y".repeat(MAX_ID_BYTES + 1);
+    let text = [longest.as_str(), &too_long, "a\u{1b}[2Jb", "ok-1"]
+        .map(record)
+        .join("\n");
+    let loaded = parse_instances(&text, None).unwrap();
+    assert_eq!(ids(&loaded.instances), [longest.as_str(), "ok-1"]);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        [
+            format!(
+                "instance {too_long:?} (line 2): field \"instance_id\": is 213 bytes long, more \
+                 than the 212 that leave room in a file name (255 bytes) for the longest name \
+                 aci makes from an id, `.<id>.patch.<pid>.<n>.tmp`"
+            ),
+            "instance \"a\\u{1b}[2Jb\" (line 3): field \"instance_id\": contains a control \
+             character, so it cannot name an output directory"
+                .to_owned(),
+        ]
+    );
+}
+
+/// Each field that reaches a command line, with a value git would read as an option (or that
+/// would make a name of it): the record is one error naming the instance and the field, and
+/// the others load.
+#[test]
+fn record_fields_that_reach_a_command_line_are_checked_at_load() {
+    let hostile = [
+        ("base_commit", "--upload-pack=touch /tmp/marker"),
+        ("base_commit", "--output=/tmp/victim"),
+        ("environment_setup_commit", "--output=/tmp/victim"),
+        ("repo", "--upload-pack=x/y"),
+        ("repo", "o/../../etc"),
+        ("image", "-evil"),
+        ("image_name", "a\nFROM b"),
+        ("language", "python:evil"),
+        ("version", "1.0\nerror: fake"),
+    ];
+    let mut lines = vec![record("good-1").to_string()];
+    for (index, (field, value)) in hostile.iter().enumerate() {
+        let mut bad = record(&format!("bad-{index}"));
+        bad[field] = json!(value);
+        lines.push(bad.to_string());
+    }
+    let loaded = parse_instances(&lines.join("\n"), None).unwrap();
+    assert_eq!(ids(&loaded.instances), ["good-1"]);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    let commit = |value: &str| {
+        format!(
+            "{value:?} is neither a commit id (7 to 64 hex digits) nor a branch or tag name git \
+             accepts (git check-ref-format, not starting with `-`)"
+        )
+    };
+    let repo = |value: &str| {
+        format!(
+            "{value:?} is not `owner/name` (ASCII letters, digits, `.`, `_` and `-` on each side \
+             of one `/`, neither side starting with `-` or holding `..`)"
+        )
+    };
+    let image = |value: &str| {
+        format!(
+            "{value:?} is not an image reference (ASCII letters, digits and `. _ - / : @`, \
+             starting with a letter or digit, at most 255 bytes)"
+        )
+    };
+    let messages = [
+        commit("--upload-pack=touch /tmp/marker"),
+        commit("--output=/tmp/victim"),
+        commit("--output=/tmp/victim"),
+        repo("--upload-pack=x/y"),
+        repo("o/../../etc"),
+        image("-evil"),
+        image("a\nFROM b"),
+        "\"python:evil\" is not a language name (ASCII letters, digits and `. _ + -`, starting \
+         with a letter or digit, at most 64 bytes)"
+            .to_owned(),
+        "\"1.0\\nerror: fake\" holds a control character".to_owned(),
+    ];
+    let expected: Vec<String> = hostile
+        .iter()
+        .zip(messages)
+        .enumerate()
+        .map(|(index, ((field, _), message))| {
+            format!(
+                "instance \"bad-{index}\" (line {}): field \"{field}\": {message}",
+                index + 2
+            )
+        })
+        .collect();
+    assert_eq!(errors, expected);
+    assert!(errors.iter().all(|line| !line.contains('\n')), "{errors:?}");
+}

@@ -48,8 +48,9 @@ pub struct SandboxSpec {
     /// How much of a command's output is kept while it streams.
     pub output_limit: OutputLimit,
     /// With `repo = None`: the commit (or branch) the image's repository must be at, checked
-    /// out when it is not, and then the baseline ([`repo::check_out_base`]). `None` takes the
-    /// image's `HEAD` as it is.
+    /// out when it is not, its history past it dropped, and then the baseline
+    /// ([`repo::check_out_base`]). `None` takes the image's `HEAD` as it is (an environment
+    /// image aci built, whose repository holds its baseline alone).
     pub checkout: Option<String>,
     /// A shell snippet run in every new session after the baseline (`env.activate`); when it
     /// fails the sandbox does not open ([`SandboxError::Activation`]).

@@ -3,6 +3,8 @@
 //!
 //! The baseline holds the tree without history: the agent cannot read the fix from a future
 //! commit, and the baseline's hash is the same on every run (fixed author, date and message).
+//! A repository that comes with the image is checked out at `base_commit` and left holding
+//! that commit alone ([`check_out_script`], [`history_script`]), so no source has a future.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,10 +39,13 @@ pub fn tar_repository(source: &RepoSource, prefix: &str) -> Result<Vec<u8>, Sand
         return Err(repo_error(path, "not a directory"));
     }
     if let Some(commit) = is_real_commit(source.commit.as_deref()) {
+        // The commit comes from a record: after `--end-of-options` git never reads it as an
+        // option (`--output=FILE` would write a host file).
         let archive = [
             "archive",
             "--format=tar",
             &format!("--prefix={prefix}/"),
+            "--end-of-options",
             commit,
         ];
         return git(path, &archive, &format!("git archive {commit} failed"));
@@ -110,21 +115,20 @@ pub fn source_fingerprint(source: &RepoSource) -> Result<String, SandboxError> {
         return Err(repo_error(path, "not a directory"));
     }
     if let Some(commit) = is_real_commit(source.commit.as_deref()) {
-        let ids = [
-            "rev-parse",
-            &format!("{commit}^{{commit}}"),
-            &format!("{commit}^{{tree}}"),
-        ];
-        let ids = git(
-            path,
-            &ids,
-            &format!("{commit} is not a commit of this repository"),
-        )?;
-        let ids = String::from_utf8_lossy(&ids);
-        return Ok(format!(
-            "git {}",
-            ids.split_whitespace().collect::<Vec<_>>().join(" ")
-        ));
+        let failure = format!("{commit} is not a commit of this repository");
+        // One name per `rev-parse --verify`: only with `--verify` does rev-parse take
+        // `--end-of-options` as the end of its options rather than print it back.
+        let verify = |name: &str| {
+            git(
+                path,
+                &["rev-parse", "--verify", "--end-of-options", name],
+                &failure,
+            )
+            .map(|id| String::from_utf8_lossy(&id).trim().to_owned())
+        };
+        let commit_id = verify(&format!("{commit}^{{commit}}"))?;
+        let tree_id = verify(&format!("{commit_id}^{{tree}}"))?;
+        return Ok(format!("git {commit_id} {tree_id}"));
     }
     directory_fingerprint(path).map_err(|e| repo_error(path, e.to_string()))
 }
@@ -249,39 +253,96 @@ const NO_REPOSITORY: i32 = 3;
 const DIRTY: i32 = 4;
 const NO_COMMIT: i32 = 5;
 const CHECKOUT_FAILED: i32 = 6;
+const NOT_TOP_LEVEL: i32 = 7;
+const HISTORY_FAILED: i32 = 8;
+
+/// Where [`history_script`] builds the new git directory before it replaces `.git`: inside the
+/// work tree, so that the final `mv` renames within one file system (and one overlay layer).
+const FRESH_GIT_DIR: &str = ".git.aci-fresh";
 
 /// The shell script that puts the image's repository (in the current directory) at `commit`
 /// and prints the commit's hash: a commit id or a branch name (SWE-smith's `base_commit`).
 ///
-/// It refuses a directory with no repository or no commit, and a work tree whose tracked
-/// files have changes (untracked files, such as an install's build outputs, are left alone).
-/// When `HEAD` is elsewhere it checks out the branch of that name, else moves the current
-/// branch to the commit (as SWE-bench's images were made: `git reset --hard <base_commit>`),
-/// else detaches at it.
+/// It refuses a directory with no repository or no commit, a repository whose git directory
+/// is not `./.git`, and a work tree whose tracked files have changes (untracked files, such as
+/// an install's build outputs, are left alone). When `HEAD` is elsewhere it checks out the
+/// branch of that name, else moves the current branch to the commit (as SWE-bench's images
+/// were made: `git reset --hard <base_commit>`), else detaches at it. Then
+/// [`history_script`] leaves the repository holding that commit alone.
+///
+/// The commit is a record's: it reaches git after `--end-of-options` when the image's git
+/// takes that (`rev-parse --verify` learned it last); an older git is asked without it, the
+/// value being checked at load ([`crate::instance::check::check_commit`]) never to start
+/// with `-`.
 pub fn check_out_script(commit: &str) -> String {
     let quoted = shell_quote(commit);
     let spec = shell_quote(&format!("{commit}^{{commit}}"));
     let branch = shell_quote(&format!("refs/heads/{commit}"));
     format!(
         "( git rev-parse -q --verify HEAD >/dev/null 2>&1 || exit {NO_REPOSITORY}; \
+         [ \"$(git rev-parse --git-dir)\" = .git ] || exit {NOT_TOP_LEVEL}; \
+         __aci_eoo=--end-of-options; \
+         git rev-parse -q --verify --end-of-options HEAD >/dev/null 2>&1 || __aci_eoo=; \
          __aci_dirty=$(git status --porcelain --untracked-files=no) || exit {NO_REPOSITORY}; \
          if [ -n \"$__aci_dirty\" ]; then printf '%s\\n' \"$__aci_dirty\" | head -n 10 >&2; exit {DIRTY}; fi; \
-         __aci_want=$(git rev-parse -q --verify {spec}) || exit {NO_COMMIT}; \
+         __aci_want=$(git rev-parse -q --verify $__aci_eoo {spec}) || exit {NO_COMMIT}; \
          if [ \"$(git rev-parse HEAD)\" != \"$__aci_want\" ]; then \
-           if git show-ref -q --verify {branch}; then git checkout -q {quoted}; \
+           if git show-ref -q --verify $__aci_eoo {branch}; then git checkout -q $__aci_eoo {quoted}; \
            elif git symbolic-ref -q HEAD >/dev/null; then git reset -q --hard \"$__aci_want\"; \
            else git checkout -q --detach \"$__aci_want\"; fi || exit {CHECKOUT_FAILED}; \
          fi; \
-         git rev-parse HEAD )"
+         {} || exit {HISTORY_FAILED}; \
+         git rev-parse HEAD )",
+        history_script()
+    )
+}
+
+/// The shell script that replaces the repository's `.git` (in the current directory) with one
+/// that holds `HEAD`'s commit alone, so that nothing past it can be read: an image's
+/// repository may hold the fix as a later commit, a branch, a tag, a stash, a reflog entry,
+/// `ORIG_HEAD`, a remote or an unreachable object.
+///
+/// Only `.git` is rewritten and no object is hashed again (a SHA-256 repository stays one):
+/// `HEAD` keeps its hash (SWE-bench's eval scripts name `base_commit` itself), its commit,
+/// trees and blobs are packed into a new git directory (no delta search), which is shallow at
+/// that commit (its parents are not there, as in a `--depth 1` clone), with the branch `HEAD`
+/// is on (or a detached `HEAD`) and no reflog. The index is kept, so `git status` does not read every file again, and so are
+/// `info/exclude` (where an environment image lists what its setup built) and
+/// `info/attributes`. The configuration is git's default: no remote, hook or filter of the
+/// image's survives.
+pub fn history_script() -> String {
+    let new = FRESH_GIT_DIR;
+    format!(
+        "{{ __aci_head=$(git rev-parse --verify HEAD) && \
+         __aci_ref=$(git symbolic-ref -q HEAD || true) && \
+         __aci_format=$(git rev-parse --show-object-format 2>/dev/null || true) && \
+         case \"$__aci_format\" in sha256) __aci_format=--object-format=sha256 ;; *) __aci_format= ;; esac && \
+         rm -rf {new} && git init -q --bare $__aci_format {new} && \
+         git rev-list --objects -n 1 \"$__aci_head\" > {new}/objects.list && \
+         git pack-objects -q --window=0 {new}/objects/pack/pack < {new}/objects.list >/dev/null && \
+         rm -f {new}/objects.list && \
+         printf '%s\\n' \"$__aci_head\" > {new}/shallow && \
+         if [ -n \"$__aci_ref\" ]; then \
+           git --git-dir={new} update-ref \"$__aci_ref\" \"$__aci_head\" && \
+           git --git-dir={new} symbolic-ref HEAD \"$__aci_ref\"; \
+         else git --git-dir={new} update-ref --no-deref HEAD \"$__aci_head\"; fi && \
+         git --git-dir={new} config core.bare false && \
+         __aci_copied=yes && \
+         for __aci_file in .git/index .git/sharedindex.* .git/info/exclude .git/info/attributes; do \
+           if [ -f \"$__aci_file\" ]; then cp \"$__aci_file\" \"{new}/${{__aci_file#.git/}}\" || __aci_copied=no; fi; \
+         done && [ \"$__aci_copied\" = yes ] && \
+         rm -rf .git && mv {new} .git; }} || {{ rm -rf {new}; false; }}"
     )
 }
 
 /// Puts the image's repository in the session's working directory at `commit`
-/// ([`check_out_script`]) and returns the commit's hash, the baseline of `submit`.
+/// ([`check_out_script`]), leaves it holding that commit alone, and returns the commit's hash,
+/// the baseline of `submit`.
 ///
 /// # Errors
-/// [`SandboxError::Checkout`], saying why: no repository, uncommitted changes (listed), the
-/// commit missing, or the checkout failing.
+/// [`SandboxError::Checkout`], saying why: no repository, a git directory elsewhere,
+/// uncommitted changes (listed), the commit missing, the checkout failing, or the history past
+/// the commit not dropped.
 pub async fn check_out_base<T: Transport>(
     shell: &mut Shell<T>,
     commit: &str,
@@ -297,6 +358,10 @@ pub async fn check_out_base<T: Transport>(
     let reason = match out.exit_code {
         Some(0) if hash.len() >= 40 => return Ok(hash),
         Some(NO_REPOSITORY) => format!("the image holds no git repository with a commit at {dir}"),
+        Some(NOT_TOP_LEVEL) => format!(
+            "the git directory of the repository at {dir} in the image is not {dir}/.git \
+             (a worktree, a submodule or a parent's repository)"
+        ),
         Some(DIRTY) => format!(
             "the repository at {dir} in the image has uncommitted changes ({stderr}); \
              commit them in the image, or use a clean image"
@@ -304,6 +369,10 @@ pub async fn check_out_base<T: Transport>(
         Some(NO_COMMIT) => {
             format!("base_commit {commit} is not in the repository at {dir} in the image")
         }
+        Some(HISTORY_FAILED) => format!(
+            "cannot drop the history past base_commit {commit} from the repository at {dir}: \
+             {stderr}"
+        ),
         _ => format!("cannot check out {commit} at {dir}: {stderr}"),
     };
     Err(SandboxError::Checkout(reason))
@@ -428,6 +497,210 @@ mod tests {
         assert_eq!(at(&one).unwrap(), format!("git {one} {tree}"));
         let error = at("feedbeef").unwrap_err().to_string();
         assert!(error.contains("feedbeef is not a commit"), "{error}");
+    }
+
+    /// A git repository with one commit, in a temporary directory.
+    fn one_commit_repository() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "one"]);
+        dir
+    }
+
+    /// A commit that git would read as `--output=FILE` truncated FILE through `git archive`;
+    /// after `--end-of-options` it is only a name that is not there.
+    #[test]
+    fn a_commit_that_looks_like_an_option_writes_no_host_file() {
+        let repo = one_commit_repository();
+        let victim = repo.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let source = RepoSource {
+            path: repo.path().to_owned(),
+            commit: Some(format!("--output={}", victim.display())),
+        };
+        let tar = tar_repository(&source, "testbed").unwrap_err().to_string();
+        assert!(
+            tar.contains(&format!(
+                "git archive --output={} failed: fatal: not a valid object name: --output=",
+                victim.display()
+            )),
+            "{tar}"
+        );
+        let fingerprint = source_fingerprint(&source).unwrap_err().to_string();
+        assert!(
+            fingerprint.contains(&format!(
+                "--output={} is not a commit of this repository",
+                victim.display()
+            )),
+            "{fingerprint}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    }
+
+    /// `tests/fixtures/history/<name>` run by `sh` in `dir`: its stdout.
+    fn history_fixture(name: &str, dir: &Path) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/history")
+            .join(name);
+        let out = Command::new("sh")
+            .arg(script)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// What `show-history.sh` prints of a repository that holds `base` alone, on `main`.
+    fn history_of_base_alone(base: &str, objects: &str) -> String {
+        format!(
+            "== git log --all --format=%H\n{base}\n== git reflog\n== git tag\n\
+             == git stash list\n== git remote\n== git fsck --lost-found\n\
+             == git cat-file --batch-all-objects --batch-check\n{objects}\
+             == git for-each-ref --format=%(refname)\nrefs/heads/main\n== files\n\
+             == FUTURE objects\n0\n"
+        )
+    }
+
+    /// The run on the host of what the sandbox runs in an image's repository: afterwards the
+    /// repository holds `base_commit` alone, `HEAD` is it on its branch, and nothing else is
+    /// kept but the index and `info/exclude`.
+    #[test]
+    fn an_image_repository_past_base_commit_keeps_nothing_of_its_future() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = history_fixture("make-future.sh", dir.path())
+            .trim()
+            .to_owned();
+        let before = history_fixture("show-history.sh", dir.path());
+        assert!(
+            before.contains("future-tag") && before.contains("origin"),
+            "{before}"
+        );
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .output()
+                .unwrap();
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+        let (_, listed) = git(&["rev-list", "--objects", "-n", "1", &base]);
+        let ids: Vec<&str> = listed.lines().filter_map(|l| l.split(' ').next()).collect();
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(check_out_script(&base))
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{base}\n"));
+        let mut objects: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                let (_, kind) = git(&["cat-file", "-t", id]);
+                let (_, size) = git(&["cat-file", "-s", id]);
+                format!("{id} {} {}\n", kind.trim(), size.trim())
+            })
+            .collect();
+        objects.sort();
+        assert_eq!(
+            history_fixture("show-history.sh", dir.path()),
+            history_of_base_alone(&base, &objects.concat())
+        );
+        assert_eq!(git(&["symbolic-ref", "HEAD"]).1, "refs/heads/main\n");
+        assert_eq!(git(&["status", "--porcelain"]), (true, String::new()));
+        let exclude = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
+        assert!(exclude.ends_with("build/\n"), "{exclude}");
+        assert!(!dir.path().join(FRESH_GIT_DIR).exists());
+    }
+
+    /// A SHA-256 repository gets a SHA-256 git directory: its 64-digit commit ids stay valid.
+    #[test]
+    fn a_sha256_repository_keeps_its_object_format_and_its_base_commit_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        git(&["init", "-q", "--object-format=sha256"]);
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "base"]);
+        let base = git(&["rev-parse", "HEAD"]);
+        assert_eq!(base.len(), 64);
+        git(&["commit", "-q", "--allow-empty", "-m", "later"]);
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(check_out_script(&base))
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(git(&["rev-parse", "--show-object-format"]), "sha256");
+        assert_eq!(git(&["log", "--all", "--format=%H"]), base);
+        assert_eq!(git(&["status", "--porcelain"]), "");
+    }
+
+    /// An image may hold a branch whose name git would read as an option: `git checkout
+    /// --orphan=evil` would start an empty branch instead. After `--end-of-options` the branch
+    /// of that name is checked out.
+    #[test]
+    fn a_branch_named_like_an_option_is_checked_out_as_a_branch() {
+        let repo = one_commit_repository();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(repo.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        let base = git(&["rev-parse", "HEAD"]);
+        git(&["update-ref", "refs/heads/--orphan=evil", &base]);
+        git(&["commit", "-q", "--allow-empty", "-m", "later"]);
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(check_out_script("--orphan=evil"))
+            .current_dir(repo.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{base}\n"));
+        assert_eq!(git(&["symbolic-ref", "HEAD"]), "refs/heads/--orphan=evil");
+        assert_eq!(
+            git(&["for-each-ref", "--format=%(refname)"]),
+            "refs/heads/--orphan=evil"
+        );
     }
 
     #[test]

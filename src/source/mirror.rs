@@ -6,6 +6,10 @@
 //! renamed into place when it is complete, so a killed clone leaves no half mirror. A commit the
 //! mirror lacks is fetched once per process; a clone that failed is not tried again by the
 //! same process (every instance of the repository gets the same reason at once).
+//!
+//! The URL and the commit come from the config and the record: the URL must be one git
+//! fetches over a known protocol ([`check_repo_url`]), and both reach git's command line after
+//! `--` or `--end-of-options`, so neither is ever read as an option.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,9 +19,26 @@ use std::time::Instant;
 use crate::image::pull::Notes;
 use crate::text::safe_name;
 
+/// The protocols git may use for a mirror (`GIT_ALLOW_PROTOCOL`): a URL or a local path, never
+/// a transport helper such as `ext::`, which runs a command.
+const ALLOWED_PROTOCOLS: &str = "file:git:http:https:ssh";
+
+/// The URL schemes [`check_repo_url`] accepts.
+const URL_SCHEMES: [&str; 5] = ["https", "http", "git", "ssh", "file"];
+
 /// Why a mirror could not give the commit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MirrorError {
+    /// `env.repo_url` gives a URL git must not be handed.
+    #[error("env.repo_url gives {url:?} for {repo}, which {reason}")]
+    Url {
+        /// The URL, `{repo}` filled in.
+        url: String,
+        /// The repository.
+        repo: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The clone failed (this run tried once).
     #[error("cloning {url} into {path} failed: {message}")]
     Clone {
@@ -71,6 +92,39 @@ pub fn repo_url(template: &str, repo: &str) -> String {
     template.replace("{repo}", repo)
 }
 
+/// Checks a clone URL (`env.repo_url` filled in): an `https`, `http`, `git`, `ssh` or `file` URL,
+/// an scp-like `host:path`, or a local path; never one that starts with `-`, holds a control
+/// character, or names a transport helper (`<transport>::<address>`, e.g. `ext::`, which git
+/// runs as a program).
+///
+/// # Errors
+/// What is wrong, as the end of a sentence ("which …").
+pub fn check_repo_url(url: &str) -> Result<(), String> {
+    if url.is_empty() {
+        return Err("is empty".to_owned());
+    }
+    if url.starts_with('-') {
+        return Err("starts with `-`, so git would read it as an option".to_owned());
+    }
+    if url.chars().any(char::is_control) {
+        return Err("holds a control character".to_owned());
+    }
+    if let Some((scheme, _)) = url.split_once("://") {
+        if !URL_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "uses the scheme `{scheme}`; a mirror is cloned from {} URLs, an scp-like \
+                 host:path or a local path",
+                URL_SCHEMES.join(", ")
+            ));
+        }
+    } else if let Some((helper, _)) = url.split_once("::") {
+        return Err(format!(
+            "names the transport helper `{helper}::`, which git runs as a program"
+        ));
+    }
+    Ok(())
+}
+
 /// The mirror's directory in `cache`: `owner__name.git`, with any character other than ASCII
 /// letters, digits, `.`, `_` and `-` turned into `_`.
 pub fn mirror_path(cache: &Path, repo: &str) -> PathBuf {
@@ -102,6 +156,11 @@ pub async fn ensure_commit(
     request: &MirrorRequest<'_>,
     notes: &Notes<'_>,
 ) -> Result<PathBuf, MirrorError> {
+    check_repo_url(&request.url).map_err(|reason| MirrorError::Url {
+        url: request.url.clone(),
+        repo: request.repo.to_owned(),
+        reason,
+    })?;
     let path = mirror_path(request.cache, request.repo);
     let state = mirror_state(&path);
     let mut state = state.lock().await;
@@ -150,7 +209,14 @@ pub async fn ensure_commit(
     // by name (servers that allow it answer).
     let _ = git(&path, &["fetch", "--quiet", "--prune", "origin"]).await;
     if !has_commit(&path, request.commit).await {
-        let _ = git(&path, &["fetch", "--quiet", "origin", request.commit]).await;
+        let fetch = [
+            "fetch",
+            "--quiet",
+            "--end-of-options",
+            "origin",
+            request.commit,
+        ];
+        let _ = git(&path, &fetch).await;
     }
     if has_commit(&path, request.commit).await {
         Ok(path)
@@ -196,9 +262,10 @@ async fn clone(url: &str, path: &Path) -> Result<(), MirrorError> {
         .map_err(|e| failed(format!("cannot make a temporary directory: {e}")))?;
     let target = temporary.path().join("mirror.git");
     let output = tokio::process::Command::new("git")
-        .args(["clone", "--mirror", "--quiet", url])
+        .args(["clone", "--mirror", "--quiet", "--", url])
         .arg(&target)
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ALLOW_PROTOCOL", ALLOWED_PROTOCOLS)
         .stdin(std::process::Stdio::null())
         .output()
         .await
@@ -212,9 +279,18 @@ async fn clone(url: &str, path: &Path) -> Result<(), MirrorError> {
 /// Whether `commit` names a commit in the repository at `path`.
 async fn has_commit(path: &Path, commit: &str) -> bool {
     let spec = format!("{commit}^{{commit}}");
-    git(path, &["rev-parse", "--verify", "--quiet", &spec])
-        .await
-        .is_ok()
+    git(
+        path,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ],
+    )
+    .await
+    .is_ok()
 }
 
 /// Runs `git -C path args…` with no prompt; its stdout, or its last line of stderr.
@@ -224,6 +300,7 @@ async fn git(path: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
         .arg(path)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ALLOW_PROTOCOL", ALLOWED_PROTOCOLS)
         .stdin(std::process::Stdio::null())
         .output()
         .await
@@ -274,6 +351,98 @@ mod tests {
             "https://github.com/psf/requests.git"
         );
         assert_eq!(repo_url("file:///srv/{repo}", "o/n"), "file:///srv/o/n");
+    }
+
+    #[test]
+    fn clone_urls_are_urls_of_known_protocols_or_paths() {
+        for good in [
+            "https://github.com/psf/requests.git",
+            "HTTPS://example.com/o/n",
+            "git://example.com/o/n",
+            "ssh://git@example.com/o/n",
+            "file:///srv/o/n",
+            "git@github.com:o/n.git",
+            "/srv/mirrors/o/n",
+            "relative/o/n",
+        ] {
+            assert_eq!(check_repo_url(good), Ok(()), "{good}");
+        }
+        assert_eq!(
+            check_repo_url("ext::sh -c touch% /tmp/marker"),
+            Err("names the transport helper `ext::`, which git runs as a program".to_owned())
+        );
+        assert_eq!(
+            check_repo_url("--upload-pack=touch /tmp/marker"),
+            Err("starts with `-`, so git would read it as an option".to_owned())
+        );
+        assert_eq!(
+            check_repo_url("fd://3"),
+            Err(
+                "uses the scheme `fd`; a mirror is cloned from https, http, git, ssh, file \
+                 URLs, an scp-like host:path or a local path"
+                    .to_owned()
+            )
+        );
+        assert!(check_repo_url("https://x/o/n\n").is_err());
+        assert!(check_repo_url("").is_err());
+    }
+
+    /// A mirror request whose commit or URL a hostile record or config chose.
+    async fn ask(url: String, commit: &str, cache: &Path) -> Result<PathBuf, MirrorError> {
+        let request = MirrorRequest {
+            repo: "o/n",
+            url,
+            cache,
+            commit,
+            instance_id: "o__n-1",
+        };
+        ensure_commit(&request, &Notes::quiet()).await
+    }
+
+    /// `--upload-pack=CMD` as a commit ran CMD on the host through `git fetch origin <commit>`
+    /// of a `file://` mirror, and `ext::` as a URL runs its command through `git clone`:
+    /// neither runs now.
+    #[tokio::test]
+    async fn a_commit_or_url_that_names_a_command_runs_nothing_on_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&source)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        std::fs::create_dir_all(&source).unwrap();
+        git(&["init", "-q"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+        let marker = dir.path().join("marker");
+        let url = format!("file://{}", source.display());
+        let cache = dir.path().join("cache");
+        let commit = format!("--upload-pack=touch {}", marker.display());
+        let error = ask(url.clone(), &commit, &cache).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{commit} is not in the mirror {} of {url}, even after fetching it",
+                cache.join("o__n.git").display()
+            )
+        );
+        let helper = format!("ext::sh -c touch% {}", marker.display());
+        let error = ask(helper.clone(), "main", &dir.path().join("cache2"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "env.repo_url gives {helper:?} for o/n, which names the transport helper \
+                 `ext::`, which git runs as a program"
+            )
+        );
+        assert!(!marker.exists(), "the command ran");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //!
 //! 1. `repo_path` (a directory, a git work tree or a bare repository);
 //! 2. the instance's image, when it holds a git repository at `env.repo_dir` (SWE-bench and
-//!    SWE-smith images do): the sandbox then checks that `HEAD` is `base_commit` and checks it
-//!    out when it is not ([`crate::sandbox::repo::check_out_base`]);
+//!    SWE-smith images do): the sandbox then checks that `HEAD` is `base_commit`, checks it
+//!    out when it is not, and drops every commit, ref and object past it
+//!    ([`crate::sandbox::repo::check_out_base`]), in the agent's container and the
+//!    evaluation's alike;
 //! 3. a bare mirror of `env.repo_url` in `env.repo_cache` ([`mirror`]), whose tree at
 //!    `base_commit` is taken as a `repo_path`'s would be.
 //!

@@ -352,3 +352,33 @@ fn only_python_records_without_an_image_of_any_kind_or_a_setup_come_from_specs()
     };
     assert!(!applies(&record(serde_json::json!({})), &swebench));
 }
+
+/// An `environment_setup_commit` of `--output=FILE` made `git show` write a host file named
+/// `FILE:<requirements path>`; now it is a name that is not there, and the file is not read.
+#[test]
+fn a_setup_commit_that_looks_like_an_option_writes_no_host_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(dir.path().join("requirements.txt"), "pytest\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "one"]);
+    assert_eq!(
+        git_show(dir.path(), "HEAD", "requirements.txt").as_deref(),
+        Some("pytest\n")
+    );
+    let victim = dir.path().join("victim");
+    let commit = format!("--output={}", victim.display());
+    assert_eq!(git_show(dir.path(), &commit, "requirements.txt"), None);
+    let written = dir.path().join("victim:requirements.txt");
+    assert!(!written.exists(), "git show wrote {}", written.display());
+}
