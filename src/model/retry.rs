@@ -9,6 +9,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use super::{ModelConfig, ModelError};
+use crate::config::units::capped_seconds;
+
+/// The longest wait and request timeout a config can give: [`crate::config::Seconds::MAX`].
+const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// How many failed requests are retried, and how long to wait between them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,7 +28,8 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// The policy `model.retries`, `model.retry_min_wait_s` and `model.retry_max_wait_s` give.
     pub fn from_config(config: &ModelConfig) -> Self {
-        let seconds = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::ZERO);
+        // Validated ([`ModelConfig::validate`]) to at most a year; capped here all the same.
+        let seconds = |s: f64| capped_seconds(s, MAX_WAIT).unwrap_or(Duration::ZERO);
         RetryPolicy {
             retries: config.retries,
             min_wait: seconds(config.retry_min_wait_s),
@@ -224,8 +229,12 @@ impl Endpoint {
         config: &ModelConfig,
         key_var: &'static str,
     ) -> Result<Self, ModelError> {
-        let timeout = Duration::try_from_secs_f64(config.request_timeout_s)
-            .map_err(|error| ModelError::config(format!("invalid request_timeout_s: {error}")))?;
+        let timeout = capped_seconds(config.request_timeout_s, MAX_WAIT).ok_or_else(|| {
+            ModelError::config(format!(
+                "invalid request_timeout_s {}",
+                config.request_timeout_s
+            ))
+        })?;
         crate::tls::install_provider();
         let client = reqwest::Client::builder()
             .timeout(timeout)
@@ -508,7 +517,9 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// `retry-after-ms` (OpenAI) or `retry-after` in seconds; the HTTP-date form is ignored.
+/// `retry-after-ms` (OpenAI) or `retry-after` in seconds; the HTTP-date form is ignored, and so
+/// is a value that is no number of seconds (NaN, negative). An infinite or huge value is
+/// [`MAX_RETRY_AFTER`] (the policy's `max_wait` caps it further).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let number = |name: &str| -> Option<f64> {
         let value = headers
@@ -518,13 +529,16 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .trim()
             .parse::<f64>()
             .ok()?;
-        (value.is_finite() && value >= 0.0).then_some(value)
+        (!value.is_nan() && value >= 0.0).then_some(value)
     };
     number("retry-after-ms")
         .map(|ms| ms / 1000.0)
         .or_else(|| number("retry-after"))
-        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .and_then(|seconds| capped_seconds(seconds, MAX_RETRY_AFTER))
 }
+
+/// The longest `Retry-After` read from a header: a day, far above any `max_wait`.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// The `error.code` (or `error.type`) and `error.message` of an OpenAI- or Anthropic-style
 /// error body, falling back to the body itself.
@@ -638,6 +652,24 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&date), None);
+        let read = |name: &'static str, value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_static(value));
+            retry_after(&headers)
+        };
+        let day = Some(Duration::from_secs(24 * 3600));
+        assert_eq!(
+            [
+                read("retry-after", "1e300"),
+                read("retry-after", "inf"),
+                read("retry-after", "99999999999999999999999999"),
+                read("retry-after-ms", "1e300"),
+                read("retry-after", "-1"),
+                read("retry-after", "NaN"),
+                read("retry-after-ms", "-inf"),
+            ],
+            [day, day, day, day, None, None, None]
+        );
     }
 
     #[test]
