@@ -29,6 +29,7 @@ use super::suspicious::{BaseFiles, TouchedFile, test_infrastructure};
 use crate::files::write_atomic;
 use crate::instance::Instance;
 use crate::sandbox::shell::CappedBuffer;
+use crate::text::escape_controls;
 
 /// How deep under `DIR` logs are looked for (the 2.x layout needs four levels).
 pub const MAX_DEPTH: usize = 8;
@@ -396,21 +397,24 @@ impl Job<'_> {
         let mut text = read
             .map(|(log, elided)| source_line(log, None, elided))
             .unwrap_or_default();
-        text.push_str(&format!("error: {reason}\n"));
+        // The reason quotes paths under --from-logs, whose names come from outside.
+        text.push_str(&format!("error: {}\n", escape_controls(reason)));
         let _ = write(&dir.join("run_instance.log"), text.as_bytes());
         InstanceStatus::Error(reason.to_owned())
     }
 }
 
-/// `graded from <path> (<format>)`, the format read from `text` when given, and a line saying
-/// how many bytes were dropped from the log's middle when some were.
+/// `graded from <path> (<format>)`, the path's control characters written out, the format
+/// read from `text` when given, and a line saying how many bytes were dropped from the log's
+/// middle when some were.
 fn source_line(log: &LogFile, text: Option<&str>, elided: u64) -> String {
     let format = match text.map(log_format) {
         Some(LogFormat::HarnessV1) => " (SWE-bench harness 1.x log)",
         Some(LogFormat::Markers) => " (test log with start and end markers)",
         None => "",
     };
-    let mut line = format!("graded from {}{format}\n", log.path.display());
+    let path = escape_controls(&log.path.display().to_string());
+    let mut line = format!("graded from {path}{format}\n");
     if elided > 0 {
         line.push_str(&format!(
             "{elided} bytes of the log were dropped from the middle of test_output.txt\n"
