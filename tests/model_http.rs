@@ -10,8 +10,8 @@ mod support;
 use std::time::Duration;
 
 use aci::model::{
-    AnthropicModel, AnyModel, ApiKey, Message, Model, ModelConfig, ModelError, OpenAiModel, Price,
-    QueryRequest, ToolCall, from_spec,
+    AnthropicModel, AnyModel, ApiKey, MAX_RESPONSE_BYTES, Message, Model, ModelConfig, ModelError,
+    OpenAiModel, Price, QueryRequest, ToolCall, from_spec,
 };
 use serde_json::{Value, json};
 use support::mock_llm::{
@@ -818,4 +818,49 @@ async fn an_unpriced_model_costs_nothing_and_does_not_fail() {
     assert_eq!(response.cost, 0.0);
     assert_eq!(model.stats().instance_cost, 0.0);
     assert_eq!(model.stats().tokens_sent, 100);
+}
+
+/// A body four times [`MAX_RESPONSE_BYTES`], streamed with no `content-length` (the server
+/// holds 64 KiB of it): the client stops reading at the limit, and the attempt fails as an
+/// answer that cannot be read (retried) or, for an error status, as that status says.
+#[tokio::test]
+async fn a_response_body_over_the_limit_is_one_clear_error_retried_as_its_status_says() {
+    let over = 4 * MAX_RESPONSE_BYTES as u64;
+    let limit_message = format!(
+        "the response body is larger than {MAX_RESPONSE_BYTES} bytes, aci's limit on a model \
+         API response"
+    );
+    for wire in WIRES {
+        for (status, attempts, expected) in [
+            (
+                200,
+                3,
+                format!(
+                    "model API returned an unreadable response after 3 attempt(s): {limit_message}"
+                ),
+            ),
+            (
+                500,
+                3,
+                format!("model API request failed (HTTP 500) after 3 attempt(s): {limit_message}"),
+            ),
+            (
+                400,
+                1,
+                format!("model API request failed (HTTP 400) after 1 attempt(s): {limit_message}"),
+            ),
+        ] {
+            let server = MockServer::start(vec![MockResponse::streamed(
+                status,
+                "{\"choices\": [{\"message\": {\"content\": \"",
+                &[b'x'; 64 * 1024],
+                over,
+            )])
+            .await;
+            let mut model = model(wire, &config(wire, server.url()));
+            let error = ask(&mut model, &conversation(), None).await.unwrap_err();
+            assert_eq!(error.to_string(), expected, "{wire:?} {status}");
+            assert_eq!(server.request_count(), attempts, "{wire:?} {status}");
+        }
+    }
 }

@@ -334,10 +334,21 @@ impl Endpoint {
             .map_err(|error| Failure::transport(&error))?;
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
-        let text = response
-            .text()
+        let read = read_body(response)
             .await
             .map_err(|error| Failure::transport(&error))?;
+        let Some(text) = read else {
+            let message = format!(
+                "the response body is larger than {MAX_RESPONSE_BYTES} bytes, aci's limit on a \
+                 model API response"
+            );
+            // Unreadable as an answer (retried); as an error, as its status says.
+            return Err(if (200..300).contains(&status) {
+                Failure::malformed(message)
+            } else {
+                self.classify(status, &message, retry_after)
+            });
+        };
         // Scrubbed before anything cuts or quotes it: a key cut in half is not recognised.
         let text = match &self.key {
             Some(key) => key.redact(&text),
@@ -535,6 +546,32 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .map(|ms| ms / 1000.0)
         .or_else(|| number("retry-after"))
         .and_then(|seconds| capped_seconds(seconds, MAX_RETRY_AFTER))
+}
+
+/// The most bytes of a model API response that are read, 16 MiB: hundreds of times a long
+/// answer (a 4,096-token answer with its JSON is tens of kilobytes), so only a broken or
+/// hostile server reaches it. A body over it is dropped unread past the limit and the attempt
+/// fails: an answer as unreadable (retried), an error as its status says.
+pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The body of `response`, read chunk by chunk (lossily decoded as UTF-8), or `None` when it
+/// is over [`MAX_RESPONSE_BYTES`]: declared so, or found so while it streams.
+async fn read_body(mut response: reqwest::Response) -> Result<Option<String>, reqwest::Error> {
+    let limit = MAX_RESPONSE_BYTES;
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// The longest `Retry-After` read from a header: a day, far above any `max_wait`.
