@@ -527,3 +527,31 @@ async fn an_exec_beside_the_session_that_prints_past_the_limit_is_capped_with_th
     sandbox.shutdown().await.unwrap();
     assert_nothing_left(&standin);
 }
+
+/// An API server (or a webhook behind it) that quotes the request's bearer token back in its
+/// refusal: the token is scrubbed from the error before aci stores or prints it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refusal_quoting_the_bearer_token_is_scrubbed_from_the_error() {
+    let standin = StandIn::start(Options::default()).await;
+    standin.echo_credential_on("POST", "/pods");
+    let runtime = connect(&standin).await;
+    let repo = support::small_repo();
+    let spec = support::spec("k8s-echo", Some(repo.path()));
+    let Err(error) = runtime.start(&spec, 600.0).await else {
+        panic!("the pod was created despite the refusal");
+    };
+    let (text, debug) = (error.to_string(), format!("{error:?}"));
+    assert!(
+        !text.contains(standin.token()) && !debug.contains(standin.token()),
+        "{debug}"
+    );
+    assert!(
+        text.contains(
+            "403 Forbidden: admission webhook \"audit.example.com\" denied the request: POST \
+             /api/v1/namespaces/aci-test/pods sent Authorization: Bearer <redacted> (token \
+             <redacted>)"
+        ),
+        "{text}"
+    );
+    assert_nothing_left(&standin);
+}

@@ -370,7 +370,8 @@ async fn pull(
             Ok(())
         }
         Err(SandboxError::Docker(message)) => {
-            let message = message.trim().replace('\n', " ");
+            // The registry's answer, relayed by the daemon: scrubbed of the login.
+            let message = crate::secret::scrub(message.trim()).replace('\n', " ");
             let image = image.to_owned();
             Err(if is_unreachable(&message) {
                 PullError::Unreachable {
@@ -386,7 +387,31 @@ async fn pull(
                 }
             })
         }
-        Err(other) => Err(PullError::Docker(other)),
+        Err(other) => Err(PullError::Docker(scrubbed(other))),
+    }
+}
+
+/// `error` with every credential the process holds (registry logins among them) scrubbed from
+/// the daemon's message ([`crate::secret`]): a registry may quote a login back.
+pub(crate) fn scrubbed(error: SandboxError) -> SandboxError {
+    match error {
+        SandboxError::Docker(message) => SandboxError::Docker(crate::secret::scrub(&message)),
+        other => other,
+    }
+}
+
+/// Remembers the secrets of `login` with the process's other credentials: its password, its
+/// identity token, and the `auth` value (base64 of `user:password`) they make.
+pub(crate) fn remember_login(login: &RegistryLogin) {
+    for secret in [&login.password, &login.identity_token]
+        .into_iter()
+        .flatten()
+    {
+        crate::secret::remember(secret);
+    }
+    if let (Some(user), Some(password)) = (&login.username, &login.password) {
+        let pair = format!("{user}:{password}");
+        crate::secret::remember(&data_encoding::BASE64.encode(pair.as_bytes()));
     }
 }
 

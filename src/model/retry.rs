@@ -96,7 +96,8 @@ impl Jitter {
     }
 }
 
-/// An API key. It prints as `<redacted>` and is scrubbed from every error message.
+/// An API key. It prints as `<redacted>` and is scrubbed from every error message (and, once an
+/// endpoint sends it, remembered with the process's other credentials, [`crate::secret`]).
 #[derive(Clone)]
 pub struct ApiKey(String);
 
@@ -282,6 +283,7 @@ impl Endpoint {
         })?;
         value.set_sensitive(true);
         self.headers.insert(HeaderName::from_static(name), value);
+        crate::secret::remember(&key.0);
         self.key = Some(key);
         Ok(self)
     }
@@ -350,10 +352,7 @@ impl Endpoint {
             });
         };
         // Scrubbed before anything cuts or quotes it: a key cut in half is not recognised.
-        let text = match &self.key {
-            Some(key) => key.redact(&text),
-            None => text,
-        };
+        let text = self.redact(&text);
         if (200..300).contains(&status) {
             return serde_json::from_str(&text).map_err(|error| {
                 Failure::malformed(format!(
@@ -413,9 +412,19 @@ impl Endpoint {
         }
     }
 
-    /// Removes the key from an error's message (the server may echo it back).
+    /// `text` without the key, whatever its length, nor any other credential the process holds
+    /// ([`crate::secret::scrub`]).
+    fn redact(&self, text: &str) -> String {
+        let text = match &self.key {
+            Some(key) => key.redact(text),
+            None => text.to_owned(),
+        };
+        crate::secret::scrub(&text)
+    }
+
+    /// Removes the key (and every credential held) from an error's message: the server may
+    /// echo it back.
     fn scrub(&self, error: ModelError) -> ModelError {
-        let Some(key) = &self.key else { return error };
         match error {
             ModelError::Api {
                 status,
@@ -424,16 +433,16 @@ impl Endpoint {
                 hint,
             } => ModelError::Api {
                 status,
-                message: key.redact(&message),
+                message: self.redact(&message),
                 attempts,
-                hint: hint.map(|hint| key.redact(&hint)),
+                hint: hint.map(|hint| self.redact(&hint)),
             },
             ModelError::Malformed { message, attempts } => ModelError::Malformed {
-                message: key.redact(&message),
+                message: self.redact(&message),
                 attempts,
             },
             ModelError::ContextWindow { message } => ModelError::ContextWindow {
-                message: key.redact(&message),
+                message: self.redact(&message),
             },
             other => other,
         }

@@ -275,3 +275,24 @@ fn writers_in_many_processes_and_threads_lose_no_entry_of_the_pulled_record() {
     assert_eq!(record.len(), expected.len());
     assert_eq!(record, expected);
 }
+
+#[test]
+fn a_registry_login_is_scrubbed_from_the_daemons_messages_in_every_form() {
+    let login = RegistryLogin {
+        server: "registry.example".to_owned(),
+        username: Some("pusher".to_owned()),
+        password: Some("hunter2-registry-password".to_owned()),
+        identity_token: Some("identity-token-0f9e8d".to_owned()),
+    };
+    remember_login(&login);
+    let auth = data_encoding::BASE64.encode(b"pusher:hunter2-registry-password");
+    let error = scrubbed(SandboxError::Docker(format!(
+        "unauthorized: login pusher/hunter2-registry-password (auth {auth}, token \
+         identity-token-0f9e8d) refused"
+    )));
+    assert_eq!(
+        error.to_string(),
+        "docker: unauthorized: login pusher/<redacted> (auth <redacted>, token <redacted>) \
+         refused"
+    );
+}

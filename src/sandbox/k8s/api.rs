@@ -63,8 +63,56 @@ fn busy_delay(
     )
 }
 
+/// An error of the Kubernetes engine, scrubbed of every credential the process holds
+/// ([`crate::secret`]): servers quote requests (and their tokens) back in their messages.
 pub(super) fn api_error(message: impl Into<String>) -> SandboxError {
-    SandboxError::Kubernetes(message.into())
+    SandboxError::Kubernetes(crate::secret::scrub(&message.into()))
+}
+
+/// Remembers the credentials of `config` with the process's others, so that every error of
+/// the engine is scrubbed of them: the bearer token, the basic-auth password (and the header
+/// value it makes), the client key. A token read from a file or a plugin is remembered when it
+/// is read.
+fn remember_credentials(config: &ClusterConfig) {
+    match &config.credential {
+        Credential::Token(token) => crate::secret::remember(token),
+        Credential::Basic { username, password } => {
+            crate::secret::remember(password);
+            let pair = format!("{username}:{password}");
+            crate::secret::remember(&data_encoding::BASE64.encode(pair.as_bytes()));
+        }
+        Credential::None | Credential::TokenFile(_) | Credential::Exec(_) => {}
+    }
+    if let Some(pem) = &config.identity_pem {
+        for key in private_keys(&String::from_utf8_lossy(pem)) {
+            crate::secret::remember(key);
+        }
+    }
+}
+
+/// The `-----BEGIN … PRIVATE KEY-----` blocks of a PEM text.
+fn private_keys(pem: &str) -> Vec<&str> {
+    let mut keys = Vec::new();
+    let mut rest = pem;
+    while let Some(start) = rest.find("-----BEGIN") {
+        let block = &rest[start..];
+        let Some(end) = block.find("-----END") else {
+            break;
+        };
+        let close = block[end..]
+            .find('\n')
+            .map_or(block.len(), |newline| end + newline);
+        let text = &block[..close];
+        if text
+            .lines()
+            .next()
+            .is_some_and(|line| line.contains("PRIVATE KEY"))
+        {
+            keys.push(text);
+        }
+        rest = &block[close..];
+    }
+    keys
 }
 
 /// The HTTP side: requests with credentials and retries, watches, and exec WebSockets.
@@ -83,6 +131,7 @@ struct ExecSocket {
 
 impl Api {
     pub(super) fn new(config: &ClusterConfig) -> Result<Self, SandboxError> {
+        remember_credentials(config);
         crate::tls::install_provider();
         let mut builder = Client::builder()
             .http1_only()
@@ -122,6 +171,7 @@ impl Api {
                 let token = tokio::fs::read_to_string(path).await.map_err(|e| {
                     api_error(format!("cannot read the token {}: {e}", path.display()))
                 })?;
+                crate::secret::remember(&token);
                 Some(format!("Bearer {}", token.trim()))
             }
             Credential::Basic { username, password } => {
@@ -138,7 +188,9 @@ impl Api {
                         .is_none_or(|at| at > SystemTime::now() + Duration::from_secs(60))
                 });
                 if !fresh {
-                    *cached = Some(plugin.token().await.map_err(|e| api_error(e.to_string()))?);
+                    let token = plugin.token().await.map_err(|e| api_error(e.to_string()))?;
+                    crate::secret::remember(&token.token);
+                    *cached = Some(token);
                 }
                 cached.as_ref().map(|t| format!("Bearer {}", t.token))
             }
@@ -619,5 +671,21 @@ async fn pump_input(
         None => {
             let _ = sink.close().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_private_key_blocks_of_a_client_identity_are_found_and_its_certificate_left() {
+        let pem = "-----BEGIN CERTIFICATE-----\nQ0VSVA==\n-----END CERTIFICATE-----\n\
+                   -----BEGIN EC PRIVATE KEY-----\nS0VZLWxpbmUtb25l\n-----END EC PRIVATE KEY-----\n";
+        assert_eq!(
+            private_keys(pem),
+            ["-----BEGIN EC PRIVATE KEY-----\nS0VZLWxpbmUtb25l\n-----END EC PRIVATE KEY-----"]
+        );
+        assert_eq!(private_keys("no pem here"), Vec::<&str>::new());
     }
 }
