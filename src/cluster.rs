@@ -150,7 +150,9 @@ impl Cluster {
     pub async fn delete_run(&self, run_id: &str) {
         self.k8s.delete_all_started().await;
         if let Err(error) = self.k8s.delete_own(run_id).await {
-            eprintln!("warning: could not look for leftover pods of run {run_id}: {error}");
+            let line =
+                format!("warning: could not look for leftover pods of run {run_id}: {error}");
+            eprintln!("{}", crate::text::escape_controls(&line));
         }
     }
 }
@@ -198,7 +200,10 @@ impl Engine {
             Engine::Docker(docker) => {
                 docker.remove_all_started().await;
                 if let Err(error) = docker.remove_own_containers(run_id).await {
-                    eprintln!("warning: could not look for leftover containers: {error}");
+                    eprintln!(
+                        "warning: could not look for leftover containers: {}",
+                        crate::text::escape_controls(&error.to_string())
+                    );
                 }
             }
             Engine::K8s(cluster) => cluster.delete_run(run_id).await,

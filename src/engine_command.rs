@@ -17,6 +17,7 @@ use aci::image::push::{Published, base_images, credentials_for, push_images};
 use aci::sandbox::docker::DockerRuntime;
 use aci::sandbox::k8s::K8sRuntime;
 use aci::source::{PrepareRequest, prepare};
+use aci::text::escape_controls;
 
 use crate::cli::{self, EngineArgs, PushArgs};
 use crate::{Failure, connect_docker, load_instances};
@@ -48,7 +49,10 @@ async fn connect_cluster(docker: DockerRuntime, env: &EnvConfig) -> Result<Arc<C
             "removed {n} pod(s) left by aci runs that are gone (namespace {})",
             k8s.namespace()
         ),
-        Err(error) => eprintln!("warning: could not look for leftover pods: {error}"),
+        Err(error) => eprintln!(
+            "warning: could not look for leftover pods: {}",
+            escape_controls(&error.to_string())
+        ),
     }
     let registry = (!env.k8s.registry.is_empty()).then(|| env.k8s.registry.clone());
     let credentials = match &registry {
@@ -128,7 +132,7 @@ pub async fn images_push(args: PushArgs) -> Result<ExitCode, Failure> {
     }
     let docker = connect_docker().await?;
     let credentials = credentials_for(&args.registry).map_err(|e| Failure::new(e.to_string()))?;
-    let mut progress = |line: &str| eprintln!("{line}");
+    let mut progress = |line: &str| eprintln!("{}", escape_controls(line));
     let bases: BTreeSet<String> = instances.iter().map(|i| base_image(i, env)).collect();
     let mut tags = base_images(&docker, &bases, &mut progress).await?;
     let mut failed = Vec::new();
@@ -169,10 +173,10 @@ pub async fn images_push(args: PushArgs) -> Result<ExitCode, Failure> {
             Published::Pushed => "pushed",
             Published::Present => "present",
         };
-        println!("{}\t{state}", image.reference);
+        println!("{}\t{state}", escape_controls(&image.reference));
     }
     for (id, error) in &failed {
-        eprintln!("error: {id}: {error}");
+        eprintln!("{}", escape_controls(&format!("error: {id}: {error}")));
     }
     let pushed = images
         .iter()

@@ -13,6 +13,7 @@ use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
 use aci::eval::run::{EvalSettings, InstanceDone, InstanceStatus, evaluate};
 use aci::image::prune::{PruneScope, prune, prune_pulled};
 use aci::instance::{self, Instance, Selection, SliceSpec};
+use aci::text::escape_controls;
 
 use crate::cli::EvalArgs;
 use crate::{Failure, Signals, connect_docker, create_output_dir, default_run_id, load_instances};
@@ -68,13 +69,13 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         workers: usize::from(args.workers),
         timeout: timeout.duration(),
         env: config.env,
-        on_step: Arc::new(|line: &str| eprintln!("{line}")),
+        on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
     };
     let total = selected.len();
     eprintln!(
         "evaluating {total} instance(s) with {} worker(s) into {}",
         args.workers,
-        output.display()
+        shown(&output)
     );
     let mut finished = 0;
     let mut progress = |done: &InstanceDone| {
@@ -88,7 +89,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
             eprintln!(
                 "interrupted: the evaluation containers were removed; finished instances keep \
                  their files in {}; rerun the same command to resume",
-                output.display()
+                shown(&output)
             );
             return Ok(ExitCode::from(130));
         }
@@ -109,8 +110,8 @@ fn eval_from_logs(
     let total = selected.len();
     eprintln!(
         "grading the logs of {total} instance(s) under {} into {}",
-        settings.logs.display(),
-        settings.output.display()
+        shown(&settings.logs),
+        shown(&settings.output)
     );
     if !settings.logs.is_dir() {
         return Err(Failure::new(format!(
@@ -147,7 +148,7 @@ fn load_predictions(
             "warning: {} instance(s) have more than one prediction in {source}; the last of each \
              is kept, as the SWE-bench harness does: {}",
             loaded.duplicates.len(),
-            loaded.duplicates.join(", ")
+            escape_controls(&loaded.duplicates.join(", "))
         );
     }
     let predictions = loaded.predictions;
@@ -226,7 +227,7 @@ fn print_summary(summary: &RunSummary, output: &Path) {
         summary.empty_patch_instances,
         summary.incomplete_ids.len()
     );
-    println!("summary: {}", output.join("report.json").display());
+    println!("summary: {}", shown(&output.join("report.json")));
     let touching = &summary.resolved_touching_tests_ids;
     if !touching.is_empty() {
         eprintln!(
@@ -234,7 +235,7 @@ fn print_summary(summary: &RunSummary, output: &Path) {
              resolved them did not run as given: {}\nhint: review `touches_tests` in each one's \
              report.json",
             touching.len(),
-            touching.join(", ")
+            escape_controls(&touching.join(", "))
         );
     }
 }
@@ -267,7 +268,7 @@ fn check_expected(expected: Option<&[String]>, summary: &RunSummary) -> ExitCode
         .into_iter()
         .find(|(ids, _)| ids.contains(id))
         .map_or("not evaluated in this run", |(_, state)| state);
-        eprintln!("  {id}: {state}");
+        eprintln!("  {}: {state}", escape_controls(id));
     }
     ExitCode::from(3)
 }
@@ -290,15 +291,21 @@ pub async fn images_prune(
     }
     for image in &pruned {
         if image.removed {
-            println!("removed\t{}\t{}", image.name, image.id);
+            println!("removed\t{}\t{}", escape_controls(&image.name), image.id);
         } else {
             eprintln!(
                 "kept {} ({}): a container still uses it",
-                image.name, image.id
+                escape_controls(&image.name),
+                image.id
             );
         }
     }
     let removed = pruned.iter().filter(|image| image.removed).count();
     eprintln!("removed {removed} image(s)");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A path as printed: its control characters written out ([`escape_controls`]).
+fn shown(path: &Path) -> String {
+    escape_controls(&path.display().to_string())
 }

@@ -14,10 +14,11 @@
 //! `eval_command.rs`, `engine_command.rs`, `validate_command.rs`) stands on all of them. Only
 //! `sandbox::docker` speaks to Docker, and only `sandbox::k8s` to a Kubernetes API server.
 //!
-//! 1. `files`, `protocol`, `text`, `tls`, `instance`, `lint`, `spec` — leaves: atomic writes; the
-//!    data the layers hand each other (roles, exit statuses, predictions); placeholders and
-//!    literal regular expressions; the TLS provider; task instances; the lint verdict;
-//!    SWE-bench's specifications, which grading and environments both read.
+//! 1. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec` — leaves: atomic
+//!    writes; the data the layers hand each other (roles, exit statuses, predictions);
+//!    placeholders, literal regular expressions and escaped names; the credentials held and
+//!    their scrubbing; the TLS provider; task instances; the lint verdict; SWE-bench's
+//!    specifications, which grading and environments both read.
 //! 2. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
 //! 3. `sandbox`, `model` — the sandboxes commands run in; the language models.
 //! 4. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
@@ -45,6 +46,7 @@ pub mod lint;
 pub mod model;
 pub mod protocol;
 pub mod sandbox;
+pub mod secret;
 pub mod source;
 pub mod spec;
 pub mod text;

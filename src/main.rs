@@ -21,6 +21,7 @@ use aci::image;
 use aci::instance::{self, Instance};
 use aci::model::ReplayInput;
 use aci::sandbox::docker::DockerRuntime;
+use aci::text::{escape_controls, escape_controls_in_lines};
 use clap::Parser;
 use cli::{AgentArgs, BatchArgs, Cli, Command, ImagesCommand, RunArgs, ShellArgs};
 
@@ -90,9 +91,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            // Messages quote paths, ids, image names and servers' answers: every control
+            // character is written out, each line of a message kept a line.
+            eprintln!("error: {}", escape_controls_in_lines(&failure.message));
             if let Some(hint) = failure.hint {
-                eprintln!("hint: {hint}");
+                eprintln!("hint: {}", escape_controls_in_lines(&hint));
             }
             ExitCode::from(1)
         }
@@ -130,7 +133,10 @@ async fn connect_docker() -> Result<DockerRuntime, Failure> {
     match runtime.reap_orphans().await {
         Ok(0) => {}
         Ok(n) => eprintln!("removed {n} container(s) left by aci runs that are gone"),
-        Err(error) => eprintln!("warning: could not look for leftover containers: {error}"),
+        Err(error) => eprintln!(
+            "warning: could not look for leftover containers: {}",
+            escape_controls(&error.to_string())
+        ),
     }
     Ok(runtime)
 }
@@ -140,7 +146,7 @@ async fn images_build(
     force: bool,
     debian: image::release::DebianRelease,
 ) -> Result<ExitCode, Failure> {
-    let mut progress = |line: &str| eprintln!("{line}");
+    let mut progress = |line: &str| eprintln!("{}", escape_controls(line));
     let languages =
         image::languages_in_release(image::select_languages(lang)?, debian, &mut progress)?;
     let runtime = connect_docker().await?;
@@ -318,7 +324,8 @@ fn resolve_images_config(
 fn load_instances(path: &Path) -> Result<Vec<Instance>, Failure> {
     let loaded = instance::load_instances_file(path)?;
     for error in &loaded.errors {
-        eprintln!("error: {}: {error}", path.display());
+        let line = format!("{}: {error}", path.display());
+        eprintln!("error: {}", escape_controls_in_lines(&line));
     }
     Ok(loaded.instances)
 }
@@ -372,18 +379,19 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let patch = output::patch_path(&output, &result.instance_id);
     println!(
         "{}\t{}\t{}",
-        result.instance_id,
+        escape_controls(&result.instance_id),
         result.exit_status,
-        patch.display()
+        escape_controls(&patch.display().to_string())
     );
     if let Some(failure) = result.run_failure {
         return Err(run_failure(failure));
     }
     finished?;
     if watch.is_set() {
+        let traj = output::traj_path(&output, &instance.instance_id);
         eprintln!(
             "interrupted: the turns so far are in {}",
-            output::traj_path(&output, &instance.instance_id).display()
+            escape_controls(&traj.display().to_string())
         );
         return Ok(ExitCode::from(130));
     }
@@ -500,7 +508,8 @@ fn check_batch_model(args: &BatchArgs, config: &Config) -> Result<(), Failure> {
 fn load_batch_instances(path: &Path) -> Result<(Vec<Instance>, usize), Failure> {
     let loaded = instance::load_instances_file(path)?;
     for error in &loaded.errors {
-        eprintln!("error: {}: {error}", path.display());
+        let line = format!("{}: {error}", path.display());
+        eprintln!("error: {}", escape_controls_in_lines(&line));
     }
     let mut invalid = loaded.errors.len();
     let mut instances = Vec::with_capacity(loaded.instances.len());
@@ -773,8 +782,8 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
     let output = ctx.output.clone();
     eprintln!(
         "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",
-        instance.instance_id,
-        ctx.image_for(instance)
+        escape_controls(&instance.instance_id),
+        escape_controls(&ctx.image_for(instance))
     );
     let result = tokio::select! {
         result = batch::run_instance(&ctx, instance, None) => Some(result),
@@ -785,15 +794,26 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
     }
     let traj = output::traj_path(&output, &instance.instance_id);
     let Some(result) = result else {
-        eprintln!("interrupted: the session so far is in {}", traj.display());
+        eprintln!(
+            "interrupted: the session so far is in {}",
+            escape_controls(&traj.display().to_string())
+        );
         return Ok(ExitCode::from(130));
     };
-    eprintln!("session ended ({}): {}", result.exit_status, traj.display());
+    eprintln!(
+        "session ended ({}): {}",
+        result.exit_status,
+        escape_controls(&traj.display().to_string())
+    );
     println!(
         "{}\t{}\t{}",
-        result.instance_id,
+        escape_controls(&result.instance_id),
         result.exit_status,
-        output::patch_path(&output, &result.instance_id).display()
+        escape_controls(
+            &output::patch_path(&output, &result.instance_id)
+                .display()
+                .to_string()
+        )
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ use aci::cluster::Engine;
 use aci::config::Seconds;
 use aci::eval::run::EvalSettings;
 use aci::spec;
+use aci::text::{escape_controls, escape_controls_in_lines};
 use aci::validate::{table, validate as validate_instances};
 
 use crate::cli::ValidateArgs;
@@ -61,7 +62,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         workers: usize::from(args.workers),
         timeout: timeout.duration(),
         env: config.env,
-        on_step: Arc::new(|line: &str| eprintln!("{line}")),
+        on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
     };
     eprintln!(
         "validating {} instance(s) with {} worker(s) into {}",
@@ -69,7 +70,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         args.workers,
         args.output.display()
     );
-    let mut progress = |line: &str| eprintln!("{line}");
+    let mut progress = |line: &str| eprintln!("{}", escape_controls(line));
     let result = tokio::select! {
         result = validate_instances(engine.clone(), instances, settings, &mut progress) => result,
         () = signals.first() => {
@@ -82,7 +83,8 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     };
     remove_containers(&engine, &run_id).await;
     let verdicts = result.map_err(|e| Failure::new(e.to_string()))?;
-    print!("{}", table(&verdicts));
+    // The ids and the notes (errors quoting paths and build output) come from outside.
+    print!("{}", escape_controls_in_lines(&table(&verdicts)));
     println!(
         "verdicts: {}",
         args.output.join("validation.json").display()

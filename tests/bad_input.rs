@@ -1,7 +1,8 @@
 //! Bad input through the `aci` binary, each answered with one clear line and the right exit
 //! code, losing nothing: a config nested too deep, an empty predictions file, an instances file
 //! with a line that is not UTF-8, and control characters in the model's action on the
-//! terminal.
+//! terminal, and names holding control characters (an instance folder, a patch's file names)
+//! written out on stderr and in run_instance.log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -186,5 +187,114 @@ fn control_characters_in_the_models_action_are_written_out_on_stderr() {
     assert!(
         text.contains("[demo__inicfg-1] step 1: echo \\x1b[2J\\x1b]0;owned\\x07 done → "),
         "{text}"
+    );
+}
+
+/// An instance folder under `--from-logs` whose name holds an OSC title sequence (its id
+/// does too), a patch whose diff headers name a conftest.py through git's C quoting of ESC and
+/// BEL and through raw ESC bytes, and an instance with two logs under folders holding ESC:
+/// every name reaches stderr and run_instance.log written out, never as raw control bytes.
+#[test]
+fn control_characters_in_log_folders_and_patch_names_are_written_out_on_stderr_and_in_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (graded, twice) = ("esc\u{1b}]0;pwned\u{7}__x-1", "two\u{1b}[2J__y-2");
+    let record = |id: &str| {
+        serde_json::json!({
+            "instance_id": id, "problem_statement": "", "repo": "acme/widget",
+            "base_commit": "abc", "log_parser": "pytest", "test_cmd": "pytest -rA",
+            "FAIL_TO_PASS": ["tests/test_a.py::test_ok"], "PASS_TO_PASS": [],
+        })
+        .to_string()
+    };
+    std::fs::write(
+        root.join("instances.jsonl"),
+        format!("{}\n{}\n", record(graded), record(twice)),
+    )
+    .unwrap();
+    let log = "+ : '>>>>> Start Test Output'\nPASSED tests/test_a.py::test_ok\n\
+               ======== 1 passed in 0.10s ========\n+ : '>>>>> End Test Output'\n\
+               >>>>> Test Exit Code: 0\n";
+    let patch = "diff --git \"a/t/\\033]0;pwned\\007/conftest.py\" \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
+                 --- \"a/t/\\033]0;pwned\\007/conftest.py\"\n\
+                 +++ \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
+                 @@ -1 +1 @@\n-a\n+b\n\
+                 diff --git a/t/\u{1b}[2J/conftest.py b/t/\u{1b}[2J/conftest.py\n\
+                 --- a/t/\u{1b}[2J/conftest.py\n\
+                 +++ b/t/\u{1b}[2J/conftest.py\n\
+                 @@ -1 +1 @@\n-a\n+b\n";
+    let logs = root.join("logs");
+    let write = |path: PathBuf, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(logs.join(graded).join("test_output.txt"), log);
+    write(logs.join(graded).join("patch.diff"), patch);
+    write(logs.join("run/m1").join(twice).join("test_output.txt"), log);
+    write(logs.join("run/m2").join(twice).join("test_output.txt"), log);
+
+    let out = aci(
+        root,
+        &[
+            "eval",
+            "--instances",
+            "instances.jsonl",
+            "--from-logs",
+            "logs",
+            "--output",
+            "out",
+        ],
+    );
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    let line = |start: &str| {
+        text.lines()
+            .find(|line| line.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting {start:?} in {text}"))
+    };
+    let resolved = line("esc\\x1b]0;pwned\\x07__x-1: resolved (");
+    assert!(
+        resolved.ends_with(
+            " s); the patch changes test infrastructure: t/\\x1b]0;pwned\\x07/conftest.py \
+             (pytest loads it as a plugin), t/\\x1b[2J/conftest.py (pytest loads it as a plugin)"
+        ),
+        "{resolved}"
+    );
+    let two = |model: &str| format!("logs/run/{model}/two\\x1b[2J__y-2/test_output.txt");
+    let error = line("two\\x1b[2J__y-2: error: several logs of this instance, ");
+    assert!(
+        error.starts_with(&format!(
+            "two\\x1b[2J__y-2: error: several logs of this instance, {}, {}; point \
+             --from-logs at one run's directory (",
+            two("m2"),
+            two("m1")
+        )),
+        "{error}"
+    );
+    assert_eq!(
+        line("warning: "),
+        "warning: 1 resolved instance(s) changed test infrastructure, so the tests that \
+         resolved them did not run as given: esc\\x1b]0;pwned\\x07__x-1"
+    );
+    let run_log = |id: &str| {
+        std::fs::read_to_string(root.join("out").join(id).join("run_instance.log")).unwrap()
+    };
+    assert_eq!(
+        run_log(graded),
+        "graded from logs/esc\\x1b]0;pwned\\x07__x-1/test_output.txt (test log with start and \
+         end markers)\nparser: pytest\n"
+    );
+    assert_eq!(
+        run_log(twice),
+        format!(
+            "error: several logs of this instance, {}, {}; point --from-logs at one run's \
+             directory\n",
+            two("m2"),
+            two("m1")
+        )
     );
 }

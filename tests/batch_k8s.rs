@@ -491,3 +491,94 @@ fn aci_validate_on_k8s_grades_gold_and_empty_patches_in_pods_and_leaves_nothing(
     assert_eq!(ran, 6);
     assert_nothing_left(&standin, &[&format!("{run}-gold"), &format!("{run}-empty")]);
 }
+
+/// Every file under `dir`, recursively, with its bytes.
+fn files_under(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.push((path, bytes));
+            }
+        }
+    }
+    files
+}
+
+/// An API server that refuses pod creation quoting the request's bearer token back: the
+/// instance ends with the refusal, and the token is in none of stderr, stdout, the `.traj`,
+/// the statuses, the predictions or `aci eval`'s reports; `<redacted>` stands in its place.
+#[test]
+fn a_bearer_token_an_api_server_quotes_back_is_in_no_output_of_batch_or_eval() {
+    let rt = tokio();
+    let standin = rt.block_on(StandIn::start(Options::default()));
+    standin.echo_credential_on("POST", "/pods");
+    let token = standin.token().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ["demo__inicfg-1"];
+    let instances = write_instances(dir.path(), &ids, &[]);
+    let replays = dir.path().join("replays");
+    write_replays(&replays, &ids, &["submit"]);
+    let out = dir.path().join("out");
+    let runs = (run_id("k8s-echo"), run_id("k8s-echo-eval"));
+    let batch = aci_k8s(
+        &standin,
+        &[
+            "batch",
+            "--instances",
+            instances.to_str().unwrap(),
+            "--replay-dir",
+            replays.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--run-id",
+            &runs.0,
+        ],
+    );
+    batch.expect_code(0);
+    assert_eq!(exit_status(&out, ids[0]), "exit_environment_error");
+    let error = read_json(&instance_file(&out, ids[0], "traj"))["info"]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.contains("sent Authorization: Bearer <redacted> (token <redacted>)"),
+        "{error}"
+    );
+    let eval_out = dir.path().join("eval");
+    let eval = aci_k8s(
+        &standin,
+        &[
+            "eval",
+            "--instances",
+            instances.to_str().unwrap(),
+            "--predictions",
+            "gold",
+            "--output",
+            eval_out.to_str().unwrap(),
+            "--run-id",
+            &runs.1,
+        ],
+    );
+    eval.expect_code(0);
+    let report = read_json(&eval_out.join("report.json"));
+    assert_eq!(report["error_ids"], serde_json::json!(ids));
+    for run in [&batch, &eval] {
+        for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(!text.contains(&token), "the token is in {name}: {text}");
+        }
+    }
+    let files = [files_under(&out), files_under(&eval_out)].concat();
+    assert!(files.len() >= 5, "{files:?}");
+    for (path, bytes) in files {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&token), "the token is in {}", path.display());
+    }
+    assert!(eval.stderr.contains("<redacted>"), "{}", eval.stderr);
+    assert_nothing_left(&standin, &[&runs.0, &runs.1]);
+}

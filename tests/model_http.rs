@@ -10,8 +10,8 @@ mod support;
 use std::time::Duration;
 
 use aci::model::{
-    AnthropicModel, AnyModel, ApiKey, Message, Model, ModelConfig, ModelError, OpenAiModel, Price,
-    QueryRequest, ToolCall, from_spec,
+    AnthropicModel, AnyModel, ApiKey, MAX_RESPONSE_BYTES, Message, Model, ModelConfig, ModelError,
+    OpenAiModel, Price, QueryRequest, ToolCall, from_spec,
 };
 use serde_json::{Value, json};
 use support::mock_llm::{
@@ -818,4 +818,154 @@ async fn an_unpriced_model_costs_nothing_and_does_not_fail() {
     assert_eq!(response.cost, 0.0);
     assert_eq!(model.stats().instance_cost, 0.0);
     assert_eq!(model.stats().tokens_sent, 100);
+}
+
+/// A body four times [`MAX_RESPONSE_BYTES`], streamed with no `content-length` (the server
+/// holds 64 KiB of it): the client stops reading at the limit, and the attempt fails as an
+/// answer that cannot be read (retried) or, for an error status, as that status says.
+#[tokio::test]
+async fn a_response_body_over_the_limit_is_one_clear_error_retried_as_its_status_says() {
+    let over = 4 * MAX_RESPONSE_BYTES as u64;
+    let limit_message = format!(
+        "the response body is larger than {MAX_RESPONSE_BYTES} bytes, aci's limit on a model \
+         API response"
+    );
+    for wire in WIRES {
+        for (status, attempts, expected) in [
+            (
+                200,
+                3,
+                format!(
+                    "model API returned an unreadable response after 3 attempt(s): {limit_message}"
+                ),
+            ),
+            (
+                500,
+                3,
+                format!("model API request failed (HTTP 500) after 3 attempt(s): {limit_message}"),
+            ),
+            (
+                400,
+                1,
+                format!("model API request failed (HTTP 400) after 1 attempt(s): {limit_message}"),
+            ),
+        ] {
+            let server = MockServer::start(vec![MockResponse::streamed(
+                status,
+                "{\"choices\": [{\"message\": {\"content\": \"",
+                &[b'x'; 64 * 1024],
+                over,
+            )])
+            .await;
+            let mut model = model(wire, &config(wire, server.url()));
+            let error = ask(&mut model, &conversation(), None).await.unwrap_err();
+            assert_eq!(error.to_string(), expected, "{wire:?} {status}");
+            assert_eq!(server.request_count(), attempts, "{wire:?} {status}");
+        }
+    }
+}
+
+/// Every file under `dir`, recursively, with its text.
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+                files.push((path, text));
+            }
+        }
+    }
+    files
+}
+
+/// `aci run` against a server that refuses every request quoting the key back: a 401 stops the
+/// run (exit 1), a 500 retried to the end ends the instance (exit 0); either way the key is in
+/// none of stderr, stdout, the `.traj`, the patch, the predictions or the statuses file, and
+/// `<redacted>` stands in its place.
+#[tokio::test]
+async fn the_key_a_server_quotes_back_is_in_no_output_of_aci_run() {
+    use support::agent::{DEMO_ID, aci_bin, config_file, demo_dir};
+    for (wire, status, code) in [
+        (Wire::OpenAi, 401, 1),
+        (Wire::Anthropic, 401, 1),
+        (Wire::OpenAi, 500, 0),
+        (Wire::Anthropic, 500, 0),
+    ] {
+        let server = MockServer::start_with(move |request, _| {
+            let echoed = format!(
+                "invalid credentials: authorization={:?} x-api-key={:?}",
+                request.header("authorization"),
+                request.header("x-api-key")
+            );
+            error_answer(wire, status, &echoed)
+        })
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let (spec, var, base) = match wire {
+            Wire::OpenAi => (
+                "openai/test-model",
+                "OPENAI_API_KEY",
+                format!("{}/v1", server.url()),
+            ),
+            Wire::Anthropic => (
+                "anthropic/test-model",
+                "ANTHROPIC_API_KEY",
+                server.url().to_owned(),
+            ),
+        };
+        let run = tokio::process::Command::new(aci_bin())
+            .args([
+                "run",
+                "--runtime",
+                "local",
+                "--id",
+                DEMO_ID,
+                "--model",
+                spec,
+            ])
+            .arg("--instances")
+            .arg(demo_dir().join("instances.jsonl"))
+            .arg("--api-base")
+            .arg(&base)
+            .arg("--config")
+            .arg(config_file(dir.path()))
+            .arg("--output")
+            .arg(&out)
+            .env(var, KEY)
+            .output()
+            .await
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr),
+        );
+        assert_eq!(run.status.code(), Some(code), "{wire:?} {status}: {stderr}");
+        assert!(stderr.contains("<redacted>"), "{wire:?} {status}: {stderr}");
+        assert!(server.request_count() > 0, "{stderr}");
+        assert!(
+            !stdout.contains(KEY) && !stderr.contains(KEY),
+            "{wire:?}: {stderr}"
+        );
+        let files = files_under(&out);
+        assert!(files.len() >= 3, "{files:?}");
+        for (path, text) in &files {
+            assert!(
+                !text.contains(KEY),
+                "{wire:?}: the key is in {}",
+                path.display()
+            );
+        }
+        let traj = files
+            .iter()
+            .find(|(path, _)| path.extension().is_some_and(|ext| ext == "traj"))
+            .map(|(_, text)| text.clone())
+            .unwrap();
+        assert!(traj.contains("<redacted>"), "{wire:?} {status}: {traj}");
+    }
 }

@@ -316,3 +316,40 @@ async fn the_disk_quota_stops_one_big_file_and_ends_a_task_that_writes_too_much(
     );
     s.shutdown().await.unwrap();
 }
+
+/// A one-shot exec (the interrupt's, beside the session) that prints more than the output
+/// limit keeps the head and tail of each stream around the elision note, as a session does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_exec_that_prints_past_the_limit_is_capped_with_the_note() {
+    use aci::sandbox::OutputLimit;
+    let runtime = docker().await;
+    let s = runtime.start(&spec("exec-cap", None)).await.unwrap();
+    let script =
+        "head -c 3000000 /dev/zero | tr '\\0' a; head -c 2000000 /dev/zero | tr '\\0' b >&2";
+    let argv = ["sh", "-c", script].map(str::to_owned).to_vec();
+    let out = runtime.exec_once(s.container_id(), argv).await.unwrap();
+    let OutputLimit { head, tail } = OutputLimit::default();
+    let capped = |byte: u8, total: usize| {
+        let mut kept = vec![byte; head];
+        let elided = total - head - tail;
+        kept.extend_from_slice(format!("\n[... {elided} bytes of output elided ...]\n").as_bytes());
+        kept.extend(std::iter::repeat_n(byte, tail));
+        kept
+    };
+    assert_eq!(out.exit_code, Some(0));
+    assert!(
+        out.stdout == capped(b'a', 3_000_000),
+        "{}",
+        out.stdout.len()
+    );
+    assert!(
+        out.stderr == capped(b'b', 2_000_000),
+        "{}",
+        out.stderr.len()
+    );
+    assert_eq!(
+        out.elided_bytes,
+        (3_000_000 + 2_000_000 - 2 * (head + tail)) as u64
+    );
+    s.shutdown().await.unwrap();
+}

@@ -487,3 +487,71 @@ async fn tokens_from_a_file_or_an_exec_credential_plugin_are_sent() {
         "{message}"
     );
 }
+
+/// A command beside the session (the interrupt's exec) that prints more than the output
+/// limit: the server's exec stream sends all of it, and what is kept is the head and tail of
+/// each stream around the elision note, as in a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_exec_beside_the_session_that_prints_past_the_limit_is_capped_with_the_note() {
+    use aci::sandbox::{OutputLimit, Transport};
+    let standin = StandIn::start(Options::default()).await;
+    let runtime = connect(&standin).await;
+    let (sandbox, _repo) = start(&runtime, "k8s-exec-cap").await;
+    let script =
+        "head -c 3000000 /dev/zero | tr '\\0' a; head -c 2000000 /dev/zero | tr '\\0' b >&2";
+    let argv = ["sh", "-c", script].map(str::to_owned).to_vec();
+    let out = sandbox.transport().run_beside(argv).await.unwrap();
+    let OutputLimit { head, tail } = OutputLimit::default();
+    let capped = |byte: u8, total: usize| {
+        let mut kept = vec![byte; head];
+        let elided = total - head - tail;
+        kept.extend_from_slice(format!("\n[... {elided} bytes of output elided ...]\n").as_bytes());
+        kept.extend(std::iter::repeat_n(byte, tail));
+        kept
+    };
+    assert_eq!(out.exit_code, Some(0));
+    assert!(
+        out.stdout == capped(b'a', 3_000_000),
+        "{}",
+        out.stdout.len()
+    );
+    assert!(
+        out.stderr == capped(b'b', 2_000_000),
+        "{}",
+        out.stderr.len()
+    );
+    assert_eq!(
+        out.elided_bytes,
+        (3_000_000 + 2_000_000 - 2 * (head + tail)) as u64
+    );
+    sandbox.shutdown().await.unwrap();
+    assert_nothing_left(&standin);
+}
+
+/// An API server (or a webhook behind it) that quotes the request's bearer token back in its
+/// refusal: the token is scrubbed from the error before aci stores or prints it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refusal_quoting_the_bearer_token_is_scrubbed_from_the_error() {
+    let standin = StandIn::start(Options::default()).await;
+    standin.echo_credential_on("POST", "/pods");
+    let runtime = connect(&standin).await;
+    let repo = support::small_repo();
+    let spec = support::spec("k8s-echo", Some(repo.path()));
+    let Err(error) = runtime.start(&spec, 600.0).await else {
+        panic!("the pod was created despite the refusal");
+    };
+    let (text, debug) = (error.to_string(), format!("{error:?}"));
+    assert!(
+        !text.contains(standin.token()) && !debug.contains(standin.token()),
+        "{debug}"
+    );
+    assert!(
+        text.contains(
+            "403 Forbidden: admission webhook \"audit.example.com\" denied the request: POST \
+             /api/v1/namespaces/aci-test/pods sent Authorization: Bearer <redacted> (token \
+             <redacted>)"
+        ),
+        "{text}"
+    );
+    assert_nothing_left(&standin);
+}

@@ -17,6 +17,7 @@ use crate::instance::Instance;
 use crate::model::{self, AnyModel, ReplayInput};
 use crate::protocol::RecordedStatus;
 use crate::sandbox::{AnySandbox, Sandbox};
+use crate::text::escape_controls;
 use crate::trajectory::{self, Trajectory};
 use output::Prediction;
 
@@ -103,12 +104,12 @@ pub async fn run_instance_interruptible(
         ending.submission_error = None;
     }
     if let Some(error) = &ending.submission_error {
-        eprintln!("error: {id}: {error}");
+        eprintln!("{}", escape_controls(&format!("error: {id}: {error}")));
     }
     if ctx.turn_lines
         && let Some(reason) = &ending.reason
     {
-        eprintln!("error: {id}: {reason}");
+        eprintln!("{}", escape_controls(&format!("error: {id}: {reason}")));
     }
     finish(ctx, id, ending)
 }
@@ -539,7 +540,7 @@ pub(super) fn fail(
     // Through the feed, a batch prints it after the instance's pull and clone lines.
     match &ctx.feed {
         Some(feed) => feed.line(&line),
-        None => eprintln!("{line}"),
+        None => eprintln!("{}", escape_controls(&line)),
     }
     let traj_path = output::traj_path(&ctx.output, &instance.instance_id);
     let _ = std::fs::create_dir_all(output::instance_dir(&ctx.output, &instance.instance_id));

@@ -267,7 +267,7 @@ impl RunContext {
         let id = instance.instance_id.as_str();
         // `aci run` shows a build's steps and a pull's layers (they can take minutes); a
         // batch sends them to its progress display.
-        let show = |line: &str| eprintln!("{line}");
+        let show = |line: &str| eprintln!("{}", crate::text::escape_controls(line));
         let quiet = |_: &str| {};
         let feed_line = |line: &str| {
             if let Some(feed) = &self.feed {

@@ -35,32 +35,7 @@ pub fn turn_line(
     )
 }
 
-/// `text` with every control character written out (`\x1b`, `\r`, `\u{9b}`), so that what a
-/// model wrote (or an instance id) cannot move the cursor, recolour, retitle or clear the
-/// terminal it is printed on. Tabs are kept.
-pub fn escape_controls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\t' => out.push(c),
-            '\r' => out.push_str("\\r"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            // C1 controls (a terminal reads U+009B as CSI) and the bidirectional overrides,
-            // which reorder what is shown.
-            c if ('\u{80}'..='\u{9f}').contains(&c)
-                || ('\u{202a}'..='\u{202e}').contains(&c)
-                || ('\u{2066}'..='\u{2069}').contains(&c) =>
-            {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::text::escape_controls;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,7 +326,7 @@ impl Progress {
             self.bar_shown = false;
         }
         for line in lines {
-            let _ = writeln!(self.out, "{line}");
+            let _ = writeln!(self.out, "{}", escape_controls(&line));
         }
     }
 
@@ -366,7 +341,7 @@ impl Progress {
         if let Some(activity) = activity {
             // Kept short, so that the bar fits one terminal line and redraws in place.
             let short: String = activity.chars().take(80).collect();
-            text.push_str(&format!(" | {short}"));
+            text.push_str(&format!(" | {}", escape_controls(&short)));
         }
         let _ = write!(self.out, "\r\x1b[2K{text}");
         let _ = self.out.flush();

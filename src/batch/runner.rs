@@ -323,10 +323,11 @@ async fn run_one(
     if tokio::fs::try_exists(&dir).await.unwrap_or(false)
         && let Err(error) = tokio::fs::remove_dir_all(&dir).await
     {
-        eprintln!(
+        let line = format!(
             "warning: {id}: cannot remove the partial run in {}: {error}",
             dir.display()
         );
+        eprintln!("{}", crate::text::escape_controls(&line));
     }
     let replay = match replay_dir {
         None => None,

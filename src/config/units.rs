@@ -80,6 +80,16 @@ impl Seconds {
     }
 }
 
+/// A duration read from outside input (an HTTP header such as `Retry-After`): `seconds`,
+/// capped at `max`; `None` when it is no number of seconds at all (NaN or negative). An
+/// infinite or huge value is `max`, where [`Duration::from_secs_f64`] would panic.
+pub fn capped_seconds(seconds: f64, max: Duration) -> Option<Duration> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(seconds).map_or(max, |duration| duration.min(max)))
+}
+
 impl TryFrom<f64> for Seconds {
     type Error = RangeError;
 

@@ -3,11 +3,18 @@
 //! (`logs/run_evaluation/<run_id>/<model>/<id>/test_output.txt`, found at any depth under `DIR`)
 //! and its 1.x (`<id>.<model>.eval.log`). Each is read in its own format ([`super::logs`]) and
 //! graded as `aci eval` grades; the same files come out.
+//!
+//! A log is streamed, never read whole: its head and tail are kept as a live evaluation keeps a
+//! test run's output ([`EVAL_OUTPUT_LIMIT`], 8 MiB each, a note of what was dropped between
+//! them), and that bounded text is what is graded and copied into the output, so memory stays
+//! bounded by the limit whatever the log's size.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::container::EVAL_OUTPUT_LIMIT;
 use super::grade::grade;
 use super::logs::{AnyReading, LogFormat, log_format, read_any_log};
 use super::plan::log_parser;
@@ -21,6 +28,8 @@ use super::spec;
 use super::suspicious::{BaseFiles, TouchedFile, test_infrastructure};
 use crate::files::write_atomic;
 use crate::instance::Instance;
+use crate::sandbox::shell::CappedBuffer;
+use crate::text::escape_controls;
 
 /// How deep under `DIR` logs are looked for (the 2.x layout needs four levels).
 pub const MAX_DEPTH: usize = 8;
@@ -234,20 +243,20 @@ impl Job<'_> {
             Ok(None) => return (InstanceStatus::NoPrediction, Vec::new()),
             Err(reason) => return (self.error(&dir, None, &reason), Vec::new()),
         };
-        let bytes = match std::fs::read(&log.path) {
-            Ok(bytes) => bytes,
+        let (bytes, elided) = match read_bounded(&log.path) {
+            Ok(read) => read,
             Err(e) => {
                 let reason = format!("cannot read {}: {e}", log.path.display());
-                return (self.error(&dir, Some(&log), &reason), Vec::new());
+                return (self.error(&dir, Some((&log, 0)), &reason), Vec::new());
             }
         };
         let text = String::from_utf8_lossy(&bytes);
         let patch = self.patch_text(&log);
         let written = self.copy_inputs(&dir, &log, &bytes, patch.as_deref());
         if let Err(reason) = written {
-            return (self.error(&dir, Some(&log), &reason), Vec::new());
+            return (self.error(&dir, Some((&log, elided)), &reason), Vec::new());
         }
-        self.grade(&dir, &log, &text, patch.as_deref())
+        self.grade(&dir, (&log, elided), &text, patch.as_deref())
     }
 
     /// The log to grade: the only one, or the one under the prediction's model. `Ok(None)`:
@@ -299,7 +308,8 @@ impl Job<'_> {
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// `test_output.txt` (unless it is the log itself) and `patch.diff`.
+    /// `test_output.txt` (the bounded text read from the log, unless the log is that file
+    /// itself) and `patch.diff`.
     fn copy_inputs(
         &self,
         dir: &Path,
@@ -325,28 +335,30 @@ impl Job<'_> {
         }
     }
 
+    /// Grades `text`, read from `read` (the log and the bytes dropped from its middle).
     fn grade(
         &self,
         dir: &Path,
-        log: &LogFile,
+        read: (&LogFile, u64),
         text: &str,
         patch: Option<&str>,
     ) -> (InstanceStatus, Vec<TouchedFile>) {
+        let (log, elided) = read;
         let instance = self.instance;
         let parser = match log_parser(instance, spec::builtin()).map_err(|e| e.to_string()) {
             Ok(parser) => parser,
-            Err(reason) => return (self.error(dir, Some(log), &reason), Vec::new()),
+            Err(reason) => return (self.error(dir, Some(read), &reason), Vec::new()),
         };
         let reading = match read_any_log(text, parser.parser()) {
             AnyReading::EmptyPatch if matches!(self.prediction, Some(Some(_))) => {
                 let reason = "the log is of an empty prediction, not of this patch";
-                return (self.error(dir, Some(log), reason), Vec::new());
+                return (self.error(dir, Some(read), reason), Vec::new());
             }
             AnyReading::EmptyPatch => {
                 let _ = std::fs::remove_file(dir.join("report.json"));
                 let _ = write(
                     &dir.join("run_instance.log"),
-                    source_line(log, Some(text)).as_bytes(),
+                    source_line(log, Some(text), elided).as_bytes(),
                 );
                 return (InstanceStatus::EmptyPatch, Vec::new());
             }
@@ -360,15 +372,15 @@ impl Job<'_> {
             })
             .unwrap_or_default();
         if let Some(error) = &report.error {
-            return (self.error(dir, Some(log), error), report.touches_tests);
+            return (self.error(dir, Some(read), error), report.touches_tests);
         }
-        let mut run_log = source_line(log, Some(text));
+        let mut run_log = source_line(log, Some(text), elided);
         run_log.push_str(&format!("parser: {parser}\n"));
         let json = instance_report_json(&instance.instance_id, &report);
         let written = write(&dir.join("run_instance.log"), run_log.as_bytes())
             .and_then(|()| write(&dir.join("report.json"), json.as_bytes()));
         if let Err(reason) = written {
-            return (self.error(dir, Some(log), &reason), report.touches_tests);
+            return (self.error(dir, Some(read), &reason), report.touches_tests);
         }
         let status = if report.resolved {
             InstanceStatus::Resolved
@@ -378,24 +390,55 @@ impl Job<'_> {
         (status, report.touches_tests)
     }
 
-    /// Records an evaluation error: the reason in `run_instance.log`, no `report.json`.
-    fn error(&self, dir: &Path, log: Option<&LogFile>, reason: &str) -> InstanceStatus {
+    /// Records an evaluation error: the reason in `run_instance.log`, no `report.json`. `read`:
+    /// the log, when one was chosen, and the bytes dropped from its middle.
+    fn error(&self, dir: &Path, read: Option<(&LogFile, u64)>, reason: &str) -> InstanceStatus {
         let _ = std::fs::remove_file(dir.join("report.json"));
-        let mut text = log.map(|log| source_line(log, None)).unwrap_or_default();
-        text.push_str(&format!("error: {reason}\n"));
+        let mut text = read
+            .map(|(log, elided)| source_line(log, None, elided))
+            .unwrap_or_default();
+        // The reason quotes paths under --from-logs, whose names come from outside.
+        text.push_str(&format!("error: {}\n", escape_controls(reason)));
         let _ = write(&dir.join("run_instance.log"), text.as_bytes());
         InstanceStatus::Error(reason.to_owned())
     }
 }
 
-/// `graded from <path> (<format>)`, the format read from `text` when given.
-fn source_line(log: &LogFile, text: Option<&str>) -> String {
+/// `graded from <path> (<format>)`, the path's control characters written out, the format
+/// read from `text` when given, and a line saying how many bytes were dropped from the log's
+/// middle when some were.
+fn source_line(log: &LogFile, text: Option<&str>, elided: u64) -> String {
     let format = match text.map(log_format) {
         Some(LogFormat::HarnessV1) => " (SWE-bench harness 1.x log)",
         Some(LogFormat::Markers) => " (test log with start and end markers)",
         None => "",
     };
-    format!("graded from {}{format}\n", log.path.display())
+    let path = escape_controls(&log.path.display().to_string());
+    let mut line = format!("graded from {path}{format}\n");
+    if elided > 0 {
+        line.push_str(&format!(
+            "{elided} bytes of the log were dropped from the middle of test_output.txt\n"
+        ));
+    }
+    line
+}
+
+/// The head and tail of the file at `path` that a live evaluation keeps of a test run's output
+/// ([`EVAL_OUTPUT_LIMIT`]), around the same elision note, and how many bytes were dropped:
+/// the file is streamed, so memory is bounded by the limit, not by the file.
+fn read_bounded(path: &Path) -> std::io::Result<(Vec<u8>, u64)> {
+    let mut file = std::fs::File::open(path)?;
+    let mut kept = CappedBuffer::new(EVAL_OUTPUT_LIMIT);
+    let mut chunk = vec![0; 1024 * 1024];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => kept.push(&chunk[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(kept.finish(0))
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

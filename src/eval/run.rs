@@ -41,6 +41,7 @@ use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::sandbox::{ResourceLimits, SandboxSpec};
 use crate::source::{PrepareError, PrepareRequest, prepare};
+use crate::text::{escape_controls, escape_controls_in_lines};
 
 /// Folded into the resume key, so that a report graded under another scheme (before the staged
 /// sandboxes, the infrastructure reset, the canaries or the tripwire run) is evaluated again.
@@ -135,7 +136,9 @@ impl InstanceDone {
                 files.join(", ")
             )
         };
-        format!("{}: {status}{when}{tests}", self.instance_id)
+        // Printed as one line on a terminal: the id, the patch's file names and the reason
+        // (which quotes paths and server messages) come from outside.
+        escape_controls(&format!("{}: {status}{when}{tests}", self.instance_id))
     }
 }
 
@@ -563,7 +566,7 @@ impl Job<'_> {
             let _ = std::fs::remove_file(self.dir.join("tripwire_output.txt"));
         }
         if let Some(error) = &report.error {
-            run_log.push_str(&format!("error: {error}\n"));
+            run_log.push_str(&format!("error: {}\n", escape_controls(error)));
         }
         let written = written
             .and_then(|()| self.write("run_instance.log", &run_log))
@@ -660,7 +663,11 @@ impl Job<'_> {
             &BaseFiles::new(),
         );
         self.remove_report();
-        let log = format!("{}error: {reason}\n", touches_lines(&report.touches_tests));
+        let log = format!(
+            "{}error: {}\n",
+            touches_lines(&report.touches_tests),
+            escape_controls(reason)
+        );
         let _ = self
             .write("patch.diff", self.patch)
             .and_then(|()| self.write("run_instance.log", &log));
@@ -761,30 +768,34 @@ fn tripwire_lines(report: &TripwireReport, reset: &[ResetEntry]) -> String {
 }
 
 /// One `run_instance.log` line per file of test infrastructure the patch changes:
-/// `the patch changes test infrastructure: <path>: <why>`.
+/// `the patch changes test infrastructure: <path>: <why>`, the path's control characters
+/// written out ([`escape_controls`]): the patch names it.
 fn touches_lines(touched: &[TouchedFile]) -> String {
     touched
         .iter()
         .map(|file| {
             format!(
                 "the patch changes test infrastructure: {}: {}\n",
-                file.path, file.why
+                escape_controls(&file.path),
+                escape_controls(&file.why)
             )
         })
         .collect()
 }
 
-/// `run_instance.log`: the image, the apply chain's output and what the container reported.
+/// `run_instance.log`: the image, the apply chain's output (its control characters written
+/// out, line by line: it names the patch's files) and what the container reported.
 fn run_log(image: &EnvImage, apply_output: &str, oom_killed: bool, elided: u64) -> String {
     let mut log = format!(
-        "image: {} ({}){}\n>>>>> apply chain output\n{apply_output}",
+        "image: {} ({}){}\n>>>>> apply chain output\n{}",
         image.tag,
         image.id,
         if image.built {
             ", built by this run"
         } else {
             ""
-        }
+        },
+        escape_controls_in_lines(apply_output)
     );
     if !log.ends_with('\n') {
         log.push('\n');
@@ -798,4 +809,73 @@ fn run_log(image: &EnvImage, apply_output: &str, oom_killed: bool, elided: u64) 
         ));
     }
     log
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A patch naming one conftest.py through git's C quoting of an OSC title sequence and one
+    /// with raw ESC bytes in its header.
+    const PATCH: &str = "diff --git \"a/t/\\033]0;pwned\\007/conftest.py\" \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
+        --- \"a/t/\\033]0;pwned\\007/conftest.py\"\n\
+        +++ \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
+        @@ -1 +1 @@\n-a\n+b\n\
+        diff --git a/t/\x1b[2J/conftest.py b/t/\x1b[2J/conftest.py\n\
+        --- a/t/\x1b[2J/conftest.py\n\
+        +++ b/t/\x1b[2J/conftest.py\n\
+        @@ -1 +1 @@\n-a\n+b\n";
+
+    #[test]
+    fn names_from_a_patch_or_a_record_are_escaped_in_run_instance_log_and_progress_lines() {
+        let touched = test_infrastructure(PATCH, None, &BaseFiles::new());
+        assert_eq!(
+            touched
+                .iter()
+                .map(|file| file.path.as_str())
+                .collect::<Vec<_>>(),
+            ["t/\x1b]0;pwned\x07/conftest.py", "t/\x1b[2J/conftest.py"]
+        );
+        assert_eq!(
+            touches_lines(&touched),
+            "the patch changes test infrastructure: t/\\x1b]0;pwned\\x07/conftest.py: pytest \
+             loads it as a plugin\n\
+             the patch changes test infrastructure: t/\\x1b[2J/conftest.py: pytest loads it \
+             as a plugin\n"
+        );
+        let done = InstanceDone {
+            instance_id: "id\x1b]0;x\x07-1".to_owned(),
+            status: InstanceStatus::Error("cannot read /logs/\x1b[2J/test_output.txt".to_owned()),
+            reused: false,
+            elapsed: Duration::from_millis(1500),
+            touches_tests: touched,
+        };
+        assert_eq!(
+            done.describe(),
+            "id\\x1b]0;x\\x07-1: error: cannot read /logs/\\x1b[2J/test_output.txt (1.5 s); the \
+             patch changes test infrastructure: t/\\x1b]0;pwned\\x07/conftest.py (pytest loads \
+             it as a plugin), t/\\x1b[2J/conftest.py (pytest loads it as a plugin)"
+        );
+    }
+
+    #[test]
+    fn the_apply_chain_output_in_run_instance_log_keeps_its_lines_and_escapes_the_rest() {
+        let image = EnvImage {
+            tag: "aci-env-python:abc".to_owned(),
+            id: "sha256:1".to_owned(),
+            env_hash: String::new(),
+            base_image: String::new(),
+            built: false,
+        };
+        assert_eq!(
+            run_log(
+                &image,
+                "patching file t/\x1b[2J/conftest.py\r\nApplied\n",
+                false,
+                0
+            ),
+            "image: aci-env-python:abc (sha256:1)\n>>>>> apply chain output\n\
+             patching file t/\\x1b[2J/conftest.py\\r\nApplied\n"
+        );
+    }
 }

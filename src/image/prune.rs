@@ -4,6 +4,8 @@
 //! image a container still uses is kept and reported. Images aci pulled carry no aci label:
 //! only `--pulled` removes them, from aci's record of what it pulled.
 
+use std::collections::BTreeMap;
+
 use super::LABEL_IMAGE;
 use super::env::ENV_IMAGE_KIND;
 use crate::sandbox::SandboxError;
@@ -116,19 +118,23 @@ pub async fn prune_pulled(runtime: &DockerRuntime) -> Result<Vec<PrunedImage>, S
         context: format!("the record of pulled images {}", path.display()),
         source,
     };
-    let mut pulled = super::pull::read_pulled(&path).map_err(io_error)?;
+    // The daemon is asked with the record unlocked: a pull in another process meanwhile adds
+    // its entry, and only what this prune settled is taken out afterwards, under the lock.
+    let pulled = super::pull::read_pulled(&path).map_err(io_error)?;
     let mut results = Vec::new();
-    let mut keep = std::collections::BTreeMap::new();
-    for (name, id) in std::mem::take(&mut pulled) {
+    let mut settled = BTreeMap::new();
+    for (name, id) in pulled {
         let Some(info) = runtime.inspect_image(&name).await? else {
+            settled.insert(name, id);
             continue;
         };
         if info.id != id {
+            settled.insert(name, id);
             continue;
         }
         let removed = runtime.remove_image_unless_used(&name).await?;
-        if !removed {
-            keep.insert(name.clone(), id.clone());
+        if removed {
+            settled.insert(name.clone(), id.clone());
         }
         results.push(PrunedImage {
             name,
@@ -138,8 +144,23 @@ pub async fn prune_pulled(runtime: &DockerRuntime) -> Result<Vec<PrunedImage>, S
             removed,
         });
     }
-    super::pull::write_pulled(&path, &keep).map_err(io_error)?;
+    let forget = move |record: &mut BTreeMap<String, String>| forget_settled(record, &settled);
+    let record = path.clone();
+    tokio::task::spawn_blocking(move || super::pull::update_pulled(&record, forget))
+        .await
+        .unwrap_or_else(|error| Err(std::io::Error::other(error)))
+        .map_err(io_error)?;
     Ok(results)
+}
+
+/// Drops from `record` each entry of `settled` (removed, gone or retagged) that still names
+/// the same image: one recorded again since, with another id, stays, as do entries added since.
+pub fn forget_settled(record: &mut BTreeMap<String, String>, settled: &BTreeMap<String, String>) {
+    for (name, id) in settled {
+        if record.get(name) == Some(id) {
+            record.remove(name);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -179,6 +200,27 @@ mod tests {
                 "aci-rust:bookworm",
                 "aci-base:bookworm"
             ]
+        );
+    }
+
+    #[test]
+    fn a_prune_forgets_only_what_it_settled_and_keeps_what_others_recorded_meanwhile() {
+        let entry = |name: &str, id: &str| (name.to_owned(), id.to_owned());
+        let settled = BTreeMap::from([entry("a:1", "sha256:a"), entry("b:1", "sha256:b")]);
+        let mut record = BTreeMap::from([
+            entry("a:1", "sha256:a"),
+            entry("b:1", "sha256:b2"),
+            entry("c:1", "sha256:c"),
+            entry("kept:1", "sha256:k"),
+        ]);
+        forget_settled(&mut record, &settled);
+        assert_eq!(
+            record,
+            BTreeMap::from([
+                entry("b:1", "sha256:b2"),
+                entry("c:1", "sha256:c"),
+                entry("kept:1", "sha256:k"),
+            ])
         );
     }
 

@@ -308,7 +308,12 @@ pub async fn ensure_image(
                 "the pull of {image} left no image"
             )))
         })?;
-    if let Err(error) = record_pulled(image, &info.id) {
+    let (name, id) = (image.to_owned(), info.id.clone());
+    // The lock may wait on another process: off the async workers.
+    let recorded = tokio::task::spawn_blocking(move || record_pulled(&name, &id))
+        .await
+        .unwrap_or_else(|error| Err(std::io::Error::other(error)));
+    if let Err(error) = recorded {
         (notes.line)(&format!(
             "[{instance_id}] warning: cannot record {image} as pulled by aci: {error}"
         ));
@@ -365,7 +370,8 @@ async fn pull(
             Ok(())
         }
         Err(SandboxError::Docker(message)) => {
-            let message = message.trim().replace('\n', " ");
+            // The registry's answer, relayed by the daemon: scrubbed of the login.
+            let message = crate::secret::scrub(message.trim()).replace('\n', " ");
             let image = image.to_owned();
             Err(if is_unreachable(&message) {
                 PullError::Unreachable {
@@ -381,7 +387,31 @@ async fn pull(
                 }
             })
         }
-        Err(other) => Err(PullError::Docker(other)),
+        Err(other) => Err(PullError::Docker(scrubbed(other))),
+    }
+}
+
+/// `error` with every credential the process holds (registry logins among them) scrubbed from
+/// the daemon's message ([`crate::secret`]): a registry may quote a login back.
+pub(crate) fn scrubbed(error: SandboxError) -> SandboxError {
+    match error {
+        SandboxError::Docker(message) => SandboxError::Docker(crate::secret::scrub(&message)),
+        other => other,
+    }
+}
+
+/// Remembers the secrets of `login` with the process's other credentials: its password, its
+/// identity token, and the `auth` value (base64 of `user:password`) they make.
+pub(crate) fn remember_login(login: &RegistryLogin) {
+    for secret in [&login.password, &login.identity_token]
+        .into_iter()
+        .flatten()
+    {
+        crate::secret::remember(secret);
+    }
+    if let (Some(user), Some(password)) = (&login.username, &login.password) {
+        let pair = format!("{user}:{password}");
+        crate::secret::remember(&data_encoding::BASE64.encode(pair.as_bytes()));
     }
 }
 
@@ -479,16 +509,42 @@ pub fn pulled_record_path() -> Option<PathBuf> {
     crate::config::cache_root().map(|root| root.join("pulled-images"))
 }
 
-/// Adds `image` (with its id) to the record of pulled images.
+/// Adds `image` (with its id) to the record of pulled images ([`update_pulled`]).
 fn record_pulled(image: &str, id: &str) -> std::io::Result<()> {
     let Some(path) = pulled_record_path() else {
         return Ok(());
     };
-    static WRITE: Mutex<()> = Mutex::new(());
-    let _guard = WRITE.lock();
-    let mut pulled = read_pulled(&path)?;
-    pulled.insert(image.to_owned(), id.to_owned());
-    write_pulled(&path, &pulled)
+    update_pulled(&path, |pulled| {
+        pulled.insert(image.to_owned(), id.to_owned());
+    })
+}
+
+/// Changes the record of pulled images at `path` under its lock file (`<path>.lock`, an
+/// exclusive `flock`, which also keeps threads of one process apart): `change` gets the record
+/// as it is on disk now, with every other process's entries, and the result is written
+/// atomically. Processes that pull at once (two `aci batch` runs) or prune while another pulls
+/// then lose no entry.
+///
+/// # Errors
+/// The lock file or the record cannot be opened, read or written.
+pub fn update_pulled(
+    path: &Path,
+    change: impl FnOnce(&mut BTreeMap<String, String>),
+) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut lock_name = path.file_name().unwrap_or_default().to_owned();
+    lock_name.push(".lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(lock_name))?;
+    // Released when `lock` is closed, at the end of this function.
+    lock.lock()?;
+    let mut pulled = read_pulled(path)?;
+    change(&mut pulled);
+    write_pulled(path, &pulled)
 }
 
 /// The record of pulled images: name → id (empty when there is none).
@@ -505,7 +561,8 @@ pub fn read_pulled(path: &Path) -> std::io::Result<BTreeMap<String, String>> {
         .collect())
 }
 
-/// Writes the record of pulled images atomically.
+/// Writes the record of pulled images atomically (a temporary file renamed over it). Use
+/// [`update_pulled`] to change it: writing a record read earlier drops what others added since.
 pub fn write_pulled(path: &Path, pulled: &BTreeMap<String, String>) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     std::fs::create_dir_all(dir)?;

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use super::pull::{docker_config_path, login_for};
+use super::pull::{docker_config_path, login_for, remember_login, scrubbed};
 use super::{BuiltImage, ImageError, LABEL_IMAGE, LANGUAGE_IMAGES, build};
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
@@ -126,12 +126,20 @@ pub async fn publish_one(
     credentials: Option<&RegistryLogin>,
 ) -> Result<Published, SandboxError> {
     let (repository, _) = crate::sandbox::docker::split_reference(reference);
-    if let Some(digest) = docker.registry_digest(reference, credentials).await?
+    // The registry's answers, relayed by the daemon, are scrubbed of the login.
+    let digest = docker
+        .registry_digest(reference, credentials)
+        .await
+        .map_err(scrubbed)?;
+    if let Some(digest) = digest
         && local_digests.contains(&format!("{repository}@{digest}"))
     {
         return Ok(Published::Present);
     }
-    docker.push_image(tag, reference, credentials).await?;
+    docker
+        .push_image(tag, reference, credentials)
+        .await
+        .map_err(scrubbed)?;
     Ok(Published::Pushed)
 }
 
@@ -142,8 +150,18 @@ pub fn registry_host(registry: &str) -> &str {
 
 /// The credentials `docker login` stored for `registry`: its credential helper's
 /// (`credHelpers`, else `credsStore`), else its `auths` entry ([`login_for`]); none without a
-/// Docker config.
+/// Docker config. Its secrets are remembered, so that errors are scrubbed of them
+/// ([`crate::secret`]).
 pub fn credentials_for(registry: &str) -> Result<Option<RegistryLogin>, PushError> {
+    let login = stored_credentials(registry)?;
+    if let Some(login) = &login {
+        remember_login(login);
+    }
+    Ok(login)
+}
+
+/// [`credentials_for`], before its secrets are remembered.
+fn stored_credentials(registry: &str) -> Result<Option<RegistryLogin>, PushError> {
     let Some(path) = docker_config_path() else {
         return Ok(None);
     };

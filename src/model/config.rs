@@ -2,6 +2,7 @@
 //! serde cannot make, and the merge of `model.extra_body` into a request.
 
 use super::ModelError;
+use crate::config::Seconds;
 pub use crate::config::model::{CacheControlConfig, ModelConfig, Price};
 
 /// Anthropic's limit on `cache_control` marks per request, minus the system prompt's.
@@ -19,6 +20,22 @@ impl ModelConfig {
         for (field, value) in non_negative {
             if !value.is_finite() || value < 0.0 {
                 return Err(invalid(field, &value.to_string(), "a number >= 0"));
+            }
+        }
+        // A wait or timeout becomes a `Duration`, which holds no more than ~584 billion years
+        // (and tokio's timers far less): a longer one is refused here, not a panic later.
+        let durations = [
+            ("retry_min_wait_s", self.retry_min_wait_s),
+            ("retry_max_wait_s", self.retry_max_wait_s),
+            ("request_timeout_s", self.request_timeout_s),
+        ];
+        for (field, value) in durations {
+            if value > Seconds::MAX {
+                return Err(invalid(
+                    field,
+                    &value.to_string(),
+                    "at most 31536000 seconds (365 days)",
+                ));
             }
         }
         if !self.request_timeout_s.is_finite() || self.request_timeout_s <= 0.0 {
@@ -148,9 +165,19 @@ extra_body: {temperature: null, metadata: {user_id: x}}
     #[test]
     fn out_of_range_values_are_config_errors_naming_the_field() {
         type Mutation = fn(&mut ModelConfig);
-        let cases: [(Mutation, &str); 5] = [
+        let cases: [(Mutation, &str); 9] = [
             (|c| c.retry_min_wait_s = 90.0, "retry_min_wait_s"),
             (|c| c.request_timeout_s = 0.0, "request_timeout_s"),
+            (|c| c.request_timeout_s = 1e300, "request_timeout_s"),
+            (
+                |c| {
+                    c.retry_min_wait_s = 1e300;
+                    c.retry_max_wait_s = 1e300;
+                },
+                "retry_min_wait_s",
+            ),
+            (|c| c.retry_max_wait_s = 1e300, "retry_max_wait_s"),
+            (|c| c.retry_max_wait_s = f64::INFINITY, "retry_max_wait_s"),
             (|c| c.top_p = Some(1.5), "top_p"),
             (|c| c.temperature = -1.0, "temperature"),
             (

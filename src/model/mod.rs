@@ -26,7 +26,7 @@ pub use http::{HttpModel, WireFormat};
 pub use human::HumanModel;
 pub use openai::{OpenAiModel, OpenAiWire};
 pub use replay::{ReplayInput, ReplayModel, ReplayStep};
-pub use retry::{ApiKey, RetryPolicy};
+pub use retry::{ApiKey, MAX_RESPONSE_BYTES, RetryPolicy};
 
 use crate::protocol::ExitStatus;
 pub use crate::protocol::Role;

@@ -9,6 +9,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use super::{ModelConfig, ModelError};
+use crate::config::units::capped_seconds;
+
+/// The longest wait and request timeout a config can give: [`crate::config::Seconds::MAX`].
+const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// How many failed requests are retried, and how long to wait between them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,7 +28,8 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// The policy `model.retries`, `model.retry_min_wait_s` and `model.retry_max_wait_s` give.
     pub fn from_config(config: &ModelConfig) -> Self {
-        let seconds = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::ZERO);
+        // Validated ([`ModelConfig::validate`]) to at most a year; capped here all the same.
+        let seconds = |s: f64| capped_seconds(s, MAX_WAIT).unwrap_or(Duration::ZERO);
         RetryPolicy {
             retries: config.retries,
             min_wait: seconds(config.retry_min_wait_s),
@@ -91,7 +96,8 @@ impl Jitter {
     }
 }
 
-/// An API key. It prints as `<redacted>` and is scrubbed from every error message.
+/// An API key. It prints as `<redacted>` and is scrubbed from every error message (and, once an
+/// endpoint sends it, remembered with the process's other credentials, [`crate::secret`]).
 #[derive(Clone)]
 pub struct ApiKey(String);
 
@@ -224,8 +230,12 @@ impl Endpoint {
         config: &ModelConfig,
         key_var: &'static str,
     ) -> Result<Self, ModelError> {
-        let timeout = Duration::try_from_secs_f64(config.request_timeout_s)
-            .map_err(|error| ModelError::config(format!("invalid request_timeout_s: {error}")))?;
+        let timeout = capped_seconds(config.request_timeout_s, MAX_WAIT).ok_or_else(|| {
+            ModelError::config(format!(
+                "invalid request_timeout_s {}",
+                config.request_timeout_s
+            ))
+        })?;
         crate::tls::install_provider();
         let client = reqwest::Client::builder()
             .timeout(timeout)
@@ -273,6 +283,7 @@ impl Endpoint {
         })?;
         value.set_sensitive(true);
         self.headers.insert(HeaderName::from_static(name), value);
+        crate::secret::remember(&key.0);
         self.key = Some(key);
         Ok(self)
     }
@@ -325,15 +336,23 @@ impl Endpoint {
             .map_err(|error| Failure::transport(&error))?;
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
-        let text = response
-            .text()
+        let read = read_body(response)
             .await
             .map_err(|error| Failure::transport(&error))?;
-        // Scrubbed before anything cuts or quotes it: a key cut in half is not recognised.
-        let text = match &self.key {
-            Some(key) => key.redact(&text),
-            None => text,
+        let Some(text) = read else {
+            let message = format!(
+                "the response body is larger than {MAX_RESPONSE_BYTES} bytes, aci's limit on a \
+                 model API response"
+            );
+            // Unreadable as an answer (retried); as an error, as its status says.
+            return Err(if (200..300).contains(&status) {
+                Failure::malformed(message)
+            } else {
+                self.classify(status, &message, retry_after)
+            });
         };
+        // Scrubbed before anything cuts or quotes it: a key cut in half is not recognised.
+        let text = self.redact(&text);
         if (200..300).contains(&status) {
             return serde_json::from_str(&text).map_err(|error| {
                 Failure::malformed(format!(
@@ -393,9 +412,19 @@ impl Endpoint {
         }
     }
 
-    /// Removes the key from an error's message (the server may echo it back).
+    /// `text` without the key, whatever its length, nor any other credential the process holds
+    /// ([`crate::secret::scrub`]).
+    fn redact(&self, text: &str) -> String {
+        let text = match &self.key {
+            Some(key) => key.redact(text),
+            None => text.to_owned(),
+        };
+        crate::secret::scrub(&text)
+    }
+
+    /// Removes the key (and every credential held) from an error's message: the server may
+    /// echo it back.
     fn scrub(&self, error: ModelError) -> ModelError {
-        let Some(key) = &self.key else { return error };
         match error {
             ModelError::Api {
                 status,
@@ -404,16 +433,16 @@ impl Endpoint {
                 hint,
             } => ModelError::Api {
                 status,
-                message: key.redact(&message),
+                message: self.redact(&message),
                 attempts,
-                hint: hint.map(|hint| key.redact(&hint)),
+                hint: hint.map(|hint| self.redact(&hint)),
             },
             ModelError::Malformed { message, attempts } => ModelError::Malformed {
-                message: key.redact(&message),
+                message: self.redact(&message),
                 attempts,
             },
             ModelError::ContextWindow { message } => ModelError::ContextWindow {
-                message: key.redact(&message),
+                message: self.redact(&message),
             },
             other => other,
         }
@@ -508,7 +537,9 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// `retry-after-ms` (OpenAI) or `retry-after` in seconds; the HTTP-date form is ignored.
+/// `retry-after-ms` (OpenAI) or `retry-after` in seconds; the HTTP-date form is ignored, and so
+/// is a value that is no number of seconds (NaN, negative). An infinite or huge value is
+/// [`MAX_RETRY_AFTER`] (the policy's `max_wait` caps it further).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let number = |name: &str| -> Option<f64> {
         let value = headers
@@ -518,13 +549,42 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .trim()
             .parse::<f64>()
             .ok()?;
-        (value.is_finite() && value >= 0.0).then_some(value)
+        (!value.is_nan() && value >= 0.0).then_some(value)
     };
     number("retry-after-ms")
         .map(|ms| ms / 1000.0)
         .or_else(|| number("retry-after"))
-        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .and_then(|seconds| capped_seconds(seconds, MAX_RETRY_AFTER))
 }
+
+/// The most bytes of a model API response that are read, 16 MiB: hundreds of times a long
+/// answer (a 4,096-token answer with its JSON is tens of kilobytes), so only a broken or
+/// hostile server reaches it. A body over it is dropped unread past the limit and the attempt
+/// fails: an answer as unreadable (retried), an error as its status says.
+pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The body of `response`, read chunk by chunk (lossily decoded as UTF-8), or `None` when it
+/// is over [`MAX_RESPONSE_BYTES`]: declared so, or found so while it streams.
+async fn read_body(mut response: reqwest::Response) -> Result<Option<String>, reqwest::Error> {
+    let limit = MAX_RESPONSE_BYTES;
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// The longest `Retry-After` read from a header: a day, far above any `max_wait`.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// The `error.code` (or `error.type`) and `error.message` of an OpenAI- or Anthropic-style
 /// error body, falling back to the body itself.
@@ -638,6 +698,24 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&date), None);
+        let read = |name: &'static str, value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_static(value));
+            retry_after(&headers)
+        };
+        let day = Some(Duration::from_secs(24 * 3600));
+        assert_eq!(
+            [
+                read("retry-after", "1e300"),
+                read("retry-after", "inf"),
+                read("retry-after", "99999999999999999999999999"),
+                read("retry-after-ms", "1e300"),
+                read("retry-after", "-1"),
+                read("retry-after", "NaN"),
+                read("retry-after-ms", "-inf"),
+            ],
+            [day, day, day, day, None, None, None]
+        );
     }
 
     #[test]

@@ -24,8 +24,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
+use super::shell::CappedBuffer;
 use super::transport::{Channel, Frame, SESSION_ENV, Transport};
-use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
+use super::{ExecOutput, OutputLimit, SandboxError, SandboxSpec, ShellSandbox, repo};
 
 mod types;
 
@@ -690,7 +691,7 @@ impl DockerRuntime {
     }
 
     /// Runs one command in a running container with a fresh `docker exec` (about 50 ms): for
-    /// work outside the session. Output is collected whole.
+    /// work outside the session. Output is capped as a session's is ([`OutputLimit::default`]).
     pub async fn exec_once(
         &self,
         container_id: &str,
@@ -715,7 +716,9 @@ async fn exec_once(
         .create_exec(container_id, options)
         .await
         .map_err(docker_error)?;
-    let mut out = ExecOutput::default();
+    // Capped as a session's output is: the container decides what its commands print.
+    let mut stdout = CappedBuffer::new(OutputLimit::default());
+    let mut stderr = CappedBuffer::new(OutputLimit::default());
     if let StartExecResults::Attached { mut output, .. } = docker
         .start_exec(&exec.id, None)
         .await
@@ -723,19 +726,21 @@ async fn exec_once(
     {
         while let Some(item) = output.next().await {
             match item.map_err(docker_error)? {
-                bollard::container::LogOutput::StdOut { message } => {
-                    out.stdout.extend_from_slice(&message)
-                }
-                bollard::container::LogOutput::StdErr { message } => {
-                    out.stderr.extend_from_slice(&message)
-                }
+                bollard::container::LogOutput::StdOut { message } => stdout.push(&message),
+                bollard::container::LogOutput::StdErr { message } => stderr.push(&message),
                 _ => {}
             }
         }
     }
     let inspected = docker.inspect_exec(&exec.id).await.map_err(docker_error)?;
-    out.exit_code = inspected.exit_code.map(|c| c as i32);
-    Ok(out)
+    let ((stdout, stdout_elided), (stderr, stderr_elided)) = (stdout.finish(0), stderr.finish(0));
+    Ok(ExecOutput {
+        stdout,
+        stderr,
+        exit_code: inspected.exit_code.map(|c| c as i32),
+        elided_bytes: stdout_elided + stderr_elided,
+        ..ExecOutput::default()
+    })
 }
 
 /// A registry login as bollard sends it (the `X-Registry-Auth` header).

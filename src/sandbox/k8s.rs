@@ -659,9 +659,10 @@ impl Transport for PodTransport {
     }
 
     async fn check_alive(&self) -> Result<(), SandboxError> {
+        // The pod's status is the server's text: scrubbed as the engine's errors are.
         let died = |reason: String| SandboxError::ContainerDied {
             instance_id: self.instance_id.clone(),
-            reason,
+            reason: crate::secret::scrub(&reason),
         };
         match self.runtime.get_pod(&self.pod).await? {
             None => Err(died(format!("the pod {} is gone", self.pod))),

@@ -48,6 +48,8 @@ pub struct MockResponse {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     delay: Option<Duration>,
+    /// Streamed after `body`, with no `content-length`: this many bytes of `chunk`, repeated.
+    stream: Option<(Vec<u8>, u64)>,
 }
 
 impl MockResponse {
@@ -63,7 +65,17 @@ impl MockResponse {
             headers: Vec::new(),
             body: body.as_bytes().to_vec(),
             delay: None,
+            stream: None,
         }
+    }
+
+    /// `head`, then `total` bytes of `chunk` repeated, generated while they are written (the
+    /// server holds one chunk, whatever the total) and sent with no `content-length`: the
+    /// body ends when the connection closes, as a server streaming an answer may send it.
+    pub fn streamed(status: u16, head: &str, chunk: &[u8], total: u64) -> Self {
+        let mut response = Self::text(status, head);
+        response.stream = Some((chunk.to_vec(), total));
+        response
     }
 
     /// Adds a header.
@@ -167,11 +179,13 @@ async fn serve_connection(
         tokio::time::sleep(delay).await;
     }
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        "HTTP/1.1 {} {}\r\nconnection: close\r\n",
         response.status,
         reason(response.status),
-        response.body.len()
     );
+    if response.stream.is_none() {
+        head.push_str(&format!("content-length: {}\r\n", response.body.len()));
+    }
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -180,6 +194,19 @@ async fn serve_connection(
     // The client may have given up (timeouts); write errors are expected then.
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(&response.body).await;
+    if let Some((chunk, total)) = &response.stream {
+        let mut sent = 0;
+        while sent < *total {
+            let take = chunk
+                .len()
+                .min(usize::try_from(total - sent).unwrap_or(usize::MAX));
+            // The client hangs up once it has read enough.
+            if stream.write_all(&chunk[..take]).await.is_err() {
+                return;
+            }
+            sent += take as u64;
+        }
+    }
     let _ = stream.shutdown().await;
 }
 

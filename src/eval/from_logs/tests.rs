@@ -290,3 +290,54 @@ fn grading_an_output_directory_in_place_keeps_its_logs_and_drops_a_stale_report(
     assert!(logs.path().join("a__a-1/report.json").is_file());
     assert!(!stale.exists());
 }
+
+/// A 300 MiB log: the start marker, a hole of zero bytes (sparse, so the test writes almost
+/// nothing), then the results and the end marker. It is streamed: what is copied and graded is
+/// the head and tail a live evaluation keeps, with the same elision note between them.
+#[test]
+fn a_huge_log_is_graded_and_copied_as_its_bounded_head_and_tail() {
+    let logs = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let head = "+ : '>>>>> Start Test Output'\nrunning the tests\n";
+    let tail = "\nPASSED tests/test_a.py::test_ok\n======== 1 passed in 0.10s ========\n\
+                + : '>>>>> End Test Output'\n>>>>> Test Exit Code: 0\n";
+    let total: u64 = 300 * 1024 * 1024;
+    let path = logs.path().join("a__a-1/test_output.txt");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(head.as_bytes()).unwrap();
+        file.seek(SeekFrom::Start(total - tail.len() as u64))
+            .unwrap();
+        file.write_all(tail.as_bytes()).unwrap();
+    }
+    let settings = FromLogsSettings {
+        logs: logs.path().to_path_buf(),
+        output: out.path().to_path_buf(),
+    };
+    let summary = grade_logs(&instances()[..1], None, &settings, &mut |_| {}).unwrap();
+    assert_eq!(summary.resolved_ids, ["a__a-1"]);
+
+    let (head_limit, tail_limit) = (EVAL_OUTPUT_LIMIT.head, EVAL_OUTPUT_LIMIT.tail);
+    let elided = total - (head_limit + tail_limit) as u64;
+    let note = format!("\n[... {elided} bytes of output elided ...]\n");
+    let copied = std::fs::read(out.path().join("a__a-1/test_output.txt")).unwrap();
+    assert_eq!(copied.len(), head_limit + note.len() + tail_limit);
+    assert!(copied.starts_with(head.as_bytes()));
+    assert!(copied[head.len()..head_limit].iter().all(|b| *b == 0));
+    assert_eq!(
+        &copied[head_limit..head_limit + note.len()],
+        note.as_bytes()
+    );
+    assert!(copied.ends_with(tail.as_bytes()));
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("a__a-1/run_instance.log")).unwrap(),
+        format!(
+            "graded from {} (test log with start and end markers)\n\
+             {elided} bytes of the log were dropped from the middle of test_output.txt\n\
+             parser: pytest\n",
+            path.display()
+        )
+    );
+}

@@ -212,3 +212,87 @@ fn the_record_of_pulled_images_round_trips_through_its_file() {
     );
     assert_eq!(read_pulled(&path).unwrap(), pulled);
 }
+
+/// Set in the child processes of the test below: the index of the child.
+const WRITER: &str = "ACI_TEST_PULLED_RECORD_WRITER";
+
+/// Entries each writer thread records.
+const ENTRIES_PER_THREAD: usize = 15;
+/// Threads in each writer process.
+const THREADS_PER_WRITER: usize = 3;
+
+#[test]
+fn writers_in_many_processes_and_threads_lose_no_entry_of_the_pulled_record() {
+    if let Ok(writer) = std::env::var(WRITER) {
+        // A child: its cache root (XDG_CACHE_HOME) was set by the parent.
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS_PER_WRITER {
+                let writer = writer.clone();
+                scope.spawn(move || {
+                    for entry in 0..ENTRIES_PER_THREAD {
+                        let name = format!("w{writer}-t{thread}-e{entry}:latest");
+                        record_pulled(&name, &format!("sha256:{writer}{thread}{entry}")).unwrap();
+                    }
+                });
+            }
+        });
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let writers = 6;
+    let children: Vec<std::process::Child> = (0..writers)
+        .map(|writer| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "image::pull::tests::writers_in_many_processes_and_threads_lose_no_entry_of_the_pulled_record",
+                    "--test-threads",
+                    "1",
+                    "--quiet",
+                ])
+                .env(WRITER, writer.to_string())
+                .env("XDG_CACHE_HOME", cache.path())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let record = read_pulled(&cache.path().join("aci/pulled-images")).unwrap();
+    let mut expected = BTreeMap::new();
+    for writer in 0..writers {
+        for thread in 0..THREADS_PER_WRITER {
+            for entry in 0..ENTRIES_PER_THREAD {
+                expected.insert(
+                    format!("w{writer}-t{thread}-e{entry}:latest"),
+                    format!("sha256:{writer}{thread}{entry}"),
+                );
+            }
+        }
+    }
+    assert_eq!(record.len(), expected.len());
+    assert_eq!(record, expected);
+}
+
+#[test]
+fn a_registry_login_is_scrubbed_from_the_daemons_messages_in_every_form() {
+    let login = RegistryLogin {
+        server: "registry.example".to_owned(),
+        username: Some("pusher".to_owned()),
+        password: Some("hunter2-registry-password".to_owned()),
+        identity_token: Some("identity-token-0f9e8d".to_owned()),
+    };
+    remember_login(&login);
+    let auth = data_encoding::BASE64.encode(b"pusher:hunter2-registry-password");
+    let error = scrubbed(SandboxError::Docker(format!(
+        "unauthorized: login pusher/hunter2-registry-password (auth {auth}, token \
+         identity-token-0f9e8d) refused"
+    )));
+    assert_eq!(
+        error.to_string(),
+        "docker: unauthorized: login pusher/<redacted> (auth <redacted>, token <redacted>) \
+         refused"
+    );
+}

@@ -28,8 +28,9 @@ use super::channel::{self, Incoming, OFFERED_PROTOCOLS, StreamProtocol};
 use super::kubeconfig::{ClusterConfig, Credential, PluginToken};
 use super::manifest::CONTAINER;
 use super::status::{self, MAX_ATTEMPTS, backoff};
+use crate::sandbox::shell::CappedBuffer;
 use crate::sandbox::transport::{Channel, Frame};
-use crate::sandbox::{ExecOutput, SandboxError};
+use crate::sandbox::{ExecOutput, OutputLimit, SandboxError};
 
 /// How long an ordinary API request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -39,6 +40,9 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 const PING_EVERY: Duration = Duration::from_secs(30);
 /// Stdin payloads are sent in messages of at most this size.
 const STDIN_CHUNK: usize = 256 * 1024;
+/// The most bytes of an API answer (or of one watch event) that are read: 64 MiB, thousands
+/// of pod objects. A server sending more is refused, not buffered.
+pub(super) const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 
 /// How long to wait before attempt `attempt + 1` when `response` is a busy answer that may be
 /// retried (its status and `Retry-After` header, by [`status::retry_delay`]); `None` otherwise.
@@ -59,8 +63,56 @@ fn busy_delay(
     )
 }
 
+/// An error of the Kubernetes engine, scrubbed of every credential the process holds
+/// ([`crate::secret`]): servers quote requests (and their tokens) back in their messages.
 pub(super) fn api_error(message: impl Into<String>) -> SandboxError {
-    SandboxError::Kubernetes(message.into())
+    SandboxError::Kubernetes(crate::secret::scrub(&message.into()))
+}
+
+/// Remembers the credentials of `config` with the process's others, so that every error of
+/// the engine is scrubbed of them: the bearer token, the basic-auth password (and the header
+/// value it makes), the client key. A token read from a file or a plugin is remembered when it
+/// is read.
+fn remember_credentials(config: &ClusterConfig) {
+    match &config.credential {
+        Credential::Token(token) => crate::secret::remember(token),
+        Credential::Basic { username, password } => {
+            crate::secret::remember(password);
+            let pair = format!("{username}:{password}");
+            crate::secret::remember(&data_encoding::BASE64.encode(pair.as_bytes()));
+        }
+        Credential::None | Credential::TokenFile(_) | Credential::Exec(_) => {}
+    }
+    if let Some(pem) = &config.identity_pem {
+        for key in private_keys(&String::from_utf8_lossy(pem)) {
+            crate::secret::remember(key);
+        }
+    }
+}
+
+/// The `-----BEGIN … PRIVATE KEY-----` blocks of a PEM text.
+fn private_keys(pem: &str) -> Vec<&str> {
+    let mut keys = Vec::new();
+    let mut rest = pem;
+    while let Some(start) = rest.find("-----BEGIN") {
+        let block = &rest[start..];
+        let Some(end) = block.find("-----END") else {
+            break;
+        };
+        let close = block[end..]
+            .find('\n')
+            .map_or(block.len(), |newline| end + newline);
+        let text = &block[..close];
+        if text
+            .lines()
+            .next()
+            .is_some_and(|line| line.contains("PRIVATE KEY"))
+        {
+            keys.push(text);
+        }
+        rest = &block[close..];
+    }
+    keys
 }
 
 /// The HTTP side: requests with credentials and retries, watches, and exec WebSockets.
@@ -79,6 +131,7 @@ struct ExecSocket {
 
 impl Api {
     pub(super) fn new(config: &ClusterConfig) -> Result<Self, SandboxError> {
+        remember_credentials(config);
         crate::tls::install_provider();
         let mut builder = Client::builder()
             .http1_only()
@@ -118,6 +171,7 @@ impl Api {
                 let token = tokio::fs::read_to_string(path).await.map_err(|e| {
                     api_error(format!("cannot read the token {}: {e}", path.display()))
                 })?;
+                crate::secret::remember(&token);
                 Some(format!("Bearer {}", token.trim()))
             }
             Credential::Basic { username, password } => {
@@ -134,7 +188,9 @@ impl Api {
                         .is_none_or(|at| at > SystemTime::now() + Duration::from_secs(60))
                 });
                 if !fresh {
-                    *cached = Some(plugin.token().await.map_err(|e| api_error(e.to_string()))?);
+                    let token = plugin.token().await.map_err(|e| api_error(e.to_string()))?;
+                    crate::secret::remember(&token.token);
+                    *cached = Some(token);
                 }
                 cached.as_ref().map(|t| format!("Bearer {}", t.token))
             }
@@ -197,8 +253,7 @@ impl Api {
                 tokio::time::sleep(delay).await;
                 continue;
             }
-            let bytes = response
-                .bytes()
+            let bytes = read_answer(response)
                 .await
                 .map_err(|e| api_error(format!("{method} {path}: reading the answer: {e}")))?;
             return Ok((
@@ -256,7 +311,11 @@ impl Api {
                 tokio::time::sleep(delay).await;
                 continue;
             }
-            let value = response.json().await.unwrap_or(Value::Null);
+            let value = read_answer(response)
+                .await
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                .unwrap_or(Value::Null);
             return Err(refused(&Method::GET, path, status, &value));
         }
     }
@@ -301,7 +360,11 @@ impl Api {
                     tokio::time::sleep(delay).await;
                     continue;
                 }
-                let value = response.json().await.unwrap_or(Value::Null);
+                let value = read_answer(response)
+                    .await
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                    .unwrap_or(Value::Null);
                 return Err(refused(&Method::GET, &path, status, &value));
             }
             let protocol = accepted_protocol(&response, &key, pod)?;
@@ -351,7 +414,9 @@ impl Api {
         })
     }
 
-    /// Runs `argv` in `pod` with a fresh exec, `stdin` sent first, its output collected whole.
+    /// Runs `argv` in `pod` with a fresh exec, `stdin` sent first. Its output is capped as a
+    /// session's is ([`OutputLimit::default`], the head and tail of each stream around an
+    /// elision note), so memory does not grow with what the command prints.
     pub(super) async fn exec_once(
         &self,
         namespace: &str,
@@ -376,7 +441,8 @@ impl Api {
                     .map_err(broken)?;
             }
         }
-        let mut out = ExecOutput::default();
+        let mut stdout = CappedBuffer::new(OutputLimit::default());
+        let mut stderr = CappedBuffer::new(OutputLimit::default());
         let mut status = None;
         while let Some(message) = stream.next().await {
             let data = match message {
@@ -391,13 +457,21 @@ impl Api {
                 Err(error) => return Err(broken(error)),
             };
             match channel::decode(&data) {
-                Incoming::Stdout(bytes) => out.stdout.extend_from_slice(bytes),
-                Incoming::Stderr(bytes) => out.stderr.extend_from_slice(bytes),
+                Incoming::Stdout(bytes) => stdout.push(bytes),
+                Incoming::Stderr(bytes) => stderr.push(bytes),
                 Incoming::Status(bytes) => status = Some(channel::exit_code(bytes)),
                 Incoming::Closed(_) | Incoming::Nothing => {}
             }
         }
         let _ = sink.close().await;
+        let ((stdout, stdout_elided), (stderr, stderr_elided)) =
+            (stdout.finish(0), stderr.finish(0));
+        let mut out = ExecOutput {
+            stdout,
+            stderr,
+            elided_bytes: stdout_elided + stderr_elided,
+            ..ExecOutput::default()
+        };
         match status {
             Some(Ok(code)) => out.exit_code = Some(code),
             Some(Err(message)) => return Err(api_error(format!("exec in {pod}: {message}"))),
@@ -466,6 +540,11 @@ impl Watch {
                     return WatchNext::Event(event);
                 }
             }
+            // An event longer than any pod object: the watch is ended, and renewed by the
+            // caller, rather than the line buffered without bound.
+            if self.buffer.len() > MAX_ANSWER_BYTES {
+                return WatchNext::Ended;
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.response.chunk()).await {
                 Err(_) => return WatchNext::Quiet,
@@ -474,6 +553,26 @@ impl Watch {
             }
         }
     }
+}
+
+/// The body of `response`, read chunk by chunk up to [`MAX_ANSWER_BYTES`]; a longer one is an
+/// error (declared so, or found so while it streams).
+async fn read_answer(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+    let too_large = || format!("the answer is larger than {MAX_ANSWER_BYTES} bytes");
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_ANSWER_BYTES as u64)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A refused request as an error: the method, the path, the status and the server's message.
@@ -572,5 +671,21 @@ async fn pump_input(
         None => {
             let _ = sink.close().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_private_key_blocks_of_a_client_identity_are_found_and_its_certificate_left() {
+        let pem = "-----BEGIN CERTIFICATE-----\nQ0VSVA==\n-----END CERTIFICATE-----\n\
+                   -----BEGIN EC PRIVATE KEY-----\nS0VZLWxpbmUtb25l\n-----END EC PRIVATE KEY-----\n";
+        assert_eq!(
+            private_keys(pem),
+            ["-----BEGIN EC PRIVATE KEY-----\nS0VZLWxpbmUtb25l\n-----END EC PRIVATE KEY-----"]
+        );
+        assert_eq!(private_keys("no pem here"), Vec::<&str>::new());
     }
 }

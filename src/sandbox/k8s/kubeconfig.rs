@@ -570,10 +570,11 @@ pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
         let (clock, offset) = time.split_at(at);
         let sign = if offset.starts_with('-') { -1 } else { 1 };
         let (hours, minutes) = offset[1..].split_once(':')?;
-        (
-            clock,
-            sign * (hours.parse::<i64>().ok()? * 3600 + minutes.parse::<i64>().ok()? * 60),
-        )
+        let (hours, minutes) = (hours.parse::<i64>().ok()?, minutes.parse::<i64>().ok()?);
+        if !(0..=23).contains(&hours) || !(0..=59).contains(&minutes) {
+            return None;
+        }
+        (clock, sign * (hours * 3600 + minutes * 60))
     };
     let clock = clock.split('.').next()?;
     let mut clock_parts = clock.splitn(3, ':').map(|p| p.parse::<i64>().ok());
@@ -582,7 +583,14 @@ pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
         clock_parts.next()??,
         clock_parts.next()??,
     );
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+    // RFC 3339's ranges (a four-digit year): what a plugin prints cannot overflow the sums below.
+    let in_range = (0..=9999).contains(&year)
+        && (1..=12).contains(&month)
+        && (1..=31).contains(&day)
+        && (0..=23).contains(&hour)
+        && (0..=59).contains(&minute)
+        && (0..=60).contains(&second);
+    if !in_range {
         return None;
     }
     // Days from the civil date (Howard Hinnant's algorithm).
@@ -595,7 +603,7 @@ pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
     let days = era * 146_097 + doe - 719_468;
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
     let secs = u64::try_from(secs).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
 #[cfg(test)]
@@ -768,5 +776,25 @@ mod tests {
             Some(UNIX_EPOCH + Duration::from_secs(951_868_800))
         );
         assert_eq!(parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn a_plugin_timestamp_out_of_range_is_no_expiry_never_a_panic() {
+        for text in [
+            "99999999999999999-01-01T00:00:00Z",
+            "9223372036854775807-12-31T23:59:59Z",
+            "10000-01-01T00:00:00Z",
+            "2025-01-31T12:00:00+9223372036854775807:00",
+            "2025-01-31T12:00:00+24:00",
+            "2025-01-31T99999999999999999:00:00Z",
+            "2025-01-31T12:00:9223372036854775807Z",
+            "2025-01-31T12:-1:00Z",
+        ] {
+            assert_eq!(parse_rfc3339(text), None, "{text}");
+        }
+        assert_eq!(
+            parse_rfc3339("9999-12-31T23:59:60Z"),
+            Some(UNIX_EPOCH + Duration::from_secs(253_402_300_800))
+        );
     }
 }

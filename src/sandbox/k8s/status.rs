@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::config::units::capped_seconds;
+
 /// Waiting reasons after which a container never starts, whatever the wait.
 const PERMANENT_WAITING: [&str; 2] = ["InvalidImageName", "ErrImageNeverPull"];
 /// Requests are sent at most this many times.
@@ -246,8 +248,9 @@ impl StartWatch {
 /// Whether a request answered with `status` is sent again, and after how long: 429 and the
 /// 5xx answers a busy or restarting API server gives (and 409 when `conflict_retries`, for a
 /// create whose generated name collided), at most [`MAX_ATTEMPTS`] times in all. The server's
-/// `Retry-After` (seconds) is honoured up to a minute; without it the delay doubles from a
-/// quarter second up to 8 s. `attempt` counts the attempts made so far (1 after the first).
+/// `Retry-After` (seconds) is honoured up to a minute (an infinite or huge one is a minute); without
+/// it, or when it is no number of seconds (NaN, negative), the delay doubles from a quarter
+/// second up to 8 s. `attempt` counts the attempts made so far (1 after the first).
 pub fn retry_delay(
     status: u16,
     retry_after: Option<&str>,
@@ -261,8 +264,7 @@ pub fn retry_delay(
     }
     let given = retry_after
         .and_then(|text| text.trim().parse::<f64>().ok())
-        .filter(|secs| secs.is_finite() && *secs >= 0.0)
-        .map(|secs| Duration::from_secs_f64(secs).min(MAX_RETRY_AFTER));
+        .and_then(|secs| capped_seconds(secs, MAX_RETRY_AFTER));
     Some(given.unwrap_or_else(|| backoff(attempt)))
 }
 
@@ -525,5 +527,39 @@ mod tests {
         for status in [200, 400, 401, 403, 404, 422] {
             assert_eq!(retry_delay(status, Some("1"), 1, true), None, "{status}");
         }
+    }
+
+    #[test]
+    fn a_retry_after_out_of_range_is_capped_or_ignored_never_a_panic() {
+        let delays: Vec<Option<Duration>> = [
+            "1e300",
+            "inf",
+            "99999999999999999999999999",
+            "18446744073709551616",
+            "-1",
+            "NaN",
+            "-inf",
+            "0",
+            "2.5",
+        ]
+        .into_iter()
+        .map(|header| retry_delay(503, Some(header), 1, false))
+        .collect();
+        let minute = Some(Duration::from_secs(60));
+        let backoff = Some(Duration::from_millis(250));
+        assert_eq!(
+            delays,
+            [
+                minute,
+                minute,
+                minute,
+                minute,
+                backoff,
+                backoff,
+                backoff,
+                Some(Duration::ZERO),
+                Some(Duration::from_millis(2500)),
+            ]
+        );
     }
 }

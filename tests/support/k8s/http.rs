@@ -91,6 +91,7 @@ fn reason_phrase(code: u16) -> &'static str {
         201 => "Created",
         400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         409 => "Conflict",
@@ -218,6 +219,22 @@ where
             );
             let extra = [("Retry-After", retry_after.to_string())];
             if respond(reader.get_mut(), 429, &body, &extra).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        if state.echoes_credential(&request.method, &request.target) {
+            state.record(&request.method, &request.target, 403);
+            let message = format!(
+                "admission webhook \"audit.example.com\" denied the request: {} {} sent \
+                 Authorization: {} (token {})",
+                request.method,
+                request.path,
+                request.header("authorization").unwrap_or_default(),
+                state.token
+            );
+            let body = status(403, "Forbidden", &message);
+            if respond(reader.get_mut(), 403, &body, &[]).await.is_err() {
                 return;
             }
             continue;

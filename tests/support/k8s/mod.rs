@@ -7,8 +7,8 @@
 //! started through the daemon here (the stand-in plays the kubelet: it "pulls" by finding the
 //! image locally or pulling it from a registry, and runs `command` in it, with no network when
 //! a deny-all NetworkPolicy selects the pod). Faults are injected through [`StandIn`]: an image
-//! that never pulls, an eviction, 429s with `Retry-After`, an exec stream cut mid-command, and
-//! a server that speaks v4 only.
+//! that never pulls, an eviction, 429s with `Retry-After`, an exec stream cut mid-command, a
+//! server that speaks v4 only, and refusals that quote the request's credential back.
 //!
 //! Requests need the kubeconfig's bearer token (or, with TLS, a client certificate signed by
 //! the stand-in's CA).
@@ -88,6 +88,8 @@ struct Throttle {
 struct Faults {
     never_pull: Vec<String>,
     throttles: Vec<Throttle>,
+    /// `(method, path_contains)` of requests refused with their credential quoted back.
+    echo_credential: Vec<(String, String)>,
     drop_stream_on: Vec<String>,
     evict_on: Vec<String>,
 }
@@ -198,6 +200,15 @@ impl State {
             .find(|t| t.left > 0 && t.method == method && target.contains(&t.path_contains))?;
         throttle.left -= 1;
         Some(throttle.retry_after)
+    }
+
+    /// Whether this request is refused with its credential quoted back.
+    pub fn echoes_credential(&self, method: &str, target: &str) -> bool {
+        let faults = self.faults.lock().unwrap();
+        faults
+            .echo_credential
+            .iter()
+            .any(|(m, part)| m == method && target.contains(part.as_str()))
     }
 
     pub fn never_pulls(&self, image: &str) -> bool {
@@ -350,6 +361,16 @@ impl StandIn {
             left: times,
             retry_after,
         });
+    }
+
+    /// Requests with `method` whose path contains `path_contains` are refused with 403, the
+    /// message quoting the request's `Authorization` header (as a misconfigured admission
+    /// webhook or proxy does).
+    pub fn echo_credential_on(&self, method: &str, path_contains: &str) {
+        let mut faults = self.state.faults.lock().unwrap();
+        faults
+            .echo_credential
+            .push((method.to_owned(), path_contains.to_owned()));
     }
 
     /// An exec whose stdout shows `marker` has its connection cut, with no close frame.
