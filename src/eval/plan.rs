@@ -158,8 +158,12 @@ pub fn test_directives(test_patch: &str, style: DirectiveStyle) -> Vec<String> {
         if NON_TEST_EXTENSIONS.iter().any(|ext| path.ends_with(ext)) {
             continue;
         }
+        // A record is data: a path that would read as an option is passed as `./<path>`, and a
+        // Django label cannot be one.
         let directive = match style {
+            DirectiveStyle::Paths if path.starts_with('-') => format!("./{path}"),
             DirectiveStyle::Paths => path,
+            DirectiveStyle::DjangoModules if path.starts_with('-') => continue,
             DirectiveStyle::DjangoModules => django_label(&path),
         };
         if !directives.contains(&directive) {

@@ -250,3 +250,19 @@ fn every_swe_bench_lite_record_gets_a_full_grading_plan() {
     }
     assert_eq!(repos.len(), 12);
 }
+
+#[test]
+fn a_test_file_named_like_an_option_is_passed_as_a_path_never_as_an_option() {
+    let patch = "diff --git a/-p evil.py b/-p evil.py\nnew file mode 100644\n--- /dev/null\n\
+                 +++ b/-p evil.py\n@@ -0,0 +1 @@\n+x = 1\n\
+                 diff --git a/tests/test_a.py b/tests/test_a.py\n--- a/tests/test_a.py\n\
+                 +++ b/tests/test_a.py\n@@ -1 +1 @@\n-a\n+b\n";
+    assert_eq!(
+        test_directives(patch, DirectiveStyle::Paths),
+        ["./-p evil.py", "tests/test_a.py"]
+    );
+    assert_eq!(
+        test_directives(patch, DirectiveStyle::DjangoModules),
+        ["test_a"]
+    );
+}
