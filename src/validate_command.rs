@@ -70,7 +70,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         args.workers,
         args.output.display()
     );
-    let mut progress = |line: &str| eprintln!("{}", escape_controls(line));
+    let mut progress = |line: &str| eprintln!("{}", escape_controls_in_lines(line));
     let result = tokio::select! {
         result = validate_instances(engine.clone(), instances, settings, &mut progress) => result,
         () = signals.first() => {

@@ -138,7 +138,7 @@ impl InstanceDone {
         };
         // Printed as one line on a terminal: the id, the patch's file names and the reason
         // (which quotes paths and server messages) come from outside.
-        escape_controls(&format!("{}: {status}{when}{tests}", self.instance_id))
+        escape_controls_in_lines(&format!("{}: {status}{when}{tests}", self.instance_id))
     }
 }
 
@@ -724,11 +724,12 @@ fn grader_lines(run: &ContainerRun, reaches: &[Reach]) -> String {
     for reach in reaches {
         lines.push_str(&format!(
             "the patch reaches into the test framework: {}: {}\n",
-            reach.path, reach.why
+            escape_controls(&reach.path),
+            reach.why
         ));
     }
     for note in &run.notes {
-        lines.push_str(&format!("{note}\n"));
+        lines.push_str(&format!("{}\n", escape_controls(note)));
     }
     lines.push_str(&reset_lines("before the tests", &run.reset));
     lines
@@ -742,7 +743,11 @@ fn reset_lines(when: &str, reset: &[ResetEntry]) -> String {
                 ResetAction::Restored => "restored",
                 ResetAction::Removed => "removed",
             };
-            format!("{when}, {action}: {}: {}\n", entry.path, entry.why)
+            format!(
+                "{when}, {action}: {}: {}\n",
+                escape_controls(&entry.path),
+                entry.why
+            )
         })
         .collect()
 }
