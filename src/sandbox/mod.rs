@@ -188,6 +188,18 @@ pub enum SandboxError {
         /// What inspecting the container said (exit code, OOM).
         reason: String,
     },
+    /// The task's files took more than its disk quota, and it was stopped.
+    #[error(
+        "the container for {instance_id} wrote more than its disk quota (env.disk_mb = {disk_mb}): {detail}"
+    )]
+    OverDiskQuota {
+        /// The task.
+        instance_id: String,
+        /// The quota, in MiB.
+        disk_mb: u64,
+        /// How it was stopped.
+        detail: String,
+    },
     /// The repository could not be prepared on the host.
     #[error("cannot prepare the repository {path}: {message}")]
     Repo {
