@@ -110,9 +110,9 @@ pub struct ResourceLimits {
     pub cpus: f64,
     /// Maximum number of processes in the container.
     pub pids: i64,
-    /// Disk quota in MiB: how much the container may write on top of its image. No file may
-    /// grow past it (the kernel's file-size limit), and a watchdog ends the task when all it
-    /// wrote together is over it.
+    /// Disk quota in MiB: how much the container's files may take on top of its image. On a
+    /// filesystem of its own where aci can make one, counted in blocks by the kernel, otherwise
+    /// measured by the daemon ([`docker::disk`]); a watchdog stops the task once it is over.
     pub disk_mb: u64,
 }
 
