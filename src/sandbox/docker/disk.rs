@@ -30,6 +30,7 @@ const MARGIN: u64 = MIB;
 /// A file of aci's in the layer's directory, beside what the container sees, deleted before
 /// the watchdog restarts a full container: the daemon needs a block to mount its root again.
 const RESERVE_FILE: &str = "aci-disk-reserve";
+/// The reserve's size.
 const RESERVE: u64 = MIB;
 /// How often the watchdog reads the quota filesystem's usage (one `statfs`).
 const FILESYSTEM_INTERVAL: Duration = Duration::from_secs(1);
@@ -41,7 +42,7 @@ const LAYER_DRIVERS: [&str; 2] = ["overlay2", "fuse-overlayfs"];
 /// The image files' directory, in the daemon's root directory: the filesystem the writable
 /// layers would have been written to.
 pub const IMAGES_DIR: &str = "aci-disk";
-/// How long one of `mkfs.ext4`, `mount` or `umount` may take.
+/// How long one of `mkfs.ext4`, `mount`, `cp` or `umount` may take.
 const TOOL_LIMIT: Duration = Duration::from_secs(120);
 
 /// How the quota is kept, decided once per daemon connection ([`probe`]).
@@ -649,6 +650,10 @@ impl DockerRuntime {
     /// Deletes the quota image files that aci processes which are gone left behind (their
     /// containers reaped first): [`reap_images`] in the daemon's root directory.
     pub(super) async fn reap_disk_images(&self) {
+        // Only root can have made them, or can delete them.
+        if effective_uid() != Some(0) {
+            return;
+        }
         if let Ok(Some(root)) = self.docker_root_dir().await {
             let images = Path::new(&root).join(IMAGES_DIR);
             let _ = tokio::task::spawn_blocking(move || reap_images(&images)).await;
