@@ -1,5 +1,6 @@
 //! Sandbox latency: the persistent-shell round trip against a one-shot `docker exec`, file
-//! reads and writes through the session, and a container's whole life with a 50 MB checkout.
+//! reads and writes through the session, a container's start and removal with and without a
+//! quota filesystem, and a container's whole life with a 50 MB checkout.
 //! Needs the Docker daemon and the base image (`aci images build`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -109,6 +110,56 @@ fn benches(c: &mut Criterion) {
         })
     });
     rt.block_on(sandbox.shutdown()).unwrap();
+
+    // What `env.disk_mb` costs: a container whose writable layer gets a quota filesystem (as
+    // root beside the daemon) against one whose quota is only measured, in the same run. The
+    // image holds the repository, as SWE-bench's do: start is create, start and the session's
+    // first round trip; removal is timed apart.
+    let mut group = c.benchmark_group("disk_quota");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(15));
+    let measured = runtime.clone().measure_disk_only();
+    let quota_spec = spec(None);
+    for (name, runtime) in [
+        ("start_with_quota_filesystem", &runtime),
+        ("start_with_measured_quota", &measured),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let mut ready = Duration::ZERO;
+                    for _ in 0..iters {
+                        let start = Instant::now();
+                        let s = runtime.start(&quota_spec).await.unwrap();
+                        ready += start.elapsed();
+                        s.shutdown().await.unwrap();
+                    }
+                    ready
+                })
+            })
+        });
+    }
+    for (name, runtime) in [
+        ("remove_with_quota_filesystem", &runtime),
+        ("remove_with_measured_quota", &measured),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let mut removal = Duration::ZERO;
+                    for _ in 0..iters {
+                        let s = runtime.start(&quota_spec).await.unwrap();
+                        let start = Instant::now();
+                        s.shutdown().await.unwrap();
+                        removal += start.elapsed();
+                    }
+                    removal
+                })
+            })
+        });
+    }
+    group.finish();
 
     let repo = fifty_megabyte_repo();
     let spec = spec(Some(repo.path()));

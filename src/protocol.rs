@@ -64,6 +64,9 @@ pub enum ExitStatus {
     /// Ours, not SWE-agent's: the instance used its `max_steps` model responses. SWE-agent has no
     /// step limit (its workaround, `per_instance_call_limit`, reports `exit_cost`).
     ExitStepLimit,
+    /// Ours: the sandbox's files took more than its disk quota (`env.disk_mb`), so its
+    /// processes were stopped. The model's doing, not the environment's.
+    ExitDiskQuota,
     /// The model gave up with the `exit_forfeit` command.
     ExitForfeit,
     /// The model's action was exactly `exit`.
@@ -76,7 +79,7 @@ pub enum ExitStatus {
 
 impl ExitStatus {
     /// Every status, in the order of reference §8.
-    pub const ALL: [ExitStatus; 14] = [
+    pub const ALL: [ExitStatus; 15] = [
         ExitStatus::Submitted,
         ExitStatus::ExitCost,
         ExitStatus::ExitContext,
@@ -87,6 +90,7 @@ impl ExitStatus {
         ExitStatus::ExitCommandTimeout,
         ExitStatus::ExitTotalExecutionTime,
         ExitStatus::ExitStepLimit,
+        ExitStatus::ExitDiskQuota,
         ExitStatus::ExitForfeit,
         ExitStatus::ExitCommand,
         ExitStatus::EarlyExit,
@@ -106,6 +110,7 @@ impl ExitStatus {
             ExitStatus::ExitCommandTimeout => "exit_command_timeout",
             ExitStatus::ExitTotalExecutionTime => "exit_total_execution_time",
             ExitStatus::ExitStepLimit => "exit_step_limit",
+            ExitStatus::ExitDiskQuota => "exit_disk_quota",
             ExitStatus::ExitForfeit => "exit_forfeit",
             ExitStatus::ExitCommand => "exit_command",
             ExitStatus::EarlyExit => "early_exit",

@@ -144,6 +144,36 @@ fn an_instance_task_that_panics_is_recorded_and_leaves_no_container_once_the_wor
     assert_eq!(containers_of(&run), Vec::<String>::new());
 }
 
+/// A container's quota filesystem goes with it: unmounted, its loop device released and its
+/// image file deleted by the guard's sweep.
+#[test]
+fn a_panic_leaves_no_quota_filesystem_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let run = format!("test-guard-disk-{}", std::process::id());
+    let seen = std::sync::Arc::new(Mutex::new(None));
+    let in_work = (run.clone(), std::sync::Arc::clone(&seen));
+    let result = run_guarded(tokio::runtime::Runtime::new().unwrap(), async move {
+        let (run, seen) = in_work;
+        let docker = support::docker().await;
+        let held = docker.start(&spec_in(&run, "disk")).await.unwrap();
+        assert!(
+            held.disk_usage().is_some(),
+            "the disk quota is only measured here"
+        );
+        *seen.lock().unwrap() = Some(support::disk::disk_of(held.container_id()));
+        let _held = held;
+        panic!("a bug while the quota filesystem is mounted");
+    });
+    let panicked = result.unwrap_err();
+    assert_eq!(
+        panicked.message,
+        "a bug while the quota filesystem is mounted"
+    );
+    assert_eq!(containers_of(&run), Vec::<String>::new());
+    let (image, layer_dir) = seen.lock().unwrap().clone().unwrap();
+    support::disk::assert_released(&image, &layer_dir);
+}
+
 /// The same for a pod of `--engine k8s`: a panic after a pod started leaves no pod, policy or
 /// container of the stand-in cluster behind.
 #[test]

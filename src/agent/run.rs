@@ -719,9 +719,11 @@ fn to_messages(items: &[HistoryItem]) -> Vec<Message> {
         .collect()
 }
 
-/// A sandbox failure ends the instance: a dead container is an environment error.
+/// A sandbox failure ends the instance: a dead container is an environment error; a task over
+/// its disk quota ends with its own status.
 fn environment_status(error: &SandboxError) -> ExitStatus {
     match error {
+        SandboxError::OverDiskQuota { .. } => ExitStatus::ExitDiskQuota,
         SandboxError::ContainerDied { .. }
         | SandboxError::Docker(_)
         | SandboxError::Kubernetes(_)

@@ -255,9 +255,10 @@ pub struct EnvConfig {
     pub cpus: Positive<f64>,
     /// Maximum number of processes in the container; above 0.
     pub pids: Positive<i64>,
-    /// Disk quota per container in MiB: what a task may write on top of its image; above 0. No
-    /// single file may grow past it, and the task ends (`exit_environment_error`) once
-    /// everything it wrote is over it (checked every few seconds).
+    /// Disk quota per container in MiB: what a task's files may take on top of its image;
+    /// above 0. Counted in blocks on a filesystem of its own where aci can make one (as root
+    /// beside the daemon), else measured by the daemon; the task ends (`exit_disk_quota`) once
+    /// it is over (checked every second, or every 3 s when measured).
     pub disk_mb: Positive<u64>,
     /// Give the container a network. Off by default: the container has only `lo`.
     pub network: bool,

@@ -15,10 +15,10 @@ use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
-    DownloadFromContainerOptionsBuilder, EventsOptionsBuilder, InspectContainerOptionsBuilder,
-    KillContainerOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
-    PushImageOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
-    RestartContainerOptionsBuilder, TagImageOptionsBuilder, UploadToContainerOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, EventsOptionsBuilder, ListContainersOptionsBuilder,
+    ListImagesOptionsBuilder, PushImageOptionsBuilder, RemoveContainerOptionsBuilder,
+    RemoveImageOptionsBuilder, RestartContainerOptionsBuilder, TagImageOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -28,6 +28,7 @@ use super::shell::CappedBuffer;
 use super::transport::{Channel, Frame, SESSION_ENV, Transport};
 use super::{ExecOutput, OutputLimit, SandboxError, SandboxSpec, ShellSandbox, repo};
 
+pub mod disk;
 mod types;
 
 pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin};
@@ -40,13 +41,12 @@ pub const LABEL_INSTANCE_ID: &str = "aci.instance_id";
 pub const LABEL_PID: &str = "aci.pid";
 /// Label holding that process's start time (clock ticks since boot), against pid reuse.
 pub const LABEL_PID_START: &str = "aci.pid_start";
+/// Label holding the image file of the container's quota filesystem ([`disk`]), when it has one.
+pub const LABEL_DISK: &str = "aci.disk_image";
 
 /// Capabilities added back after dropping all: what root needs to unpack archives, install
 /// packages and run git on files of other owners. Nothing that reaches outside the container.
 const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
-
-/// How often the disk watchdog measures what a container wrote.
-const DISK_CHECK_INTERVAL: Duration = Duration::from_secs(3);
 
 /// An error and its causes, joined with `: `.
 fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
@@ -72,6 +72,8 @@ fn docker_error(error: bollard::errors::Error) -> SandboxError {
 pub struct DockerRuntime {
     docker: Docker,
     live: Arc<Mutex<Vec<String>>>,
+    /// How `env.disk_mb` is kept with this daemon, decided at the first start.
+    disk: Arc<tokio::sync::OnceCell<disk::DiskMode>>,
 }
 
 impl DockerRuntime {
@@ -85,25 +87,51 @@ impl DockerRuntime {
         Ok(Self {
             docker,
             live: Arc::new(Mutex::new(Vec::new())),
+            disk: Arc::new(tokio::sync::OnceCell::new()),
         })
+    }
+
+    /// This connection with `env.disk_mb` only measured, whatever this machine supports: to
+    /// compare the two ways, and to test the measured one where the other is available.
+    #[must_use]
+    pub fn measure_disk_only(mut self) -> Self {
+        let mode = disk::DiskMode::Measured {
+            reason: "asked for by the caller".to_owned(),
+        };
+        self.disk = Arc::new(tokio::sync::OnceCell::new_with(Some(mode)));
+        self
     }
 
     /// Starts a task container as `spec` says and opens its shell.
     pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
-        let container_id = self.create_container(spec).await?;
+        let image = match self.disk_mode().await {
+            disk::DiskMode::Enforced { images } => Some(disk::next_image(&images)),
+            disk::DiskMode::Measured { .. } => None,
+        };
+        let container_id = self.create_container(spec, image.as_deref()).await?;
         self.track(&container_id, true);
-        if let Err(error) = self.prepare(spec, &container_id).await {
-            let _ = self.remove_container(&container_id).await;
-            return Err(error);
-        }
+        let meter = match self.prepare(spec, &container_id, image.as_deref()).await {
+            Ok(meter) => meter,
+            Err(error) => {
+                let _ = self.remove_container(&container_id).await;
+                return Err(error);
+            }
+        };
         // From here on the transport owns the container: it removes it at teardown, and when
         // the sandbox is dropped without one.
-        let over_quota = Arc::new(Mutex::new(None));
-        let disk_watchdog = tokio::spawn(watch_disk(
+        let quota = Arc::new(tokio::sync::watch::Sender::new(disk::QuotaState::Watching));
+        let own_restart_at = Arc::new(Mutex::new(unix_now()));
+        let disk_usage = match &meter {
+            disk::Meter::Filesystem(layer) => Some(Arc::clone(layer)),
+            disk::Meter::Daemon => None,
+        };
+        let disk_watchdog = tokio::spawn(disk::watch(
             self.clone(),
             container_id.clone(),
             spec.limits.disk_mb,
-            Arc::clone(&over_quota),
+            meter,
+            Arc::clone(&quota),
+            Arc::clone(&own_restart_at),
         ));
         let transport = DockerTransport {
             runtime: self.clone(),
@@ -111,20 +139,51 @@ impl DockerRuntime {
             instance_id: spec.instance_id.clone(),
             workdir: spec.repo_dir.clone(),
             torn_down: false,
-            own_restart_at: Mutex::new(unix_now()),
-            over_quota,
+            own_restart_at,
+            disk_mb: spec.limits.disk_mb,
+            quota,
+            disk_usage,
             disk_watchdog,
         };
         let baseline = repo::Baseline::for_source(spec.repo.as_ref());
         ShellSandbox::open(transport, spec, spec.repo_dir.clone(), baseline).await
     }
 
-    /// Starts the container and copies the repository in.
-    async fn prepare(&self, spec: &SandboxSpec, container_id: &str) -> Result<(), SandboxError> {
+    /// Puts the container's writable layer on its quota filesystem when `image` is given,
+    /// starts the container and copies the repository in. Returns what the disk watchdog reads.
+    async fn prepare(
+        &self,
+        spec: &SandboxSpec,
+        container_id: &str,
+        image: Option<&std::path::Path>,
+    ) -> Result<disk::Meter, SandboxError> {
+        let quota_error = |reason: String| {
+            SandboxError::Docker(format!(
+                "cannot give the container for {} its disk quota: {reason}",
+                spec.instance_id
+            ))
+        };
+        let meter = match image {
+            Some(image) => disk::Meter::Filesystem(Arc::new(
+                self.attach_disk(container_id, image, spec.limits.disk_mb)
+                    .await
+                    .map_err(quota_error)?,
+            )),
+            None => disk::Meter::Daemon,
+        };
         self.docker
             .start_container(container_id, None)
             .await
             .map_err(docker_error)?;
+        if let disk::Meter::Filesystem(layer) = &meter
+            && !layer.seen_by_daemon()
+        {
+            return Err(quota_error(
+                "the daemon mounted the container's root beside its quota filesystem, not on it \
+                 (does it run in a mount namespace of its own?)"
+                    .to_owned(),
+            ));
+        }
         if let Some(source) = &spec.repo {
             let prefix = spec.repo_dir.trim_start_matches('/').to_owned();
             let source = source.clone();
@@ -141,17 +200,36 @@ impl DockerRuntime {
                 .await
                 .map_err(docker_error)?;
         }
-        Ok(())
+        Ok(meter)
     }
 
-    async fn create_container(&self, spec: &SandboxSpec) -> Result<String, SandboxError> {
+    /// Creates the task container; `disk_image` is its quota filesystem's image file, when the
+    /// quota is enforced.
+    async fn create_container(
+        &self,
+        spec: &SandboxSpec,
+        disk_image: Option<&std::path::Path>,
+    ) -> Result<String, SandboxError> {
         remember_client(&self.docker);
-        let labels = HashMap::from([
+        let mut labels = HashMap::from([
             (LABEL_RUN_ID.to_owned(), spec.run_id.clone()),
             (LABEL_INSTANCE_ID.to_owned(), spec.instance_id.clone()),
             (LABEL_PID.to_owned(), std::process::id().to_string()),
             (LABEL_PID_START.to_owned(), own_start_time().to_string()),
         ]);
+        if let Some(image) = disk_image {
+            labels.insert(LABEL_DISK.to_owned(), image.display().to_string());
+        }
+        // Without a quota filesystem, no file may grow past the quota (RLIMIT_FSIZE, in bytes),
+        // and the watchdog ([`disk::watch`]) bounds what all files add up to. With one, the
+        // filesystem bounds everything, and a sparse file's length costs nothing.
+        let ulimits = disk_image.is_none().then(|| {
+            vec![ResourcesUlimits {
+                name: Some("fsize".to_owned()),
+                soft: Some(disk_bytes(spec.limits.disk_mb)),
+                hard: Some(disk_bytes(spec.limits.disk_mb)),
+            }]
+        });
         let memory =
             i64::try_from(spec.limits.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
         let host_config = HostConfig {
@@ -163,13 +241,7 @@ impl DockerRuntime {
             cap_drop: Some(vec!["ALL".to_owned()]),
             cap_add: Some(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
-            // No file may grow past the disk quota (RLIMIT_FSIZE, in bytes); the watchdog
-            // ([`watch_disk`]) bounds what all files add up to.
-            ulimits: Some(vec![ResourcesUlimits {
-                name: Some("fsize".to_owned()),
-                soft: Some(disk_bytes(spec.limits.disk_mb)),
-                hard: Some(disk_bytes(spec.limits.disk_mb)),
-            }]),
+            ulimits,
             init: Some(true),
             ..Default::default()
         };
@@ -216,8 +288,20 @@ impl DockerRuntime {
         }
     }
 
-    /// Force-removes one container.
+    /// Force-removes one container, and its quota filesystem when it has one (unmounted
+    /// before, its image file deleted after).
     pub async fn remove_container(&self, container_id: &str) -> Result<(), SandboxError> {
+        let disk_image = self.release_disk(container_id).await;
+        let removed = self.remove_container_only(container_id).await;
+        if removed.is_ok()
+            && let Some(image) = disk_image
+        {
+            let _ = std::fs::remove_file(image);
+        }
+        removed
+    }
+
+    async fn remove_container_only(&self, container_id: &str) -> Result<(), SandboxError> {
         let options = RemoveContainerOptionsBuilder::default()
             .force(true)
             .v(true)
@@ -340,6 +424,7 @@ impl DockerRuntime {
                 reaped += 1;
             }
         }
+        self.reap_disk_images().await;
         Ok(reaped)
     }
 
@@ -789,52 +874,6 @@ fn unix_now() -> f64 {
         .map_or(0.0, |elapsed| elapsed.as_secs_f64())
 }
 
-/// Ends a task whose container wrote more than `disk_mb` MiB on top of its image: every
-/// [`DISK_CHECK_INTERVAL`] it asks the daemon for the container's writable layer size (the
-/// storage driver here, fuse-overlayfs, has no quota of its own) and, once it is over, records
-/// why in `over_quota` and kills the container. Runs until then or until the container is gone;
-/// the transport aborts it at teardown.
-async fn watch_disk(
-    runtime: DockerRuntime,
-    container_id: String,
-    disk_mb: u64,
-    over_quota: Arc<Mutex<Option<String>>>,
-) {
-    let limit = u64::try_from(disk_bytes(disk_mb)).unwrap_or(u64::MAX);
-    loop {
-        tokio::time::sleep(DISK_CHECK_INTERVAL).await;
-        let options = InspectContainerOptionsBuilder::default().size(true).build();
-        let Ok(container) = runtime
-            .docker
-            .inspect_container(&container_id, Some(options))
-            .await
-        else {
-            return;
-        };
-        let written = container
-            .size_rw
-            .and_then(|bytes| u64::try_from(bytes).ok())
-            .unwrap_or(0);
-        if written > limit {
-            let reason = format!(
-                "the container wrote {} MiB, over its disk quota (env.disk_mb = {disk_mb})",
-                written / (1024 * 1024)
-            );
-            *over_quota
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
-            let options = KillContainerOptionsBuilder::default()
-                .signal("KILL")
-                .build();
-            let _ = runtime
-                .docker
-                .kill_container(&container_id, Some(options))
-                .await;
-            return;
-        }
-    }
-}
-
 /// A container name people can read in `docker ps`: `aci-<instance>-<run>-<pid>-<n>`. The pid
 /// and counter keep it unique when two `aci` processes share a run id (a rerun while the first
 /// is still going), and are kept when a long id is shortened.
@@ -916,6 +955,7 @@ pub async fn remove_containers_of_this_process() -> Result<usize, SandboxError> 
     let runtime = DockerRuntime {
         docker,
         live: Arc::new(Mutex::new(Vec::new())),
+        disk: Arc::new(tokio::sync::OnceCell::new()),
     };
     let mut removed = 0;
     for id in containers.into_iter().filter_map(|c| c.id) {
@@ -939,6 +979,13 @@ impl DockerSandbox {
     pub fn runtime(&self) -> &DockerRuntime {
         &self.transport().runtime
     }
+
+    /// The bytes the container's files take on its quota filesystem, as the disk watchdog
+    /// reads them; `None` when the quota is only measured ([`disk::DiskMode::Measured`]).
+    pub fn disk_usage(&self) -> Option<u64> {
+        let layer = self.transport().disk_usage.as_ref()?;
+        layer.usage().ok()
+    }
 }
 
 /// The session transport of one task container: an attached `docker exec` of bash per
@@ -951,19 +998,37 @@ pub struct DockerTransport {
     workdir: String,
     torn_down: bool,
     /// When aci last restarted the container itself (Unix seconds): kills and stops the
-    /// daemon logged before then were aci's own.
-    own_restart_at: Mutex<f64>,
-    /// Why the disk watchdog ended the task, once it has.
-    over_quota: Arc<Mutex<Option<String>>>,
+    /// daemon logged before then were aci's own (the disk watchdog's restart too).
+    own_restart_at: Arc<Mutex<f64>>,
+    /// The quota, in MiB.
+    disk_mb: u64,
+    /// Whether the disk watchdog stopped the task.
+    quota: Arc<tokio::sync::watch::Sender<disk::QuotaState>>,
+    /// The quota filesystem, when there is one.
+    disk_usage: Option<Arc<disk::LayerDisk>>,
     disk_watchdog: tokio::task::JoinHandle<()>,
 }
 
 impl DockerTransport {
-    fn quota_reason(&self) -> Option<String> {
-        self.over_quota
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    /// [`SandboxError::OverDiskQuota`] once, after the disk watchdog stopped the task's
+    /// processes (waiting for its restart of the container to end); `None` before and after.
+    async fn quota_stop(&self) -> Option<SandboxError> {
+        let mut state = self.quota.subscribe();
+        let settled = state.wait_for(|state| *state != disk::QuotaState::Stopping);
+        let stopped = match tokio::time::timeout(Duration::from_secs(60), settled).await {
+            Ok(Ok(state)) => *state == disk::QuotaState::Stopped,
+            Ok(Err(_)) => false,
+            Err(_) => true,
+        };
+        if !stopped {
+            return None;
+        }
+        self.quota.send_replace(disk::QuotaState::Reported);
+        Some(SandboxError::OverDiskQuota {
+            instance_id: self.instance_id.clone(),
+            disk_mb: self.disk_mb,
+            detail: "aci stopped its processes".to_owned(),
+        })
     }
 
     /// Whether someone other than aci (`docker stop`, `docker kill`, the daemon) stopped or
@@ -991,9 +1056,6 @@ impl DockerTransport {
     }
 
     async fn death_reason(&self) -> Option<String> {
-        if let Some(reason) = self.quota_reason() {
-            return Some(reason);
-        }
         let inspected = self
             .runtime
             .docker
@@ -1071,12 +1133,21 @@ impl Transport for DockerTransport {
     }
 
     async fn check_alive(&self) -> Result<(), SandboxError> {
+        if let Some(error) = self.quota_stop().await {
+            return Err(error);
+        }
         match self.death_reason().await {
             None => Ok(()),
-            Some(reason) => Err(SandboxError::ContainerDied {
-                instance_id: self.instance_id.clone(),
-                reason,
-            }),
+            // The disk watchdog may have begun its restart since.
+            Some(reason) => {
+                Err(self
+                    .quota_stop()
+                    .await
+                    .unwrap_or_else(|| SandboxError::ContainerDied {
+                        instance_id: self.instance_id.clone(),
+                        reason,
+                    }))
+            }
         }
     }
 
@@ -1087,10 +1158,14 @@ impl Transport for DockerTransport {
             instance_id: self.instance_id.clone(),
             reason,
         };
-        if let Some(reason) = self.quota_reason() {
-            return Err(died(reason));
+        if let Some(error) = self.quota_stop().await {
+            return Err(error);
         }
         if self.stopped_from_outside().await {
+            // The kill may be the disk watchdog's restart, begun since.
+            if let Some(error) = self.quota_stop().await {
+                return Err(error);
+            }
             return Err(died(
                 "the container was stopped from outside aci (docker stop or docker kill)"
                     .to_owned(),

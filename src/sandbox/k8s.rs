@@ -586,6 +586,7 @@ impl PendingPod {
             pod: self.name.clone(),
             policy: self.policy.clone(),
             instance_id: self.spec.instance_id.clone(),
+            disk_mb: self.spec.limits.disk_mb,
             torn_down: false,
         };
         let baseline = repo::Baseline::for_source(self.spec.repo.as_ref());
@@ -635,6 +636,8 @@ pub struct PodTransport {
     pod: String,
     policy: Option<String>,
     instance_id: String,
+    /// Its ephemeral-storage limit, in MiB.
+    disk_mb: u64,
     torn_down: bool,
 }
 
@@ -668,6 +671,13 @@ impl Transport for PodTransport {
             None => Err(died(format!("the pod {} is gone", self.pod))),
             Some(pod) => match status::pod_state(&pod, CONTAINER) {
                 PodState::Running => Ok(()),
+                PodState::Ended(why) if status::evicted_for_its_storage(&why) => {
+                    Err(SandboxError::OverDiskQuota {
+                        instance_id: self.instance_id.clone(),
+                        disk_mb: self.disk_mb,
+                        detail: why,
+                    })
+                }
                 PodState::Ended(why) => Err(died(why)),
                 other => Err(died(format!("the pod is not running ({other:?})"))),
             },

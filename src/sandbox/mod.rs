@@ -111,9 +111,9 @@ pub struct ResourceLimits {
     pub cpus: f64,
     /// Maximum number of processes in the container.
     pub pids: i64,
-    /// Disk quota in MiB: how much the container may write on top of its image. No file may
-    /// grow past it (the kernel's file-size limit), and a watchdog ends the task when all it
-    /// wrote together is over it.
+    /// Disk quota in MiB: how much the container's files may take on top of its image. On a
+    /// filesystem of its own where aci can make one, counted in blocks by the kernel, otherwise
+    /// measured by the daemon ([`docker::disk`]); a watchdog stops the task once it is over.
     pub disk_mb: u64,
 }
 
@@ -188,6 +188,18 @@ pub enum SandboxError {
         instance_id: String,
         /// What inspecting the container said (exit code, OOM).
         reason: String,
+    },
+    /// The task's files took more than its disk quota, and it was stopped.
+    #[error(
+        "the container for {instance_id} wrote more than its disk quota (env.disk_mb = {disk_mb}): {detail}"
+    )]
+    OverDiskQuota {
+        /// The task.
+        instance_id: String,
+        /// The quota, in MiB.
+        disk_mb: u64,
+        /// How it was stopped.
+        detail: String,
     },
     /// The repository could not be prepared on the host.
     #[error("cannot prepare the repository {path}: {message}")]

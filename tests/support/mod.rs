@@ -87,6 +87,7 @@ pub fn small_repo() -> tempfile::TempDir {
 
 pub mod aci_run;
 pub mod agent;
+pub mod disk;
 pub mod mock_llm;
 
 pub const SHORT: Duration = Duration::from_secs(30);

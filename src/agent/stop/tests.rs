@@ -878,6 +878,7 @@ fn exit_statuses_have_the_sweagent_names() {
             "exit_command_timeout",
             "exit_total_execution_time",
             "exit_step_limit",
+            "exit_disk_quota",
             "exit_forfeit",
             "exit_command",
             "early_exit",

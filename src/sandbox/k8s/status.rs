@@ -153,6 +153,18 @@ pub fn pod_state(pod: &Value, container: &str) -> PodState {
     }
 }
 
+/// Whether `why` (an [`PodState::Ended`] reason) is the kubelet evicting the pod for going over
+/// its own ephemeral-storage limit (its `env.disk_mb`), in the kubelet's words for the pod's
+/// total and for one container; not for the node running out of disk, which is no task's doing.
+pub fn evicted_for_its_storage(why: &str) -> bool {
+    why.strip_prefix("the pod was evicted: ")
+        .is_some_and(|message| {
+            message.starts_with("Pod ephemeral local storage usage exceeds the total limit")
+                || (message.starts_with("Container ")
+                    && message.contains(" exceeded its local ephemeral storage limit "))
+        })
+}
+
 /// How long a pod may take to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StartLimits {
@@ -343,6 +355,29 @@ mod tests {
                 permanent: false
             }
         );
+    }
+
+    #[test]
+    fn only_an_eviction_for_the_pods_own_storage_limit_is_a_disk_quota() {
+        let ended = |message: &str| {
+            let pod =
+                json!({"status": {"phase": "Failed", "reason": "Evicted", "message": message}});
+            match pod_state(&pod, "task") {
+                PodState::Ended(why) => why,
+                other => panic!("{other:?}"),
+            }
+        };
+        let pod_total =
+            ended("Pod ephemeral local storage usage exceeds the total limit of containers 64Mi. ");
+        let container =
+            ended("Container task exceeded its local ephemeral storage limit \"64Mi\". ");
+        let node = ended("The node was low on resource: ephemeral-storage. ");
+        assert!(evicted_for_its_storage(&pod_total), "{pod_total}");
+        assert!(evicted_for_its_storage(&container), "{container}");
+        assert!(!evicted_for_its_storage(&node), "{node}");
+        assert!(!evicted_for_its_storage(
+            "the pod failed: Pod ephemeral local storage usage exceeds the total limit"
+        ));
     }
 
     #[test]
