@@ -198,11 +198,31 @@ async fn the_evaluation_container_has_the_quota_too() {
     let engine = aci::cluster::Engine::Docker(runtime);
     let mut spec = spec("disk-eval", None);
     spec.limits.disk_mb = QUOTA_MB;
+    let stages = aci::eval::script::Stages::new(&aci::eval::script::EvalScriptSpec {
+        repo_dir: "/testbed",
+        base_ref: "HEAD",
+        test_patch: None,
+        activate: None,
+        eval_commands: &[],
+        reinstall: None,
+        test_cmd: "exec 3>/tmp/held; rm /tmp/held; head -c 192M /dev/zero >&3; sleep 60",
+        test_directives: &[],
+    });
+    let canary = aci::eval::canary::CanaryPlan {
+        names: aci::eval::canary::CanaryNames::from_words([1, 2, 3, 4]),
+        files: Vec::new(),
+        directive: None,
+        no_fail_fast: false,
+    };
     let job = aci::eval::container::ContainerJob {
         patch: "",
         base_files: &[],
-        eval_script: "exec 3>/tmp/held; rm /tmp/held; head -c 192M /dev/zero >&3; sleep 60\n",
+        stages: &stages,
+        test_patch: None,
+        canary: &canary,
+        tripwires: None,
         timeout: Duration::from_secs(90),
+        built: None,
     };
     let error = aci::eval::container::run_in_container(&engine, &spec, &job)
         .await
