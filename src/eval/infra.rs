@@ -383,7 +383,7 @@ pub fn test_view(kind: SectionKind, text: Option<&str>) -> Vec<String> {
 
 /// The name of a section header line (`[a.b]`, `[[bin]]`, `[tool:pytest]`), quotes and spaces
 /// around dotted parts removed, with a trailing comment allowed.
-fn section_header(line: &str, toml: bool) -> Option<String> {
+pub(super) fn section_header(line: &str, toml: bool) -> Option<String> {
     if !line.starts_with('[') {
         return None;
     }

@@ -323,26 +323,7 @@ fn hunks(section: &str) -> Vec<Hunk<'_>> {
 /// The name of a TOML table header line (`[a.b]`, `[[bin]]`, with a trailing comment), if it is
 /// one.
 fn table_header(line: &str) -> Option<String> {
-    let line = line.trim();
-    if !line.starts_with('[') {
-        return None;
-    }
-    let line = match line.find(" #").or_else(|| line.find("]#").map(|i| i + 1)) {
-        Some(index) => line[..index].trim_end(),
-        None => line,
-    };
-    let inner = line.strip_prefix('[')?.strip_suffix(']')?;
-    let inner = inner
-        .strip_prefix('[')
-        .and_then(|i| i.strip_suffix(']'))
-        .unwrap_or(inner);
-    Some(
-        inner
-            .split('.')
-            .map(|part| part.trim().trim_matches(['"', '\'']))
-            .collect::<Vec<_>>()
-            .join("."),
-    )
+    super::infra::section_header(line.trim(), true)
 }
 
 /// Each changed line of a TOML file with the table it is in (`None`: the patch does not show

@@ -411,6 +411,19 @@ pub async fn activate<T: Transport>(
 mod tests {
     use super::*;
 
+    /// `git -C dir args…` as a test user, which must succeed; its stdout, trimmed.
+    fn git_in(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
     #[test]
     fn placeholder_commits_copy_the_directory() {
         assert_eq!(is_real_commit(Some("0000000000")), None);
@@ -464,17 +477,7 @@ mod tests {
     #[test]
     fn a_commit_fingerprint_names_the_commit_and_its_tree() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .arg("-C")
-                .arg(dir.path())
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            String::from_utf8(out.stdout).unwrap().trim().to_owned()
-        };
+        let git = |args: &[&str]| git_in(dir.path(), args);
         git(&["init", "-q"]);
         std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
         git(&["add", "-A"]);
@@ -503,14 +506,7 @@ mod tests {
     fn one_commit_repository() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .arg("-C")
-                .arg(dir.path())
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
+            git_in(dir.path(), args);
         };
         git(&["init", "-q"]);
         std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
@@ -636,17 +632,7 @@ mod tests {
     #[test]
     fn a_sha256_repository_keeps_its_object_format_and_its_base_commit_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .arg("-C")
-                .arg(dir.path())
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            String::from_utf8(out.stdout).unwrap().trim().to_owned()
-        };
+        let git = |args: &[&str]| git_in(dir.path(), args);
         git(&["init", "-q", "--object-format=sha256"]);
         std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
         git(&["add", "-A"]);
@@ -673,17 +659,7 @@ mod tests {
     #[test]
     fn a_branch_named_like_an_option_is_checked_out_as_a_branch() {
         let repo = one_commit_repository();
-        let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .arg("-C")
-                .arg(repo.path())
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            String::from_utf8(out.stdout).unwrap().trim().to_owned()
-        };
+        let git = |args: &[&str]| git_in(repo.path(), args);
         let base = git(&["rev-parse", "HEAD"]);
         git(&["update-ref", "refs/heads/--orphan=evil", &base]);
         git(&["commit", "-q", "--allow-empty", "-m", "later"]);
