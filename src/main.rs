@@ -128,8 +128,15 @@ async fn connect_docker() -> Result<DockerRuntime, Failure> {
             .hint("start the Docker daemon, or use --runtime local (no isolation)")
     })?;
     match runtime.reap_orphans().await {
-        Ok(0) => {}
-        Ok(n) => eprintln!("removed {n} container(s) left by aci runs that are gone"),
+        Ok(reaped) => {
+            if reaped.removed > 0 {
+                let n = reaped.removed;
+                eprintln!("removed {n} container(s) left by aci runs that are gone");
+            }
+            if let Some(line) = reaped.unknown_line("container(s)") {
+                eprintln!("{line}");
+            }
+        }
         Err(error) => eprintln!("warning: could not look for leftover containers: {error}"),
     }
     Ok(runtime)

@@ -24,6 +24,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
+use super::liveness::{ProcessState, Reap, Reaped, own_start_time, read_process, reap_verdict};
 use super::transport::{Channel, Frame, SESSION_ENV, Transport};
 use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
 
@@ -316,28 +317,41 @@ impl DockerRuntime {
             .collect())
     }
 
-    /// Removes containers left by `aci` processes that are gone. Returns how many.
+    /// Removes containers left by `aci` processes that are gone, reading liveness from
+    /// `/proc` ([`Self::reap_orphans_with`]).
+    pub async fn reap_orphans(&self) -> Result<Reaped, SandboxError> {
+        self.reap_orphans_with(&read_process).await
+    }
+
+    /// Removes containers left by `aci` processes that are gone, as `read` tells liveness;
+    /// those whose process's liveness cannot be read are kept and counted
+    /// ([`super::liveness::reap_verdict`]).
     ///
     /// Only task containers, which carry the `aci.pid` of the process that created them, are
     /// candidates: the step containers of an environment image build inherit the image's
     /// `aci.run_id` label but belong to the daemon's builder, which removes them itself.
-    pub async fn reap_orphans(&self) -> Result<usize, SandboxError> {
-        let mut reaped = 0;
+    pub async fn reap_orphans_with(
+        &self,
+        read: &(dyn Fn(u32) -> ProcessState + Sync),
+    ) -> Result<Reaped, SandboxError> {
+        // Without its own entry, `/proc` tells nothing of any process (not even a bad label's).
+        let readable = read(std::process::id()) != ProcessState::Unknown;
+        let mut reaped = Reaped::default();
         for (id, labels) in self.list_labelled(None).await? {
             let Some(pid) = labels.get(LABEL_PID) else {
                 continue;
             };
-            let pid = pid.parse::<u32>().ok();
+            let state = match pid.parse::<u32>() {
+                _ if !readable => ProcessState::Unknown,
+                Ok(pid) => read(pid),
+                Err(_) => ProcessState::Absent,
+            };
             let start = labels
                 .get(LABEL_PID_START)
                 .and_then(|s| s.parse::<u64>().ok());
-            let alive = match (pid, start) {
-                (Some(pid), Some(start)) => process_start_time(pid) == Some(start),
-                _ => false,
-            };
-            if !alive && self.remove_container(&id).await.is_ok() {
-                reaped += 1;
-            }
+            let verdict = reap_verdict(start, state);
+            let removed = verdict == Reap::Remove && self.remove_container(&id).await.is_ok();
+            reaped.count(verdict, removed);
         }
         Ok(reaped)
     }
@@ -851,18 +865,6 @@ fn container_name(instance_id: &str, run_id: &str) -> String {
     name.truncate(100);
     name.push_str(&format!("-{}-{n}", std::process::id()));
     name
-}
-
-/// The start time (clock ticks since boot) of a process, from `/proc/<pid>/stat`.
-pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 2..];
-    // Fields after the command name start at field 3 (state); starttime is field 22.
-    after_comm.split_whitespace().nth(19)?.parse().ok()
-}
-
-pub(crate) fn own_start_time() -> u64 {
-    process_start_time(std::process::id()).unwrap_or(0)
 }
 
 /// The daemon connection of the first container this process created, kept for
