@@ -549,7 +549,7 @@ fn warn_on_config_change(output: &Path, hash: &str, redo: bool) {
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM: the first one stops the batch in order, the second quits at
-/// once (after removing the containers).
+/// once, after removing every container and pod this process created (bounded in time).
 struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
@@ -587,10 +587,18 @@ impl Signals {
                     continue;
                 }
                 eprintln!("interrupted again: removing the containers and quitting");
-                if let Some(docker) = &docker {
-                    docker.remove_all_started().await;
-                }
-                engine_command::finish(&runtime).await;
+                // The run's own clean-up, then the guard's sweep by label (which also finds a
+                // container whose creation had not returned yet), each bounded in time.
+                aci::sandbox::docker::close_creation();
+                let limit = aci::sandbox::guard::QUIT_SWEEP_LIMIT;
+                let own = async {
+                    if let Some(docker) = &docker {
+                        docker.remove_all_started().await;
+                    }
+                    engine_command::finish(&runtime).await;
+                };
+                let _ = tokio::time::timeout(limit, own).await;
+                aci::sandbox::guard::sweep_before_exit().await;
                 std::process::exit(130);
             }
         });

@@ -7,6 +7,7 @@
 //! can be told apart from containers of runs that are still alive.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -145,6 +146,7 @@ impl DockerRuntime {
     }
 
     async fn create_container(&self, spec: &SandboxSpec) -> Result<String, SandboxError> {
+        check_creation_open()?;
         remember_client(&self.docker);
         let labels = HashMap::from([
             (LABEL_RUN_ID.to_owned(), spec.run_id.clone()),
@@ -425,6 +427,8 @@ impl DockerRuntime {
         image: &str,
         path: &str,
     ) -> Result<Option<Vec<u8>>, SandboxError> {
+        check_creation_open()?;
+        remember_client(&self.docker);
         let labels = HashMap::from([
             (LABEL_RUN_ID.to_owned(), "probe".to_owned()),
             (LABEL_PID.to_owned(), std::process::id().to_string()),
@@ -870,6 +874,25 @@ fn container_name(instance_id: &str, run_id: &str) -> String {
 /// The daemon connection of the first container this process created, kept for
 /// [`remove_containers_of_this_process`]: `None` while it has created none.
 static CLIENT: Mutex<Option<Docker>> = Mutex::new(None);
+
+/// Set by [`close_creation`]: from then on this process creates no container.
+static CREATION_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// From now on this process creates no container: for a sweep of a process that is about to
+/// exit while its tasks still run, so that none appears after the sweep has listed them.
+pub fn close_creation() {
+    CREATION_CLOSED.store(true, Ordering::SeqCst);
+}
+
+/// Fails once [`close_creation`] has been called.
+fn check_creation_open() -> Result<(), SandboxError> {
+    if CREATION_CLOSED.load(Ordering::SeqCst) {
+        return Err(SandboxError::Docker(
+            "aci is quitting: no container is created any more".to_owned(),
+        ));
+    }
+    Ok(())
+}
 
 fn remember_client(docker: &Docker) {
     let mut client = CLIENT
