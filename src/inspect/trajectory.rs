@@ -26,7 +26,7 @@ pub const LAST_STEPS: usize = 250;
 /// How many demonstration messages are kept.
 const DEMO_MESSAGES: usize = 64;
 /// Small values (`state`, `model_stats`) longer than this are ignored.
-const SMALL_VALUE: usize = 64 * 1024;
+const SMALL_VALUE: usize = 8 * 1024;
 
 /// One step as kept.
 #[derive(Debug, Clone, Default, PartialEq)]
