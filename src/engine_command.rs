@@ -145,12 +145,10 @@ pub async fn images_push(args: PushArgs) -> Result<ExitCode, Failure> {
         notes: &notes,
     };
     for instance in &instances {
-        match prepare(Some(&docker), instance, &request).await {
+        match prepare(&docker, instance, &request).await {
             Ok(prepared) => {
-                if let Some(image) = prepared.env_image
-                    && !tags.contains(&image.tag)
-                {
-                    tags.push(image.tag);
+                if !tags.contains(&prepared.env_image.tag) {
+                    tags.push(prepared.env_image.tag);
                 }
             }
             Err(error) => failed.push((instance.instance_id.clone(), error.to_string())),

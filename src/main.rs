@@ -131,8 +131,15 @@ async fn connect_docker() -> Result<DockerRuntime, Failure> {
             .hint("start the Docker daemon, or use --runtime local (no isolation)")
     })?;
     match runtime.reap_orphans().await {
-        Ok(0) => {}
-        Ok(n) => eprintln!("removed {n} container(s) left by aci runs that are gone"),
+        Ok(reaped) => {
+            if reaped.removed > 0 {
+                let n = reaped.removed;
+                eprintln!("removed {n} container(s) left by aci runs that are gone");
+            }
+            if let Some(line) = reaped.unknown_line("container(s)") {
+                eprintln!("{line}");
+            }
+        }
         Err(error) => eprintln!(
             "warning: could not look for leftover containers: {}",
             escape_controls(&error.to_string())
@@ -550,7 +557,7 @@ fn warn_on_config_change(output: &Path, hash: &str, redo: bool) {
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM: the first one stops the batch in order, the second quits at
-/// once (after removing the containers).
+/// once, after removing every container and pod this process created (bounded in time).
 struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
@@ -576,6 +583,25 @@ impl Signals {
         }
     }
 
+    /// Sends every SIGINT and SIGTERM on to the running step of `aci ablate`, which stops in
+    /// order on the first and quits on the second, as a batch does.
+    fn forward_to_steps(mut self) -> aci::ablate::StepControl {
+        use aci::ablate::StepSignal;
+        let control = aci::ablate::StepControl::default();
+        let forward = control.clone();
+        tokio::spawn(async move {
+            loop {
+                let signal = tokio::select! {
+                    Some(()) = self.interrupt.recv() => StepSignal::Interrupt,
+                    Some(()) = self.terminate.recv() => StepSignal::Terminate,
+                    else => break,
+                };
+                forward.forward(signal);
+            }
+        });
+        control
+    }
+
     fn spawn(mut self, docker: Option<DockerRuntime>, runtime: Runtime) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
@@ -588,10 +614,18 @@ impl Signals {
                     continue;
                 }
                 eprintln!("interrupted again: removing the containers and quitting");
-                if let Some(docker) = &docker {
-                    docker.remove_all_started().await;
-                }
-                engine_command::finish(&runtime).await;
+                // The run's own clean-up, then the guard's sweep by label (which also finds a
+                // container whose creation had not returned yet), each bounded in time.
+                aci::sandbox::docker::close_creation();
+                let limit = aci::sandbox::guard::QUIT_SWEEP_LIMIT;
+                let own = async {
+                    if let Some(docker) = &docker {
+                        docker.remove_all_started().await;
+                    }
+                    engine_command::finish(&runtime).await;
+                };
+                let _ = tokio::time::timeout(limit, own).await;
+                aci::sandbox::guard::sweep_before_exit().await;
                 std::process::exit(130);
             }
         });
@@ -667,6 +701,8 @@ async fn write_manifest(
 }
 
 async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
+    // Listen before any step starts: a signal is sent on to the running step.
+    let signals = Signals::listen()?;
     // Check every configuration before anything runs: a typo fails now, not after an hour.
     for variant in std::iter::once(&args.base).chain(&args.variants) {
         config::resolve(&[args.base.clone(), variant.clone()], &args.sets)?;
@@ -706,9 +742,21 @@ async fn ablate_command(args: cli::AblateArgs) -> Result<ExitCode, Failure> {
         eval_args: [images_args, args.cluster.to_args()].concat(),
         replay_dir: args.replay_dir.clone(),
     };
-    let table = tokio::task::spawn_blocking(move || aci::ablate::run(&plan))
+    let control = signals.forward_to_steps();
+    let ran = tokio::task::spawn_blocking(move || aci::ablate::run(&plan, &control))
         .await
-        .map_err(|e| Failure::new(format!("the ablation stopped: {e}")))??;
+        .map_err(|e| Failure::new(format!("the ablation stopped: {e}")))?;
+    let table = match ran {
+        Err(aci::ablate::AblateError::Interrupted { what }) => {
+            eprintln!(
+                "interrupted during {what}: the finished steps are in {}; rerun the same \
+                 command to resume",
+                output.display()
+            );
+            return Ok(ExitCode::from(130));
+        }
+        ran => ran?,
+    };
     aci::ablate::write(&table, &output)?;
     print!("{}", table.to_markdown());
     eprintln!("wrote {}/ablation.{{md,csv,json,svg}}", output.display());
@@ -730,6 +778,9 @@ env:
 /// `aci shell`: the `human` model drives one instance through `run_instance`, exactly the path
 /// a model's run takes (the same loop, ACI and sandbox), reading actions from stdin.
 async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
+    // SIGTERM ends the session as the end of input does; listen before anything slow.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Failure::new(format!("cannot listen for signals: {e}")))?;
     let mut layers = vec![
         (
             "configs/default.yaml (built in)".to_owned(),
@@ -785,9 +836,20 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
         escape_controls(&instance.instance_id),
         escape_controls(&ctx.image_for(instance))
     );
-    let result = tokio::select! {
-        result = batch::run_instance(&ctx, instance, None) => Some(result),
-        _ = tokio::signal::ctrl_c() => None,
+    let (end, interrupt) = batch::Interrupt::new();
+    let session = batch::run_instance_interruptible(&ctx, instance, None, interrupt);
+    tokio::pin!(session);
+    let mut terminated = false;
+    let result = loop {
+        tokio::select! {
+            result = &mut session => break Some(result),
+            _ = tokio::signal::ctrl_c() => break None,
+            Some(()) = terminate.recv(), if !terminated => {
+                // The session autosubmits its changes and removes its container.
+                terminated = true;
+                end.trigger();
+            }
+        }
     };
     if let Some(docker) = ctx.runtime.docker() {
         docker.remove_all_started().await;
@@ -815,7 +877,11 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
                 .to_string()
         )
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(if terminated {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `aci inspect`: serve the pages of DIR until Ctrl-C, or write them as a static site.

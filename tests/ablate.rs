@@ -132,3 +132,163 @@ async fn no_lint_loses_the_rejected_edit_instance_and_window_30_shrinks_observat
     };
     assert_eq!(without_time(&again), without_time(&table));
 }
+
+/// The pids of the processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let out = Command::new("ps")
+        .args(["-o", "pid=", "--ppid", &pid.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+/// The task containers made by the process `pid`, and whether one of them runs `command`.
+fn containers_of_process(pid: u32, command: &str) -> (Vec<String>, bool) {
+    let out = Command::new("docker")
+        .args(["ps", "-aq", "--no-trunc", "--filter"])
+        .arg(format!("label=aci.pid={pid}"))
+        .output()
+        .unwrap();
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let running = ids.iter().any(|id| {
+        let top = Command::new("docker").args(["top", id]).output().unwrap();
+        String::from_utf8_lossy(&top.stdout)
+            .lines()
+            .any(|line| line.ends_with(&format!(" {command}")))
+    });
+    (ids, running)
+}
+
+/// SIGTERM to `aci ablate` goes on to the batch it runs, which stops in order (its running
+/// instance autosubmitted, its container removed); the ablation waits for it, runs no step
+/// after it, exits 130 and keeps what finished: the base's run and evaluation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_reaches_the_running_batch_and_the_finished_steps_stay() {
+    use std::time::{Duration, Instant};
+    support::docker().await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("ablation");
+    let slow = dir.path().join("slow-replays");
+    std::fs::create_dir_all(&slow).unwrap();
+    let actions = [
+        "echo '# work in progress' >> README.md",
+        "sleep 900",
+        "submit",
+    ];
+    for id in IDS {
+        let path = slow.join(format!("{id}.yaml"));
+        std::fs::write(path, serde_json::to_string(&actions).unwrap()).unwrap();
+    }
+    let variant = dir.path().join("slow.yaml");
+    std::fs::write(
+        &variant,
+        format!(
+            "model:\n  replay_dir: {}\nenv:\n  command_timeout: 1200\n",
+            slow.display()
+        ),
+    )
+    .unwrap();
+    let stderr_path = dir.path().join("stderr");
+    let mut ablate = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .current_dir(root)
+        .args(["ablate", "--instances"])
+        .arg(instances_file(dir.path()))
+        .args(["--base", "configs/default.yaml", "--variant"])
+        .arg(&variant)
+        .args([
+            "--replay-dir",
+            "tests/fixtures/demo/replays",
+            "--workers",
+            "2",
+        ])
+        .arg("--output")
+        .arg(&output)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    // The variant's batch, with both instances in `sleep 900`.
+    let batch = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the variant never reached its sleep:\n{}",
+            stderr()
+        );
+        assert_eq!(ablate.try_wait().unwrap(), None, "{}", stderr());
+        if stderr().contains("ablate: batch ") && stderr().contains("slow/r1") {
+            let children = children_of(ablate.id());
+            if let [child] = children[..]
+                && containers_of_process(child, "sleep 900").1
+            {
+                break child;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let sent = Command::new("kill")
+        .args(["-TERM", &ablate.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = loop {
+        if let Some(status) = ablate.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = ablate.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // What is left, read before anything is cleaned up.
+    let batch_alive = Path::new(&format!("/proc/{batch}")).exists();
+    let (containers, _) = containers_of_process(batch, "sleep 900");
+    if batch_alive {
+        let _ = Command::new("kill")
+            .args(["-KILL", &batch.to_string()])
+            .status();
+    }
+    for id in &containers {
+        let _ = Command::new("docker").args(["rm", "-f", id]).output();
+    }
+    let stderr = stderr();
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "{stderr}");
+    assert!(!batch_alive, "the batch {batch} still runs:\n{stderr}");
+    assert_eq!(containers, Vec::<String>::new(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "interrupted during batch {}: the finished steps are in {}; rerun the same command \
+             to resume",
+            output.join("slow/r1").display(),
+            output.display()
+        )),
+        "{stderr}"
+    );
+    // The base ran and was graded; the variant's batch kept its work; nothing ran after it.
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(output.join("default/r1/eval/report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["resolved_instances"], 2, "{report}");
+    for id in IDS {
+        let traj: Value = serde_json::from_str(
+            &std::fs::read_to_string(output.join(format!("slow/r1/run/{id}/{id}.traj"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(traj["info"]["exit_status"], "submitted (early_exit)");
+        let patch =
+            std::fs::read_to_string(output.join(format!("slow/r1/run/{id}/{id}.patch"))).unwrap();
+        assert!(patch.contains("\n+# work in progress\n"), "{patch}");
+    }
+    assert!(!output.join("slow/r1/eval").exists());
+    assert!(!output.join("ablation.json").exists());
+}

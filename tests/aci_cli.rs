@@ -221,6 +221,91 @@ async fn aci_shell_drives_a_container_through_the_agent_loop_and_removes_it_at_e
     );
 }
 
+/// SIGTERM ends a shell session as the end of input does (its changes autosubmitted, its
+/// files written, its container removed), with the exit code of a signal, 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_aci_shell_like_the_end_of_input_and_removes_its_container() {
+    use std::time::{Duration, Instant};
+    let docker = support::aci_run::docker().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = format!("test-shell-term-{}", std::process::id());
+    let stderr_path = dir.path().join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .arg("shell")
+        .arg("--instances")
+        .arg(demo_instances())
+        .args(["--id", DEMO_ID, "--run-id", &run_id])
+        .arg("--output")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    // The first command runs; the session then waits for the next line, which never comes.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"echo '# work in progress' >> README.md\n")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    while !stderr().contains("Your command ran successfully and did not produce any output.") {
+        assert!(
+            Instant::now() < deadline,
+            "the command never ran:\n{}",
+            stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("aci shell did not end on SIGTERM:\n{}", stderr());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(stdin);
+    let left = docker.list_aci_containers(Some(&run_id)).await.unwrap();
+    for id in &left {
+        let _ = docker.remove_container(id).await;
+    }
+    let stderr = stderr();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_eq!(left, Vec::<String>::new(), "{stderr}");
+    let traj_path = dir.path().join(DEMO_ID).join(format!("{DEMO_ID}.traj"));
+    assert!(
+        stderr.contains(&format!(
+            "session ended (submitted (early_exit)): {}",
+            traj_path.display()
+        )),
+        "{stderr}"
+    );
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let patch_path = dir.path().join(DEMO_ID).join(format!("{DEMO_ID}.patch"));
+    assert_eq!(
+        stdout,
+        format!(
+            "{DEMO_ID}\tsubmitted (early_exit)\t{}\n",
+            patch_path.display()
+        )
+    );
+    let patch = std::fs::read_to_string(patch_path).unwrap();
+    assert!(patch.contains("\n+# work in progress\n"), "{patch}");
+    assert_eq!(
+        traj(dir.path())["info"]["exit_status"],
+        "submitted (early_exit)"
+    );
+}
+
 #[test]
 fn aci_shell_drives_a_local_sandbox_through_the_agent_loop() {
     let dir = tempfile::tempdir().unwrap();

@@ -405,6 +405,101 @@ fn ctrl_c_in_aci_run_autosubmits_the_work_so_far_removes_the_container_and_exits
     );
 }
 
+/// The task containers of `run` whose processes include `command`, as `docker top` lists them.
+fn containers_running(run: &str, command: &str) -> Vec<String> {
+    containers_of(run)
+        .into_iter()
+        .filter(|id| {
+            let top = std::process::Command::new("docker")
+                .args(["top", id])
+                .output()
+                .unwrap();
+            // The command is the last column.
+            String::from_utf8_lossy(&top.stdout)
+                .lines()
+                .any(|line| line.ends_with(&format!(" {command}")))
+        })
+        .collect()
+}
+
+/// Sends `signal` (`INT`, `TERM`) to `child`.
+fn send(child: &std::process::Child, signal: &str) {
+    let kill = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+}
+
+/// Waits until the file at `path` holds `text`.
+fn wait_for_text(path: &Path, text: &str, deadline: Instant) {
+    while !std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .contains(text)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{} never said {text:?}:\n{}",
+            path.display(),
+            std::fs::read_to_string(path).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_second_signal_quits_at_once_and_leaves_no_container_of_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ["demo__inicfg-1", "demo__csvreport-1"];
+    let instances = write_instances(dir.path(), &ids, &[]);
+    let slow = write_replays(&dir.path().join("slow"), &ids, &[LONG_SLEEP, "submit"]);
+    let out = dir.path().join("out");
+    let run = run_id("twice");
+    let (stdout_path, stderr_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = aci()
+        .args(["batch", "--instances", instances.to_str().unwrap()])
+        .args(["--replay-dir", slow.to_str().unwrap()])
+        .args(["--output", out.to_str().unwrap(), "--run-id", &run])
+        .args(["--workers", "2", "--set", LONG_SLEEP_TIMEOUT])
+        .stdout(Stdio::from(std::fs::File::create(&stdout_path).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&stderr_path).unwrap()))
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while containers_running(&run, LONG_SLEEP).len() < ids.len() {
+        assert!(
+            Instant::now() < deadline,
+            "the instances never reached `{LONG_SLEEP}`:\n{}",
+            std::fs::read_to_string(&stderr_path).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    send(&child, "INT");
+    wait_for_text(
+        &stderr_path,
+        "interrupted: no new instances start",
+        deadline,
+    );
+    send(&child, "TERM");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("aci did not quit after the second signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted again: removing the containers and quitting"),
+        "{stderr}"
+    );
+    assert_eq!(containers_of(&run), Vec::<String>::new(), "{stderr}");
+}
+
 #[test]
 fn the_watchdog_stops_each_of_several_concurrent_instances_and_keeps_their_work() {
     let dir = tempfile::tempdir().unwrap();

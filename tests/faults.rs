@@ -441,6 +441,13 @@ struct DaemonProxy {
 
 impl DaemonProxy {
     fn start(socket: PathBuf) -> Self {
+        Self::start_holding(socket, None)
+    }
+
+    /// A proxy that passes every request on but withholds the daemon's answer to one whose
+    /// bytes hold `held` (and to every later one on that connection): the daemon does the
+    /// work, and aci waits for an answer that never comes.
+    fn start_holding(socket: PathBuf, held: Option<&'static [u8]>) -> Self {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let listener = {
             let _entered = runtime.enter();
@@ -454,7 +461,12 @@ impl DaemonProxy {
                     else {
                         return;
                     };
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut daemon).await;
+                    match held {
+                        None => {
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut daemon).await;
+                        }
+                        Some(needle) => relay_holding(client, daemon, needle).await,
+                    }
                 });
             }
         });
@@ -476,6 +488,53 @@ impl DaemonProxy {
             runtime.shutdown_background();
         }
     }
+}
+
+/// Relays one connection both ways until a request holding `needle` goes up; from then on the
+/// daemon's bytes are read and dropped, and the client's side stays open and silent.
+async fn relay_holding(
+    client: tokio::net::UnixStream,
+    daemon: tokio::net::UnixStream,
+    needle: &'static [u8],
+) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut daemon_read, mut daemon_write) = daemon.into_split();
+    let holding = Arc::new(AtomicBool::new(false));
+    let up_holding = Arc::clone(&holding);
+    let up = async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(n) = client_read.read(&mut buffer).await {
+            if n == 0 {
+                break;
+            }
+            if buffer[..n].windows(needle.len()).any(|w| w == needle) {
+                up_holding.store(true, Ordering::SeqCst);
+            }
+            if daemon_write.write_all(&buffer[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let down = async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(n) = daemon_read.read(&mut buffer).await {
+            if n == 0 {
+                break;
+            }
+            if !holding.load(Ordering::SeqCst)
+                && client_write.write_all(&buffer[..n]).await.is_err()
+            {
+                break;
+            }
+        }
+        // Keep the client's side open: it waits, as for a daemon that never answers.
+        std::future::pending::<()>().await;
+        drop(client_write);
+    };
+    tokio::join!(up, down);
 }
 
 impl Drop for DaemonProxy {
@@ -585,6 +644,78 @@ fn a_docker_daemon_that_goes_away_stops_the_batch_and_the_rerun_removes_what_it_
         rows(&[("submitted", 2), ("total", 2)])
     );
     assert!(containers_of(&run).is_empty());
+}
+
+/// A second signal that comes while a container is being created (the daemon made it, its
+/// answer has not come back, so the run does not know its id yet) quits at once, and the
+/// sweep by label removes that container too.
+#[test]
+fn a_second_signal_while_a_container_is_created_removes_it_before_quitting() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ["demo__inicfg-1"];
+    let instances = write_instances(dir.path(), &ids, &[]);
+    let slow = write_replays(&dir.path().join("slow"), &ids, &[LONG_SLEEP, "submit"]);
+    let out = dir.path().join("out");
+    let run = run_id("create-held");
+    let sockets = tempfile::tempdir().unwrap();
+    let proxy = DaemonProxy::start_holding(
+        sockets.path().join("docker.sock"),
+        Some(b"/containers/create"),
+    );
+    let host = proxy.host();
+    let child = spawn_batch(
+        dir.path(),
+        &[
+            "--instances",
+            instances.to_str().unwrap(),
+            "--replay-dir",
+            slow.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--run-id",
+            &run,
+            "--set",
+            LONG_SLEEP_TIMEOUT,
+        ],
+        &[("DOCKER_HOST", &host)],
+    );
+    let stderr_path = dir.path().join("stderr");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    // The daemon has created the task container; aci still waits for its id.
+    while containers_of(&run).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "no container was created:\n{}",
+            std::fs::read_to_string(&stderr_path).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let signal = |name: &str| {
+        let sent = Command::new("kill")
+            .args([&format!("-{name}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    signal("INT");
+    while !std::fs::read_to_string(&stderr_path)
+        .unwrap_or_default()
+        .contains("interrupted: no new instances start")
+    {
+        assert!(Instant::now() < deadline, "the first signal was not heard");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal("TERM");
+    let quit = wait_for_exit(child, dir.path(), deadline);
+    quit.expect_code(130);
+    assert!(
+        quit.stderr
+            .contains("interrupted again: removing the containers and quitting"),
+        "{}",
+        quit.stderr
+    );
+    assert_eq!(containers_of(&run), Vec::<String>::new(), "{}", quit.stderr);
+    drop(proxy);
 }
 
 /// A tmpfs of `size` mounted at `dir` (root only), unmounted when dropped.

@@ -292,3 +292,87 @@ fn bad_input_is_one_line_and_exit_1_and_bad_usage_exit_2() {
     );
     assert!(stderr.contains("hint: choose another port with --port N (0 picks a free one)"));
 }
+
+/// The observation of step `step` of [`write_huge_trajectory`]'s file.
+fn huge_observation(step: usize) -> String {
+    (0..120_000)
+        .map(|line| format!("step {step} line {line:06}: {}\n", "x".repeat(50)))
+        .collect()
+}
+
+/// `DIR/run/big__huge-1/big__huge-1.traj`: 24 steps of an 8.4 MB observation each (200 MB),
+/// written as it is generated.
+fn write_huge_trajectory(root: &Path) -> PathBuf {
+    use std::io::BufWriter;
+    let run = root.join("run");
+    std::fs::create_dir_all(run.join("big__huge-1")).unwrap();
+    let path = run.join("big__huge-1/big__huge-1.traj");
+    let mut out = BufWriter::new(std::fs::File::create(&path).unwrap());
+    out.write_all(br#"{"environment": "aci", "trajectory": ["#)
+        .unwrap();
+    for step in 1..=24 {
+        if step > 1 {
+            out.write_all(b",").unwrap();
+        }
+        let observation = serde_json::to_string(&huge_observation(step)).unwrap();
+        write!(
+            out,
+            r#"{{"action": "cat big{step}.txt", "thought": "look", "response": "ok", "observation": {observation}, "state": {{"working_dir": "/testbed"}}, "execution_time": 0.5}}"#
+        )
+        .unwrap();
+    }
+    out.write_all(
+        br#"], "history": [{"role": "user", "content": "the task", "message_type": "instance"}], "info": {"exit_status": "submitted"}}"#,
+    )
+    .unwrap();
+    out.flush().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() > 200_000_000);
+    run
+}
+
+fn body(answer: &str) -> &str {
+    answer.split_once("\r\n\r\n").unwrap().1
+}
+
+#[test]
+fn a_trajectory_of_hundreds_of_megabytes_gives_a_small_page_and_every_full_text() {
+    let root = tempfile::tempdir().unwrap();
+    let run = write_huge_trajectory(root.path());
+    let expected = huge_observation(5);
+    let link = "href=\"big__huge-1/t5-observation.txt\"";
+    let label = format!("show all 120001 lines ({} characters)", expected.len());
+
+    let server = Server::start(&run);
+    let page = server.get("/i/big__huge-1.html");
+    assert_eq!(status(&page), "HTTP/1.1 200 OK");
+    let html = body(&page);
+    assert!(html.len() < 1_000_000, "the page is {} bytes", html.len());
+    assert_eq!(html.matches("<section class=\"turn\"").count(), 24);
+    assert!(html.contains(link) && html.contains(&label), "{html}");
+    assert!(html.contains("step 5 line 000011: ") && html.contains("step 5 line 119999: "));
+    assert!(!html.contains("step 5 line 000500: "));
+    let text = server.get("/i/big__huge-1/t5-observation.txt");
+    assert_eq!(status(&text), "HTTP/1.1 200 OK");
+    assert!(text.contains("\r\nContent-Security-Policy: sandbox\r\n"));
+    assert!(body(&text) == expected, "the full observation differs");
+    drop(server);
+
+    let out = root.path().join("site");
+    let exported = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .arg("inspect")
+        .arg(&run)
+        .arg("--static")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{exported:?}");
+    let html = std::fs::read_to_string(out.join("i/big__huge-1.html")).unwrap();
+    assert!(html.len() < 1_000_000, "the page is {} bytes", html.len());
+    assert!(html.contains(link) && html.contains(&label));
+    let written = std::fs::read_to_string(out.join("i/big__huge-1/t5-observation.txt")).unwrap();
+    assert!(written == expected, "the written observation differs");
+    let texts = std::fs::read_dir(out.join("i/big__huge-1"))
+        .unwrap()
+        .count();
+    assert_eq!(texts, 24, "one file per long observation");
+}

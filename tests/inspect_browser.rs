@@ -529,6 +529,77 @@ async fn check_long_instance(browser: &Browser, outputs: &Outputs) {
         .await;
 }
 
+/// A long observation shows its first and last lines; its link opens the full text: in place
+/// on the served page, as the text's own file from the exported site.
+async fn check_full_text(browser: &Browser, outputs: &Outputs) {
+    let dir = outputs.dir.path().join("fold");
+    std::fs::create_dir_all(dir.join("demo__fold-1")).unwrap();
+    let full: String = (1..=300).map(|i| format!("output line {i}\n")).collect();
+    let traj = json!({
+        "environment": "aci",
+        "trajectory": [{"action": "python long.py", "observation": full, "thought": "", "response": ""}],
+        "info": {"exit_status": "submitted"}
+    });
+    write_atomic(&dir.join("demo__fold-1/demo__fold-1.traj"), &traj);
+    let observation = "return Array.from(document.querySelectorAll('#t1 .part.observation pre')).map(p => p.textContent);";
+    let server = Server::start(&dir);
+    browser
+        .goto(&format!("{}i/demo__fold-1.html", server.url))
+        .await;
+    let folded = browser.eval(observation, json!([])).await;
+    let first: String = (1..=12).map(|i| format!("output line {i}\n")).collect();
+    let last: String = (297..=300).map(|i| format!("output line {i}\n")).collect();
+    assert_eq!(folded, json!([first.trim_end(), last]));
+    assert_eq!(
+        browser
+            .eval(
+                "return document.querySelector('#t1 a.full-text').textContent;",
+                json!([])
+            )
+            .await,
+        format!("show all 301 lines ({} characters)", full.len())
+    );
+    browser.click("#t1 a.full-text").await;
+    browser
+        .wait_for(
+            "const t = Array.from(document.querySelectorAll('#t1 .part.observation pre'))\
+             .map(p => p.textContent); return t.length === 1 && t[0] === arguments[0];",
+            json!([full]),
+            "the full observation in place of its ends",
+        )
+        .await;
+    assert!(browser.url().await.ends_with("i/demo__fold-1.html"));
+    browser
+        .screenshot(&artifacts().join("served-full-text.png"))
+        .await;
+    let site = outputs.dir.path().join("fold-site");
+    assert!(
+        Command::new(env!("CARGO_BIN_EXE_aci"))
+            .arg("inspect")
+            .arg(&dir)
+            .arg("--static")
+            .arg(&site)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    );
+    browser
+        .goto(&format!("file://{}/i/demo__fold-1.html", site.display()))
+        .await;
+    browser.click("#t1 a.full-text").await;
+    assert!(
+        browser
+            .url()
+            .await
+            .ends_with("i/demo__fold-1/t1-observation.txt")
+    );
+    let text = browser
+        .eval("return document.body.textContent;", json!([]))
+        .await;
+    assert_eq!(text, full);
+}
+
 /// The hostile trajectory, served and exported: no script runs and its text is shown.
 async fn check_hostile_both(browser: &Browser, outputs: &Outputs) {
     let server = Server::start(&outputs.hostile);
@@ -577,5 +648,6 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     check_live(&browser, &run_server.url, &outputs.demo).await;
     check_static(&browser, &outputs).await;
     check_long_instance(&browser, &outputs).await;
+    check_full_text(&browser, &outputs).await;
     check_hostile_both(&browser, &outputs).await;
 }

@@ -201,6 +201,41 @@ async fn the_containers_of_a_killed_aci_are_reaped_and_build_step_containers_are
     runtime.remove_container(&kept[0]).await.unwrap();
 }
 
+/// Where liveness cannot be read (no `/proc`), the reaper keeps the containers of other aci
+/// processes, which may still run, and counts them for its warning; where it can, it removes
+/// those of a process that is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reaper_keeps_every_container_whose_process_it_cannot_see() {
+    use aci::sandbox::liveness::{ProcessState, read_process};
+    let runtime = docker().await;
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let run = format!("test-reap-unknown-{}", std::process::id());
+    let created = std::process::Command::new("docker")
+        .args(["create", "--label", &format!("aci.run_id={run}")])
+        .args(["--label", &format!("aci.pid={dead}")])
+        .args(["--label", "aci.pid_start=1"])
+        .args([support::test_image().as_str(), "true"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let id = String::from_utf8(created.stdout).unwrap().trim().to_owned();
+    assert_eq!(read_process(dead), ProcessState::Absent);
+
+    let blind = runtime
+        .reap_orphans_with(&|_| ProcessState::Unknown)
+        .await
+        .unwrap();
+    assert_eq!(containers_of(&runtime, &run).await, vec![id]);
+    // Other tests' containers may be counted too.
+    assert!(blind.unknown >= 1, "{blind:?}");
+
+    let seeing = runtime.reap_orphans().await.unwrap();
+    assert_eq!(containers_of(&runtime, &run).await, Vec::<String>::new());
+    assert!(seeing.removed >= 1, "{seeing:?}");
+}
+
 /// Whether the daemon says the container is running (`None`: it is gone).
 fn running(container_id: &str) -> Option<bool> {
     let out = std::process::Command::new("docker")

@@ -13,8 +13,9 @@ pub mod stats;
 pub mod table;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use table::{ConfigRuns, Table};
 
@@ -64,6 +65,13 @@ pub enum AblateError {
         /// Its exit status.
         status: std::process::ExitStatus,
     },
+    /// A signal stopped the ablation: the step it reached stopped in order, and no step after
+    /// it ran.
+    #[error("interrupted during {what}")]
+    Interrupted {
+        /// The step that was running (or would have run next).
+        what: String,
+    },
     /// The results could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -81,14 +89,126 @@ pub fn config_name(path: &Path) -> String {
         .unwrap_or_else(|| "config".to_owned())
 }
 
-fn run_step(mut command: Command, what: &str) -> Result<(), AblateError> {
+/// A signal to send on to the running step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepSignal {
+    /// SIGINT (Ctrl-C).
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+}
+
+/// The step that runs now, shared with the signal handler: [`StepControl::forward`] sends a
+/// signal on to it and lets no further step start. Each step runs in a process group of its
+/// own, so a Ctrl-C at the terminal reaches it once, through this, and not twice.
+#[derive(Clone, Default)]
+pub struct StepControl {
+    state: Arc<Mutex<StepState>>,
+}
+
+#[derive(Default)]
+struct StepState {
+    /// The running step; only waited for under the lock, so its pid is never a reused one.
+    child: Option<Child>,
+    /// A signal came: no step starts any more.
+    stopping: bool,
+}
+
+/// How often a running step is checked for its end.
+const STEP_POLL: Duration = Duration::from_millis(100);
+
+impl StepControl {
+    fn lock(&self) -> MutexGuard<'_, StepState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `signal` on to the running step, if any (the first stops it in order, as it
+    /// stops `aci batch` and `aci eval`; a second quits it at once), and stops the ablation
+    /// after it.
+    pub fn forward(&self, signal: StepSignal) {
+        let mut state = self.lock();
+        state.stopping = true;
+        let Some(child) = &state.child else {
+            return;
+        };
+        let signal = match signal {
+            StepSignal::Interrupt => rustix::process::Signal::INT,
+            StepSignal::Terminate => rustix::process::Signal::TERM,
+        };
+        if let Some(pid) = i32::try_from(child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            // A step that has just exited cannot be signalled; its end is seen next.
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
+
+    /// Whether a signal has stopped the ablation.
+    pub fn is_stopping(&self) -> bool {
+        self.lock().stopping
+    }
+
+    /// Runs `command` as the running step, to its end.
+    fn run(
+        &self,
+        mut command: Command,
+        what: &str,
+    ) -> Result<std::process::ExitStatus, AblateError> {
+        use std::os::unix::process::CommandExt;
+        let interrupted = || AblateError::Interrupted {
+            what: what.to_owned(),
+        };
+        {
+            let mut state = self.lock();
+            if state.stopping {
+                return Err(interrupted());
+            }
+            // The step reads nothing, and away from the terminal's process group it would
+            // be stopped if it tried.
+            command.stdin(std::process::Stdio::null()).process_group(0);
+            let child = command.spawn().map_err(|source| AblateError::Spawn {
+                what: what.to_owned(),
+                source,
+            })?;
+            state.child = Some(child);
+        }
+        loop {
+            {
+                let mut state = self.lock();
+                let Some(child) = state.child.as_mut() else {
+                    break Err(interrupted());
+                };
+                let waited = child.try_wait();
+                match waited {
+                    Ok(Some(status)) => {
+                        state.child = None;
+                        break if state.stopping {
+                            Err(interrupted())
+                        } else {
+                            Ok(status)
+                        };
+                    }
+                    Ok(None) => {}
+                    Err(source) => {
+                        state.child = None;
+                        break Err(AblateError::Spawn {
+                            what: what.to_owned(),
+                            source,
+                        });
+                    }
+                }
+            }
+            std::thread::sleep(STEP_POLL);
+        }
+    }
+}
+
+fn run_step(control: &StepControl, mut command: Command, what: &str) -> Result<(), AblateError> {
     eprintln!("ablate: {what}");
     // The steps' own summaries go to stderr: stdout carries only the comparison table.
     command.stdout(std::process::Stdio::from(std::io::stderr()));
-    let status = command.status().map_err(|source| AblateError::Spawn {
-        what: what.to_owned(),
-        source,
-    })?;
+    let status = control.run(command, what)?;
     if status.success() {
         Ok(())
     } else {
@@ -109,7 +229,12 @@ fn sets_replay_dir(path: &Path) -> bool {
 }
 
 /// Runs one configuration (its layers in order) once: batch, then eval.
-fn run_config(plan: &AblationPlan, layers: &[PathBuf], dir: &Path) -> Result<f64, AblateError> {
+fn run_config(
+    plan: &AblationPlan,
+    control: &StepControl,
+    layers: &[PathBuf],
+    dir: &Path,
+) -> Result<f64, AblateError> {
     let started = Instant::now();
     let name = dir.display().to_string();
     let mut batch = Command::new(&plan.exe);
@@ -128,7 +253,7 @@ fn run_config(plan: &AblationPlan, layers: &[PathBuf], dir: &Path) -> Result<f64
         batch.arg("--replay-dir").arg(replay_dir);
     }
     batch.args(&plan.batch_args);
-    run_step(batch, &format!("batch {name}"))?;
+    run_step(control, batch, &format!("batch {name}"))?;
     let mut eval = Command::new(&plan.exe);
     eval.arg("eval")
         .arg("--instances")
@@ -140,13 +265,14 @@ fn run_config(plan: &AblationPlan, layers: &[PathBuf], dir: &Path) -> Result<f64
         .arg("--output")
         .arg(dir.join("eval"))
         .args(&plan.eval_args);
-    run_step(eval, &format!("eval {name}"))?;
+    run_step(control, eval, &format!("eval {name}"))?;
     Ok(started.elapsed().as_secs_f64())
 }
 
 /// Runs one configuration `repeats` times and reads its records.
 fn run_repeats(
     plan: &AblationPlan,
+    control: &StepControl,
     name: &str,
     path: &Path,
     layers: &[PathBuf],
@@ -159,7 +285,7 @@ fn run_repeats(
     };
     for repeat in 1..=plan.repeats.max(1) {
         let dir = plan.output.join(name).join(format!("r{repeat}"));
-        let seconds = run_config(plan, layers, &dir)?;
+        let seconds = run_config(plan, control, layers, &dir)?;
         let records = plan
             .instance_ids
             .iter()
@@ -171,10 +297,13 @@ fn run_repeats(
     Ok(runs)
 }
 
-/// Runs every configuration `repeats` times, evaluates, and builds the comparison.
-pub fn run(plan: &AblationPlan) -> Result<Table, AblateError> {
+/// Runs every configuration `repeats` times, evaluates, and builds the comparison. A signal
+/// sent on through `control` ends it after the running step, with
+/// [`AblateError::Interrupted`]: what finished stays on disk, and a rerun resumes from it.
+pub fn run(plan: &AblationPlan, control: &StepControl) -> Result<Table, AblateError> {
     let base = run_repeats(
         plan,
+        control,
         &config_name(&plan.base),
         &plan.base,
         std::slice::from_ref(&plan.base),
@@ -182,7 +311,13 @@ pub fn run(plan: &AblationPlan) -> Result<Table, AblateError> {
     let mut variants = Vec::new();
     for variant in &plan.variants {
         let layers = [plan.base.clone(), variant.clone()];
-        variants.push(run_repeats(plan, &config_name(variant), variant, &layers)?);
+        variants.push(run_repeats(
+            plan,
+            control,
+            &config_name(variant),
+            variant,
+            &layers,
+        )?);
     }
     Ok(table::compare(&base, &variants))
 }
@@ -203,4 +338,36 @@ pub fn write(table: &Table, output: &Path) -> Result<(), AblateError> {
         source: std::io::Error::other(e),
     })?;
     write("ablation.json", json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_step_starts_after_a_signal() {
+        let control = StepControl::default();
+        control.forward(StepSignal::Terminate);
+        let error = control.run(Command::new("true"), "batch x").unwrap_err();
+        assert_eq!(error.to_string(), "interrupted during batch x");
+    }
+
+    #[test]
+    fn a_signal_reaches_the_running_step_and_ends_it() {
+        let control = StepControl::default();
+        let forward = control.clone();
+        let sender = std::thread::spawn(move || {
+            while forward.lock().child.is_none() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            forward.forward(StepSignal::Interrupt);
+        });
+        let mut sleep = Command::new("sleep");
+        sleep.arg("600");
+        let error = control.run(sleep, "eval y");
+        sender.join().unwrap();
+        assert_eq!(error.unwrap_err().to_string(), "interrupted during eval y");
+        assert!(control.lock().child.is_none());
+        assert!(control.is_stopping());
+    }
 }

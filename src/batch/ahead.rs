@@ -151,14 +151,12 @@ async fn create_pod(
     request: &PrepareRequest<'_>,
     created_ahead: bool,
 ) -> Result<AheadPod, StartError> {
-    let prepared = prepare(Some(&cluster.docker), instance, request)
+    let prepared = prepare(&cluster.docker, instance, request)
         .await
         .map_err(StartError::Prepare)?;
     let mut spec = sandbox_spec(request.env, request.run_id, &prepared.instance);
     spec.checkout.clone_from(&prepared.checkout);
-    if let Some(env_image) = &prepared.env_image {
-        env_image.apply_to(&mut spec);
-    }
+    prepared.env_image.apply_to(&mut spec);
     let pod = cluster
         .create(&spec, request.env.instance_timeout.get(), created_ahead)
         .await?;

@@ -29,7 +29,7 @@ use crate::sandbox::local::LocalSandbox;
 use crate::sandbox::{
     AnySandbox, OutputLimit, RepoSource, ResourceLimits, SandboxError, SandboxSpec,
 };
-use crate::source::{PrepareError, PrepareRequest, prepare};
+use crate::source::{PrepareError, PrepareRequest, Prepared, prepare, prepare_on_host};
 
 /// Where instances run.
 #[derive(Clone)]
@@ -291,42 +291,46 @@ impl RunContext {
             on_step,
             notes: &notes,
         };
-        if let Runtime::K8s(run) = &self.runtime {
-            let ahead = run.take(instance, &request).await?;
-            let mut info = serde_json::Map::new();
-            let prepared = &ahead.prepared;
-            let commit = prepared.instance.base_commit.as_deref();
-            info.insert("repository".to_owned(), prepared.origin.record(commit));
-            if let Some(env_image) = &prepared.env_image {
-                info.insert("env_image".to_owned(), env_image_record(env_image));
+        match &self.runtime {
+            Runtime::Docker(runtime) => {
+                let prepared = prepare(runtime, instance, &request)
+                    .await
+                    .map_err(StartError::Prepare)?;
+                let mut spec = self.prepared_spec(&prepared);
+                prepared.env_image.apply_to(&mut spec);
+                let mut info = repository_info(&prepared);
+                info.insert(
+                    "env_image".to_owned(),
+                    env_image_record(&prepared.env_image),
+                );
+                Ok((AnySandbox::Docker(runtime.start(&spec).await?), info))
             }
-            return Ok((AnySandbox::Pod(ahead.pod.ready().await?), info));
+            Runtime::Local => {
+                let prepared = prepare_on_host(instance, &request)
+                    .await
+                    .map_err(StartError::Prepare)?;
+                let spec = self.prepared_spec(&prepared);
+                let info = repository_info(&prepared);
+                Ok((AnySandbox::Local(LocalSandbox::start(&spec).await?), info))
+            }
+            Runtime::K8s(run) => {
+                let ahead = run.take(instance, &request).await?;
+                let mut info = repository_info(&ahead.prepared);
+                info.insert(
+                    "env_image".to_owned(),
+                    env_image_record(&ahead.prepared.env_image),
+                );
+                Ok((AnySandbox::Pod(ahead.pod.ready().await?), info))
+            }
         }
-        let docker = match &self.runtime {
-            Runtime::Docker(runtime) => Some(runtime),
-            Runtime::Local | Runtime::K8s(_) => None,
-        };
-        let prepared = prepare(docker, instance, &request)
-            .await
-            .map_err(StartError::Prepare)?;
+    }
+
+    /// The sandbox spec of a prepared instance, before its environment image (if any) is
+    /// applied.
+    fn prepared_spec<E>(&self, prepared: &Prepared<E>) -> SandboxSpec {
         let mut spec = self.spec_for(&prepared.instance);
         spec.checkout.clone_from(&prepared.checkout);
-        let mut info = serde_json::Map::new();
-        info.insert(
-            "repository".to_owned(),
-            prepared
-                .origin
-                .record(prepared.instance.base_commit.as_deref()),
-        );
-        let sandbox = match (&self.runtime, &prepared.env_image) {
-            (Runtime::Docker(runtime), Some(env_image)) => {
-                env_image.apply_to(&mut spec);
-                info.insert("env_image".to_owned(), env_image_record(env_image));
-                AnySandbox::Docker(runtime.start(&spec).await?)
-            }
-            _ => AnySandbox::Local(LocalSandbox::start(&spec).await?),
-        };
-        Ok((sandbox, info))
+        spec
     }
 }
 
@@ -349,6 +353,14 @@ impl StartError {
             StartError::Sandbox(_) => false,
         }
     }
+}
+
+/// What `info.repository` of a trajectory says: where the tree came from, at which commit.
+fn repository_info<E>(prepared: &Prepared<E>) -> serde_json::Map<String, serde_json::Value> {
+    let commit = prepared.instance.base_commit.as_deref();
+    let mut info = serde_json::Map::new();
+    info.insert("repository".to_owned(), prepared.origin.record(commit));
+    info
 }
 
 /// What `info.env_image` of a trajectory says about the image its sandbox started from.

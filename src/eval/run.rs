@@ -361,16 +361,12 @@ impl Job<'_> {
             on_step: &*on_step,
             notes: &notes,
         };
-        let prepared =
-            match prepare(Some(self.shared.engine.docker()), self.instance, &request).await {
-                Ok(prepared) => prepared,
-                Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
-                Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
-            };
-        let Some(image) = prepared.env_image else {
-            let reason = "no environment image was prepared";
-            return Ok((self.error_report(reason, None), false));
+        let prepared = match prepare(self.shared.engine.docker(), self.instance, &request).await {
+            Ok(prepared) => prepared,
+            Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
+            Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
         };
+        let image = prepared.env_image;
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
         let stages = Stages::new(&EvalScriptSpec {
             repo_dir: &repo_dir,

@@ -8,20 +8,21 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::diff::render_patch;
-use super::html::{escape, push_escaped, push_linkified};
+use super::html::{escape, push_escaped};
 use super::run_page::{duration, eval_badge, exit_badge, thousands, wall_cell};
 use super::source::EvalState;
-use super::summary::{Summary, summarize};
-use super::turns::{push_text_block, render_turns};
+use super::summary::Summary;
+use super::trajectory::{Keep, ReadError, Text, TextKey, TrajectoryView, read};
+use super::turns::{push_linkified_block, push_text_block, render_turns};
 
 /// Everything the instance view shows, as read from disk.
 #[derive(Debug, Clone, Default)]
 pub struct InstanceData {
     /// The instance id.
     pub id: String,
-    /// The trajectory, when there is one and it parsed.
-    pub traj: Option<Value>,
-    /// Its summary (from the same bytes).
+    /// The trajectory as the page shows it, when there is one and it parsed.
+    pub traj: Option<TrajectoryView>,
+    /// Its summary (from the same pass).
     pub summary: Option<Summary>,
     /// Why the trajectory could not be read.
     pub traj_error: Option<String>,
@@ -29,29 +30,30 @@ pub struct InstanceData {
     pub eval: EvalState,
     /// The per-instance evaluation report (the entry for this instance).
     pub report: Option<Value>,
-    /// The tests' output (cut in the middle when huge).
-    pub test_output: Option<String>,
+    /// The tests' output.
+    pub test_output: Option<Text>,
     /// The final patch: the trajectory's submission, or the patch files beside it.
-    pub patch: Option<String>,
+    pub patch: Option<Text>,
 }
 
 impl InstanceData {
     /// Reads the trajectory out of `bytes`.
-    pub fn with_trajectory(mut self, bytes: &[u8]) -> Self {
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(value) if value.get("trajectory").is_some_and(Value::is_array) => {
-                self.summary = summarize(bytes).ok();
+    pub fn with_trajectory(self, bytes: &[u8]) -> Self {
+        self.with_view(read(bytes, Keep::View))
+    }
+
+    /// Takes the trajectory as [`super::trajectory::read`] gave it.
+    pub fn with_view(mut self, view: Result<TrajectoryView, ReadError>) -> Self {
+        match view {
+            Ok(view) if view.has_steps => {
+                self.summary = Some(view.summary.clone());
                 if self.patch.is_none() {
-                    self.patch = value
-                        .pointer("/info/submission")
-                        .and_then(Value::as_str)
-                        .filter(|p| !p.trim().is_empty())
-                        .map(str::to_owned);
+                    self.patch.clone_from(&view.submission);
                 }
-                self.traj = Some(value);
+                self.traj = Some(view);
             }
             Ok(_) => self.traj_error = Some("not a trajectory: no `trajectory` list".to_owned()),
-            Err(error) => self.traj_error = Some(format!("not a trajectory: {error}")),
+            Err(error) => self.traj_error = Some(error.to_string()),
         }
         self
     }
@@ -66,53 +68,8 @@ pub struct Nav {
     pub next: Option<String>,
     /// Raw files (label, link): only when served.
     pub raw: Vec<(String, String)>,
-}
-
-fn content_text(item: &Value) -> String {
-    match item.get("content") {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The system prompt, the demonstration (its messages joined) and the task, from the history.
-fn prompts(traj: &Value) -> (Option<String>, Vec<String>, Option<String>) {
-    let empty = Vec::new();
-    let history = traj
-        .get("history")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    let role = |item: &Value| {
-        item.get("role")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let is_demo = |item: &Value| item.get("is_demo").and_then(Value::as_bool) == Some(true);
-    let system = history
-        .iter()
-        .find(|item| role(item) == "system")
-        .map(content_text);
-    let demo = history
-        .iter()
-        .filter(|item| is_demo(item))
-        .map(|item| format!("[{}]\n{}", role(item), content_text(item)))
-        .collect();
-    let task = history
-        .iter()
-        .find(|item| item.get("message_type").and_then(Value::as_str) == Some("instance"))
-        .or_else(|| {
-            history
-                .iter()
-                .find(|item| role(item) == "user" && !is_demo(item))
-        })
-        .map(content_text);
-    (system, demo, task)
+    /// The relative link of the instance's folder of full texts (`<id>/`).
+    pub texts: String,
 }
 
 fn push_fold(out: &mut String, title: &str, open: bool, body: &str) {
@@ -125,9 +82,10 @@ fn push_fold(out: &mut String, title: &str, open: bool, body: &str) {
     out.push_str("</div></details>");
 }
 
-fn text_block(text: &str, class: &str) -> String {
+/// A text block whose full text is the instance's text `key`.
+fn text_block(text: &Text, class: &str, texts: &str, key: TextKey) -> String {
     let mut out = String::new();
-    push_text_block(&mut out, text, class);
+    push_text_block(&mut out, text, class, &format!("{texts}{}.txt", key.name()));
     out
 }
 
@@ -249,7 +207,7 @@ fn tests_table(report: &Value) -> String {
     out
 }
 
-fn push_evaluation(out: &mut String, data: &InstanceData) {
+fn push_evaluation(out: &mut String, data: &InstanceData, texts: &str) {
     out.push_str("<h2>Evaluation</h2>");
     if data.eval == EvalState::NotEvaluated && data.report.is_none() {
         out.push_str("<p class=\"muted\">not evaluated (no report for this instance)</p>");
@@ -308,49 +266,51 @@ fn push_evaluation(out: &mut String, data: &InstanceData) {
     }
     out.push_str(&tests_table(report));
     if let Some(output) = &data.test_output {
-        let lines = output.lines().count();
+        // Lines as `str::lines` counts them: a final newline ends the last line.
+        let lines = output.lines - u64::from(output.tail().ends_with('\n'));
         push_fold(
             out,
             &format!("test output ({lines} lines)"),
             false,
-            &text_block(output, "obs"),
+            &text_block(output, "obs", texts, TextKey::TestOutput),
         );
     }
 }
 
-fn push_patch(out: &mut String, patch: Option<&str>) {
+fn push_patch(out: &mut String, patch: Option<&Text>, texts: &str) {
     out.push_str("<h2>Final patch</h2>");
     match patch {
-        Some(patch) => out.push_str(&render_patch(patch)),
+        Some(patch) => match patch.whole() {
+            Some(whole) => out.push_str(&render_patch(whole)),
+            None => out.push_str(&text_block(patch, "diff patch", texts, TextKey::Patch)),
+        },
         None => out.push_str("<p class=\"muted\">no patch</p>"),
     }
 }
 
-fn push_prompts(out: &mut String, traj: &Value) {
-    let (system, demo, task) = prompts(traj);
-    if let Some(system) = system {
-        push_fold(out, "system prompt", false, &text_block(&system, "obs"));
-    }
-    if !demo.is_empty() {
+fn push_prompts(out: &mut String, traj: &TrajectoryView, texts: &str) {
+    if let Some(system) = &traj.system {
         push_fold(
             out,
-            &format!("demonstration ({} messages)", demo.len()),
+            "system prompt",
             false,
-            &text_block(&demo.join("\n\n"), "obs"),
+            &text_block(system, "obs", texts, TextKey::System),
         );
     }
-    if let Some(task) = task {
-        let mut body = String::from("<pre class=\"obs\">");
-        push_linkified(&mut body, &task);
-        body.push_str("</pre>");
+    if let Some(demo) = &traj.demo {
+        push_fold(
+            out,
+            &format!("demonstration ({} messages)", traj.demo_messages),
+            false,
+            &text_block(demo, "obs", texts, TextKey::Demo),
+        );
+    }
+    if let Some(task) = &traj.task {
+        let mut body = String::new();
+        let href = format!("{texts}{}.txt", TextKey::Task.name());
+        push_linkified_block(&mut body, task, "obs", &href);
         push_fold(out, "task", true, &body);
     }
-}
-
-fn steps(traj: &Value) -> &[Value] {
-    traj.get("trajectory")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
 }
 
 /// The body of the instance view.
@@ -372,18 +332,29 @@ pub fn render(data: &InstanceData, nav: &Nav) -> String {
         );
     }
     if let Some(traj) = &data.traj {
-        push_prompts(&mut out, traj);
-        let steps = steps(traj);
-        let _ = write!(out, "<h2>Turns ({})</h2>", steps.len());
-        out.push_str(&render_turns(steps, ""));
+        push_prompts(&mut out, traj, &nav.texts);
+        let _ = write!(out, "<h2>Turns ({})</h2>", traj.summary.steps);
+        out.push_str(&render_turns(
+            &traj.steps,
+            traj.summary.steps,
+            "",
+            &nav.texts,
+        ));
     }
-    push_patch(&mut out, data.patch.as_deref());
-    push_evaluation(&mut out, data);
+    push_patch(&mut out, data.patch.as_ref(), &nav.texts);
+    push_evaluation(&mut out, data, &nav.texts);
     out
 }
 
-/// One side of the comparison view: a configuration's run of the instance.
-pub fn render_column(data: &InstanceData, config: &str, link: &str, prefix: &str) -> String {
+/// One side of the comparison view: a configuration's run of the instance; `texts` is the
+/// relative link of that run's folder of the instance's full texts.
+pub fn render_column(
+    data: &InstanceData,
+    config: &str,
+    link: &str,
+    prefix: &str,
+    texts: &str,
+) -> String {
     let mut out = String::new();
     let summary = data.summary.clone().unwrap_or_default();
     let _ = write!(
@@ -400,9 +371,14 @@ pub fn render_column(data: &InstanceData, config: &str, link: &str, prefix: &str
         let _ = write!(out, "<div class=\"error-box\">{}</div>", escape(error));
     }
     if let Some(traj) = &data.traj {
-        out.push_str(&render_turns(steps(traj), prefix));
+        out.push_str(&render_turns(
+            &traj.steps,
+            traj.summary.steps,
+            prefix,
+            texts,
+        ));
     }
-    push_patch(&mut out, data.patch.as_deref());
+    push_patch(&mut out, data.patch.as_ref(), texts);
     out
 }
 

@@ -19,7 +19,7 @@ fn evaluated() -> InstanceData {
                 "PASS_TO_FAIL": {"success": [], "failure": []}
             }
         })),
-        test_output: Some("+ python -m pytest\n22 passed in 0.21s\n".to_owned()),
+        test_output: Some(Text::of("+ python -m pytest\n22 passed in 0.21s\n")),
         ..InstanceData::default()
     }
     .with_trajectory(MONEYFMT.as_bytes())
@@ -34,6 +34,7 @@ fn the_view_has_counters_prompts_turns_patch_and_tests() {
             "trajectory".to_owned(),
             "/raw/demo__moneyfmt-1/demo__moneyfmt-1.traj".to_owned(),
         )],
+        texts: "demo__moneyfmt-1/".to_owned(),
     };
     let html = render(&evaluated(), &nav);
     assert!(html.starts_with("<h1>demo__moneyfmt-1</h1>"));
@@ -142,7 +143,7 @@ fn an_evaluation_without_a_trajectory_shows_its_outcome_and_patch_only() {
     let data = InstanceData {
         id: "demo__pathnorm-1".to_owned(),
         eval: EvalState::Unresolved,
-        patch: Some("diff --git a/a b/a\n".to_owned()),
+        patch: Some(Text::of("diff --git a/a b/a\n")),
         ..InstanceData::default()
     };
     let html = render(&data, &Nav::default());

@@ -8,7 +8,10 @@
 //! ablation (the table, a chart of resolve rates with their Wilson intervals, gained and lost
 //! instances side by side). Served pages poll for changes, so a running batch updates live.
 //!
-//! Layout: [`source`] and [`summary`] read the files (cached by modification time and size);
+//! Layout: [`scan`] reads JSON as a stream, [`trajectory`] reads a trajectory once into what
+//! the pages show (strings as bounded [`bounded::Text`]s that know where their full text is), so
+//! memory does not grow with a file; [`source`] and [`summary`] read the files (cached by
+//! modification time and size);
 //! [`html`], [`run_page`], [`instance_page`], [`turns`], [`observation`], [`diff`] and
 //! [`ablation_page`] turn data into HTML and do no I/O; [`site`] maps page paths to pages and
 //! writes the static site; [`server`] is the HTTP edge. Every string from a trajectory is
@@ -16,15 +19,18 @@
 //! its own script and style.
 
 pub mod ablation_page;
+pub mod bounded;
 pub mod diff;
 pub mod html;
 pub mod instance_page;
 pub mod observation;
 pub mod run_page;
+pub mod scan;
 pub mod server;
 pub mod site;
 pub mod source;
 pub mod summary;
+pub mod trajectory;
 pub mod turns;
 
 pub use site::{InspectError, Mode, Route, Site};

@@ -3,7 +3,8 @@
 //! opened as a file, except under `/raw/`, where it must resolve inside the directory), a
 //! Content-Security-Policy on every answer, and, when listening on a loopback address, only
 //! `Host` headers that name one (so a web page elsewhere cannot read the trajectories through
-//! DNS rebinding).
+//! DNS rebinding). Raw files and full texts are streamed a piece at a time ([`Body::Stream`]),
+//! so answering them takes no more memory for a file of gigabytes.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,12 +15,23 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::html::content_security_policy;
-use super::site::{Mode, Site};
+use super::site::{FullText, Mode, Site};
 
 /// The most a request head may hold.
 const MAX_HEAD: usize = 16 * 1024;
 /// How long a client may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The pieces a streamed body is sent in.
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// What an answer carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// A text or file read while it is sent (its end is the end of the connection).
+    Stream(FullText),
+}
 
 /// An answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +41,7 @@ pub struct Response {
     /// `Content-Type`.
     pub content_type: &'static str,
     /// The body.
-    pub body: Vec<u8>,
+    pub body: Body,
     /// Headers besides the common ones.
     pub headers: Vec<(&'static str, String)>,
 }
@@ -39,8 +51,19 @@ impl Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
-            body: body.into().into_bytes(),
+            body: Body::Bytes(body.into().into_bytes()),
             headers: Vec::new(),
+        }
+    }
+
+    /// A text or file streamed as plain text, as a sandboxed document.
+    fn stream(text: FullText) -> Self {
+        Response {
+            status: 200,
+            content_type: "text/plain; charset=utf-8",
+            body: Body::Stream(text),
+            // A second policy adds to the first: the text is a sandboxed document.
+            headers: vec![("Content-Security-Policy", "sandbox".to_owned())],
         }
     }
 
@@ -57,24 +80,38 @@ impl Response {
         }
     }
 
-    /// The whole answer as bytes, with the headers every answer carries.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The status line and headers, with those every answer carries (a streamed body has no
+    /// `Content-Length`: it ends with the connection).
+    pub fn head(&self) -> Vec<u8> {
+        let length = match &self.body {
+            Body::Bytes(bytes) => format!("Content-Length: {}\r\n", bytes.len()),
+            Body::Stream(_) => String::new(),
+        };
         let mut head = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\n{length}\
              Content-Security-Policy: {}; frame-ancestors 'none'\r\nX-Content-Type-Options: nosniff\r\n\
              X-Frame-Options: DENY\r\nReferrer-Policy: no-referrer\r\nCache-Control: no-store\r\nConnection: close\r\n",
             self.status,
             self.reason(),
             self.content_type,
-            self.body.len(),
             content_security_policy(),
         );
         for (name, value) in &self.headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
-        let mut bytes = head.into_bytes();
-        bytes.extend_from_slice(&self.body);
+        head.into_bytes()
+    }
+
+    /// The whole answer as bytes (a streamed body read whole: for tests and small texts).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = self.head();
+        match &self.body {
+            Body::Bytes(body) => bytes.extend_from_slice(body),
+            Body::Stream(text) => {
+                let _ = text.write_to(&mut bytes);
+            }
+        }
         bytes
     }
 }
@@ -197,29 +234,73 @@ pub fn respond(site: &Site, request: &Request, check_host: bool) -> Response {
                 .raw_bases()
                 .get(index)
                 .and_then(|base| resolve_inside(base, rel));
-            return match file.and_then(|file| std::fs::read(file).ok()) {
-                Some(body) => Response {
-                    status: 200,
-                    content_type: "text/plain; charset=utf-8",
-                    body,
-                    // A second policy adds to the first: the raw file is a sandboxed document.
-                    headers: vec![("Content-Security-Policy", "sandbox".to_owned())],
-                },
+            return match file {
+                Some(file) => Response::stream(FullText::File(file)),
                 None => Response::text(404, "no such file\n"),
             };
         }
     }
-    match site
-        .route(&path)
-        .and_then(|route| site.render(&route, Mode::Live))
-    {
+    let Some(route) = site.route(&path) else {
+        return Response::text(404, "no such page\n");
+    };
+    if let Some(text) = site.full_text(&route) {
+        return Response::stream(text);
+    }
+    match site.render(&route, Mode::Live) {
         Some(rendered) => Response {
             status: 200,
             content_type: "text/html; charset=utf-8",
-            body: rendered.html.into_bytes(),
+            body: Body::Bytes(rendered.html.into_bytes()),
             headers: Vec::new(),
         },
         None => Response::text(404, "no such page\n"),
+    }
+}
+
+/// Sends a streamed body: read on a blocking thread, a piece at a time, while the pieces
+/// before it are written (at most a few pieces are held; a client that goes away stops it).
+async fn send_stream(stream: &mut TcpStream, text: FullText) {
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut out = ChunkSender {
+            sender,
+            buffer: Vec::with_capacity(STREAM_CHUNK),
+        };
+        let _ = text.write_to(&mut out);
+        let _ = std::io::Write::flush(&mut out);
+    });
+    while let Some(chunk) = receiver.recv().await {
+        if stream.write_all(&chunk).await.is_err() {
+            break;
+        }
+    }
+    drop(receiver);
+    let _ = reader.await;
+}
+
+/// Writes into pieces of [`STREAM_CHUNK`] bytes sent to the connection's task.
+struct ChunkSender {
+    sender: tokio::sync::mpsc::Sender<Vec<u8>>,
+    buffer: Vec<u8>,
+}
+
+impl std::io::Write for ChunkSender {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= STREAM_CHUNK {
+            self.flush()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(STREAM_CHUNK));
+        self.sender
+            .blocking_send(chunk)
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client left"))
     }
 }
 
@@ -263,7 +344,16 @@ async fn handle(mut stream: TcpStream, site: Arc<Site>, check_host: bool) {
             .unwrap_or_else(|_| Response::text(500, "the page could not be rendered\n")),
         None => Response::text(400, "bad request\n"),
     };
-    let _ = stream.write_all(&response.to_bytes()).await;
+    match response.body {
+        Body::Bytes(_) => {
+            let _ = stream.write_all(&response.to_bytes()).await;
+        }
+        Body::Stream(ref text) => {
+            if stream.write_all(&response.head()).await.is_ok() {
+                send_stream(&mut stream, text.clone()).await;
+            }
+        }
+    }
     let _ = stream.shutdown().await;
 }
 

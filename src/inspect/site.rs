@@ -4,9 +4,11 @@
 //!
 //! Page paths: `index.html` (the run, evaluation or ablation), `i/<id>.html` (an instance),
 //! `c/<config>/r<k>/index.html` and `c/<config>/r<k>/i/<id>.html` (an ablation's runs), and
-//! `compare/<variant>/<id>.html` (an instance under the base and a variant). Ids and names are
-//! encoded with [`encode_segment`]; a page is served only for an id the directory lists, so no
-//! path from a request is ever used to open a file.
+//! `compare/<variant>/<id>.html` (an instance under the base and a variant), and beside each
+//! instance page its long texts in full, `i/<id>/<key>.txt` ([`TextKey`]: streamed from the
+//! trajectory when served, written as files by the static site). Ids and names are encoded with
+//! [`encode_segment`]; a page is served only for an id the directory lists, so no path from a
+//! request is ever used to open a file.
 
 use std::path::{Path, PathBuf};
 
@@ -19,9 +21,8 @@ use super::html::{Shell, decode_segment, encode_segment, page};
 use super::instance_page::{self, InstanceData, Nav};
 use super::run_page::{self, RunHeader};
 use super::source::{self, Cache, Kind, Layout, Listed, RunSource, files_version};
-
-/// Tests' output past this size is cut in the middle.
-const MAX_TEST_OUTPUT: usize = 2 * 1024 * 1024;
+use super::trajectory::{self, Keep, Part, TextKey, read_text_file, write_full};
+use super::turns::is_long;
 
 /// Which run of the site a page is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,37 @@ pub enum Route {
         /// The instance.
         id: String,
     },
+    /// The full text of one of an instance's texts.
+    Text(RunRef, String, TextKey),
+}
+
+/// Where a full text is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FullText {
+    /// Strings of a trajectory file.
+    Trajectory {
+        /// The trajectory.
+        path: PathBuf,
+        /// The pieces of the text.
+        parts: Vec<Part>,
+    },
+    /// A whole file.
+    File(PathBuf),
+}
+
+impl FullText {
+    /// Writes the text to `out`, a piece at a time; returns how many bytes.
+    ///
+    /// # Errors
+    /// The file cannot be read, or `out` cannot be written.
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<u64> {
+        match self {
+            FullText::Trajectory { path, parts } => {
+                write_full(&mut std::fs::File::open(path)?, parts, out)
+            }
+            FullText::File(path) => std::io::copy(&mut std::fs::File::open(path)?, out),
+        }
+    }
 }
 
 /// Whether a page is served (live, with raw files) or exported.
@@ -103,21 +135,6 @@ fn depth_prefix(page: &str) -> String {
 
 fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
-}
-
-/// The file's text, the middle cut out when it is larger than `max` bytes.
-fn read_capped(path: &Path, max: usize) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    if bytes.len() <= max {
-        return Some(String::from_utf8_lossy(&bytes).into_owned());
-    }
-    let half = max / 2;
-    Some(format!(
-        "{}\n\n[… {} bytes cut …]\n\n{}",
-        String::from_utf8_lossy(&bytes[..half]),
-        bytes.len() - 2 * half,
-        String::from_utf8_lossy(&bytes[bytes.len() - half..])
-    ))
 }
 
 impl Site {
@@ -226,6 +243,7 @@ impl Site {
     pub fn route(&self, page: &str) -> Option<Route> {
         let parts: Vec<&str> = page.split('/').collect();
         let id_of = |file: &str| decode_segment(file.strip_suffix(".html")?);
+        let key_of = |file: &str| TextKey::parse(file.strip_suffix(".txt")?);
         let repeat_of = |part: &str| {
             part.strip_prefix('r')?
                 .parse::<usize>()
@@ -235,6 +253,11 @@ impl Site {
         match parts.as_slice() {
             [""] | ["index.html"] => Some(Route::Root),
             ["i", file] => Some(Route::Instance(RunRef::Root, id_of(file)?)),
+            ["i", id, file] => Some(Route::Text(
+                RunRef::Root,
+                decode_segment(id)?,
+                key_of(file)?,
+            )),
             ["c", name, repeat, rest @ ..] => {
                 let run = RunRef::Config {
                     name: decode_segment(name)?,
@@ -243,6 +266,7 @@ impl Site {
                 match rest {
                     [] | [""] | ["index.html"] => Some(Route::Run(run)),
                     ["i", file] => Some(Route::Instance(run, id_of(file)?)),
+                    ["i", id, file] => Some(Route::Text(run, decode_segment(id)?, key_of(file)?)),
                     _ => None,
                 }
             }
@@ -265,6 +289,12 @@ impl Site {
             Route::Run(run) => format!("{}index.html", run_dir(run)),
             Route::Instance(run, id) => format!("{}i/{}.html", run_dir(run), encode_segment(id)),
             Route::Compare { variant, id } => ablation_page::compare_link(variant, id),
+            Route::Text(run, id, key) => format!(
+                "{}i/{}/{}.txt",
+                run_dir(run),
+                encode_segment(id),
+                key.name()
+            ),
         }
     }
 
@@ -297,7 +327,7 @@ impl Site {
                 crumbs.push((id.clone(), None));
             }
             Route::Compare { variant, id } => crumbs.push((format!("{id}: {variant}"), None)),
-            Route::Run(RunRef::Root) => {}
+            Route::Run(RunRef::Root) | Route::Text(..) => {}
         }
         if route == &Route::Root {
             crumbs[0].1 = None;
@@ -338,6 +368,7 @@ impl Site {
                     &files.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
                 ))
             }
+            Route::Text(..) => None,
         }
     }
 
@@ -385,7 +416,55 @@ impl Site {
             Route::Run(run_ref) => Some(self.render_run(route, &self.run(run_ref)?, mode)),
             Route::Instance(run_ref, id) => self.render_instance(route, run_ref, id, mode),
             Route::Compare { variant, id } => self.render_compare(route, variant, id, mode),
+            Route::Text(..) => None,
         }
+    }
+
+    /// Where the full text of a [`Route::Text`] is; `None` for another route, an instance the
+    /// run does not list, or a text it does not have.
+    pub fn full_text(&self, route: &Route) -> Option<FullText> {
+        let Route::Text(run_ref, id, key) = route else {
+            return None;
+        };
+        let run = self.run(run_ref)?;
+        let listed = source::list(&run, &self.cache)
+            .into_iter()
+            .find(|l| &l.id == id)?;
+        let from_trajectory = |keep: Keep| -> Option<FullText> {
+            let path = listed.traj.clone()?;
+            let view = trajectory::read_file(&path, keep).ok()?;
+            let parts = view.text(key)?.parts.clone();
+            // A field that is absent, or not a string, has no text to show.
+            (!parts.is_empty()).then_some(FullText::Trajectory { path, parts })
+        };
+        match key {
+            TextKey::Step { number, .. } => from_trajectory(Keep::Step(*number)),
+            TextKey::System | TextKey::Demo | TextKey::Task => from_trajectory(Keep::View),
+            TextKey::Patch => from_trajectory(Keep::View)
+                .or_else(|| self.patch_file(&run, id).map(FullText::File)),
+            TextKey::TestOutput => {
+                let path = run.eval.as_ref()?.join(id).join("test_output.txt");
+                (source::is_plain_component(id) && path.is_file()).then_some(FullText::File(path))
+            }
+        }
+    }
+
+    /// The patch file beside the run or in its evaluation, when the trajectory has none.
+    fn patch_file(&self, run: &RunSource, id: &str) -> Option<PathBuf> {
+        if !source::is_plain_component(id) {
+            return None;
+        }
+        let candidates = [
+            run.dir.join(id).join(format!("{id}.patch")),
+            run.eval
+                .clone()
+                .unwrap_or_default()
+                .join(id)
+                .join("patch.diff"),
+        ];
+        candidates.into_iter().find(|path| {
+            path.is_file() && read_text_file(path).is_ok_and(|text| !text.head().trim().is_empty())
+        })
     }
 
     fn render_run(&self, route: &Route, run: &RunSource, mode: Mode) -> Rendered {
@@ -469,31 +548,15 @@ impl Site {
         if let Some(eval) = &run.eval
             && source::is_plain_component(id)
         {
-            data.test_output = read_capped(&eval.join(id).join("test_output.txt"), MAX_TEST_OUTPUT);
+            data.test_output = read_text_file(&eval.join(id).join("test_output.txt")).ok();
         }
         if let Some(traj) = &listed.traj {
-            data = match std::fs::read(traj) {
-                Ok(bytes) => data.with_trajectory(&bytes),
-                Err(error) => InstanceData {
-                    traj_error: Some(format!("cannot read {}: {error}", traj.display())),
-                    ..data
-                },
-            };
+            data = data.with_view(trajectory::read_file(traj, Keep::View));
         }
-        if data.patch.is_none() && source::is_plain_component(id) {
-            let candidates = [
-                run.dir.join(id).join(format!("{id}.patch")),
-                run.eval
-                    .clone()
-                    .unwrap_or_default()
-                    .join(id)
-                    .join("patch.diff"),
-            ];
-            data.patch = candidates
-                .iter()
-                .filter(|path| path.is_file())
-                .find_map(|path| std::fs::read_to_string(path).ok())
-                .filter(|patch| !patch.trim().is_empty());
+        if data.patch.is_none() {
+            data.patch = self
+                .patch_file(run, id)
+                .and_then(|path| read_text_file(&path).ok());
         }
         data
     }
@@ -505,6 +568,18 @@ impl Site {
         id: &str,
         mode: Mode,
     ) -> Option<Rendered> {
+        self.instance_page(route, run_ref, id, mode)
+            .map(|(rendered, _)| rendered)
+    }
+
+    /// An instance's page and what it was rendered from.
+    fn instance_page(
+        &self,
+        route: &Route,
+        run_ref: &RunRef,
+        id: &str,
+        mode: Mode,
+    ) -> Option<(Rendered, InstanceData)> {
         let run = self.run(run_ref)?;
         let listed = source::list(&run, &self.cache);
         let index = listed.iter().position(|l| l.id == id)?;
@@ -518,6 +593,7 @@ impl Site {
             prev: index.checked_sub(1).and_then(link),
             next: link(index + 1),
             raw: Vec::new(),
+            texts: format!("{}/", encode_segment(id)),
         };
         if mode == Mode::Live {
             let mut files: Vec<(&str, PathBuf)> = Vec::new();
@@ -537,10 +613,76 @@ impl Site {
         let version = self.version(route)?;
         let body = instance_page::render(&data, &nav);
         let shell = self.shell(route, mode, id, "instance", version.clone());
-        Some(Rendered {
+        let rendered = Rendered {
             html: page(&shell, &body),
             version,
-        })
+        };
+        Some((rendered, data))
+    }
+
+    /// Writes the full texts an exported instance page links to (its long ones) under `out`;
+    /// returns how many.
+    fn export_texts(
+        &self,
+        out: &Path,
+        run_ref: &RunRef,
+        id: &str,
+        data: &InstanceData,
+    ) -> Result<usize, InspectError> {
+        let Some(run) = self.run(run_ref) else {
+            return Ok(0);
+        };
+        let mut wanted: Vec<(TextKey, FullText)> = Vec::new();
+        let traj = source::list(&run, &self.cache)
+            .into_iter()
+            .find(|l| l.id == id)
+            .and_then(|listed| listed.traj);
+        if let (Some(view), Some(path)) = (&data.traj, &traj) {
+            for (key, text) in view.texts() {
+                if is_long(text.lines, text.bytes) {
+                    let parts = text.parts.clone();
+                    let path = path.clone();
+                    wanted.push((key, FullText::Trajectory { path, parts }));
+                }
+            }
+        }
+        let long = |text: &Option<trajectory::Text>| {
+            text.as_ref().is_some_and(|t| is_long(t.lines, t.bytes))
+        };
+        let patch_from_trajectory = data.traj.as_ref().is_some_and(|v| v.submission.is_some());
+        if long(&data.patch)
+            && !patch_from_trajectory
+            && let Some(path) = self.patch_file(&run, id)
+        {
+            wanted.push((TextKey::Patch, FullText::File(path)));
+        }
+        if long(&data.test_output)
+            && let Some(eval) = &run.eval
+        {
+            let path = eval.join(id).join("test_output.txt");
+            wanted.push((TextKey::TestOutput, FullText::File(path)));
+        }
+        let count = wanted.len();
+        for (key, text) in wanted {
+            let path = out.join(Self::path_of(&Route::Text(
+                run_ref.clone(),
+                id.to_owned(),
+                key,
+            )));
+            let write_error = |source| InspectError::Write {
+                path: path.clone(),
+                source,
+            };
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(write_error)?;
+            }
+            let file = std::fs::File::create(&path).map_err(write_error)?;
+            let mut writer = std::io::BufWriter::new(file);
+            text.write_to(&mut writer)
+                .and_then(|_| std::io::Write::flush(&mut writer))
+                .map_err(write_error)?;
+        }
+        Ok(count)
     }
 
     fn render_compare(
@@ -570,11 +712,17 @@ impl Site {
                     id.to_owned()
                 ))
             );
+            let texts = format!(
+                "../../c/{}/r1/i/{}/",
+                encode_segment(name),
+                encode_segment(id)
+            );
             columns.push(instance_page::render_column(
                 &data,
                 name,
                 &link,
                 if side == 0 { "a-" } else { "b-" },
+                &texts,
             ));
         }
         let pairs: Vec<&String> = row.gained.iter().chain(&row.lost).collect();
@@ -584,6 +732,7 @@ impl Site {
             prev: here.and_then(|i| i.checked_sub(1)).and_then(link),
             next: here.and_then(|i| link(i + 1)),
             raw: Vec::new(),
+            texts: String::new(),
         };
         let mut body = format!(
             "<h1>{}</h1>",
@@ -680,8 +829,22 @@ impl Site {
     pub fn export(&self, out: &Path) -> Result<usize, InspectError> {
         let mut written = 0;
         for route in self.routes() {
-            let Some(rendered) = self.render(&route, Mode::Static) else {
-                continue;
+            let rendered = match &route {
+                Route::Instance(run_ref, id) => {
+                    let Some((rendered, data)) =
+                        self.instance_page(&route, run_ref, id, Mode::Static)
+                    else {
+                        continue;
+                    };
+                    self.export_texts(out, run_ref, id, &data)?;
+                    rendered
+                }
+                _ => {
+                    let Some(rendered) = self.render(&route, Mode::Static) else {
+                        continue;
+                    };
+                    rendered
+                }
             };
             let path = out.join(Self::path_of(&route));
             if let Some(parent) = path.parent() {

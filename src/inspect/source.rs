@@ -12,7 +12,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::summary::{Summary, summarize};
+use super::summary::Summary;
+use super::trajectory::{self, Keep};
 
 /// A file's identity for the cache: modification time and size. A `.traj` is rewritten by
 /// renaming a new file over it, which changes both.
@@ -327,11 +328,12 @@ impl Cache {
     }
 }
 
+/// The summary of a trajectory, read through once ([`trajectory::read_file`]): memory does not
+/// grow with the file.
 fn read_summary(path: &Path) -> Result<Arc<Summary>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    summarize(&bytes)
-        .map(Arc::new)
-        .map_err(|e| format!("not a trajectory: {e}"))
+    trajectory::read_file(path, Keep::Summary)
+        .map(|view| Arc::new(view.summary))
+        .map_err(|e| e.to_string())
 }
 
 /// What a directory holds.

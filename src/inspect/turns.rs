@@ -1,80 +1,60 @@
 //! A trajectory's steps as HTML, turn by turn: the nudge that came with the request, the
 //! thought, the action and the observation. Windows show as a code viewer, an edit as a diff
 //! with its verdict (a lint rejection in red with its messages), a submitted patch in colour,
-//! and answers the parser rejected (re-asks, never in the history) apart from the turns. Long
-//! outputs are folded, and each turn is laid out only when it scrolls into view, so hundreds of
-//! turns stay light.
+//! and answers the parser rejected (re-asks, never in the history) apart from the turns. A
+//! long text shows its first and last lines, with its full text one click away (a file of its
+//! own: [`TextKey`]), and each turn is laid out only when it scrolls into view, so a page stays
+//! small and light whatever the trajectory's size ([`TURNS_BUDGET`]).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
 use super::diff::{render_line_diff, render_patch, render_window};
-use super::html::{push_escaped, push_linkified};
+use super::html::{escape, push_escaped, push_linkified};
 use super::observation::{
     RangeEdit, Rejection, Window, WithWindow, find_cat_n, find_window, range_edit, rejection,
     str_replace,
 };
+use super::trajectory::{StepView, Text, TextKey};
 
-/// Outputs longer than this many lines show their start and fold the rest.
-const FOLD_LINES: usize = 40;
-/// How many lines of a folded output stay visible.
+/// Texts longer than this many lines show their first and last lines only.
+const FOLD_LINES: u64 = 40;
+/// Texts longer than this many bytes show their first and last lines only, whatever their line
+/// count.
+const FOLD_BYTES: u64 = 6_000;
+/// How many lines of a long text's start are shown (at most [`PREVIEW_BYTES`]).
 const PREVIEW_LINES: usize = 12;
-/// Outputs longer than this many bytes are folded whatever their line count.
-const FOLD_BYTES: usize = 6_000;
+/// How many bytes of a long text's start are shown at most.
+const PREVIEW_BYTES: usize = 1_500;
+/// How many lines of a long text's end are shown (at most [`TAIL_PREVIEW_BYTES`]).
+const TAIL_LINES: usize = 4;
+/// How many bytes of a long text's end are shown at most.
+const TAIL_PREVIEW_BYTES: usize = 500;
+/// Once the turns' HTML is this long, the turns after it are shown in brief (their first line
+/// and links to their texts), so no page grows past a few megabytes.
+pub const TURNS_BUDGET: usize = 3 * 1024 * 1024;
 
-/// The fields of one step, each empty when absent or of another type.
-#[derive(Debug, Clone, Copy)]
-pub struct Step<'a> {
-    /// The command that ran.
-    pub action: &'a str,
-    /// What it printed.
-    pub observation: &'a str,
-    /// The model's whole answer.
-    pub response: &'a str,
-    /// The answer without the command.
-    pub thought: &'a str,
-    /// Seconds the command took.
-    pub execution_time: Option<f64>,
-    /// The nudge sent with the request (aci).
-    pub nudge: Option<&'a str>,
-    /// Why the parser rejected the answer (aci): a re-ask.
-    pub format_error: Option<&'a str>,
-    /// `state` (an object, or a JSON string in v0).
-    pub state: &'a Value,
+/// Whether a text of `lines` lines and `bytes` bytes shows its ends only.
+pub fn is_long(lines: u64, bytes: u64) -> bool {
+    lines > FOLD_LINES || bytes > FOLD_BYTES
 }
 
-fn str_field<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-impl<'a> Step<'a> {
-    /// The step in a trajectory's `trajectory[]` entry.
-    pub fn of(value: &'a Value) -> Self {
-        static NULL: Value = Value::Null;
-        Step {
-            action: str_field(value, "action"),
-            observation: str_field(value, "observation"),
-            response: str_field(value, "response"),
-            thought: str_field(value, "thought"),
-            execution_time: value.get("execution_time").and_then(Value::as_f64),
-            nudge: value.get("nudge").and_then(Value::as_str),
-            format_error: value.get("format_error").and_then(Value::as_str),
-            state: value.get("state").unwrap_or(&NULL),
+/// The step's `state` field `key`, unless it is `n/a` (an object, or a JSON string in v0).
+fn state_field(state: &Value, key: &str) -> Option<String> {
+    let parsed;
+    let state = match state {
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text).ok()?;
+            &parsed
         }
-    }
-
-    fn state_field(&self, key: &str) -> Option<String> {
-        let state = match self.state {
-            Value::String(text) => serde_json::from_str(text).ok()?,
-            other => other.clone(),
-        };
-        state
-            .get(key)
-            .and_then(Value::as_str)
-            .filter(|v| *v != "n/a")
-            .map(str::to_owned)
-    }
+        other => other,
+    };
+    state
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|v| *v != "n/a")
+        .map(str::to_owned)
 }
 
 /// What the trajectory has shown of each file so far (line number → text), to show an edit
@@ -125,36 +105,80 @@ impl Files {
     }
 }
 
-/// Appends `text` as a block, folding all but its first lines when it is long.
-pub fn push_text_block(out: &mut String, text: &str, class: &str) {
-    let lines = text.split('\n').count();
-    out.push_str("<pre class=\"");
-    out.push_str(class);
-    out.push_str("\">");
-    if lines <= FOLD_LINES && text.len() <= FOLD_BYTES {
-        push_escaped(out, text);
-        out.push_str("</pre>");
-        return;
-    }
-    let cut = text
+/// The first `lines` lines of `text`, at most `max` bytes (cut at a character).
+fn first_lines(text: &str, lines: usize, max: usize) -> &str {
+    let end = text
         .match_indices('\n')
-        .nth(PREVIEW_LINES - 1)
-        .map_or(text.len().min(FOLD_BYTES / 4), |(i, _)| i);
-    let cut = (0..=cut.min(text.len()))
+        .nth(lines - 1)
+        .map_or(text.len(), |(i, _)| i);
+    let end = end.min(max);
+    let end = (0..=end)
         .rev()
         .find(|i| text.is_char_boundary(*i))
         .unwrap_or(0);
-    push_escaped(out, &text[..cut]);
-    out.push_str("</pre><details class=\"fold\"><summary>");
+    &text[..end]
+}
+
+/// The last `lines` lines of `text`, at most `max` bytes (cut at a character).
+fn last_lines(text: &str, lines: usize, max: usize) -> &str {
+    let trimmed = text.strip_suffix('\n').unwrap_or(text);
+    let start = trimmed
+        .rmatch_indices('\n')
+        .nth(lines - 1)
+        .map_or(0, |(i, _)| i + 1);
+    let start = start.max(text.len().saturating_sub(max));
+    let start = (start..=text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(text.len());
+    &text[start..]
+}
+
+/// Appends `text` as a `<pre>` of `class`; a long one ([`is_long`]) shows its first and last
+/// lines and a link to its full text at `href` (opened in place on a served page).
+pub fn push_text_block(out: &mut String, text: &Text, class: &str, href: &str) {
+    push_text_with(out, text, class, href, push_escaped);
+}
+
+/// [`push_text_block`] with the URLs in the text made links.
+pub fn push_linkified_block(out: &mut String, text: &Text, class: &str, href: &str) {
+    push_text_with(out, text, class, href, push_linkified);
+}
+
+/// [`push_text_block`], each shown piece of text written by `push`.
+fn push_text_with(
+    out: &mut String,
+    text: &Text,
+    class: &str,
+    href: &str,
+    push: fn(&mut String, &str),
+) {
+    let open = |out: &mut String| {
+        if class.is_empty() {
+            out.push_str("<pre>");
+        } else {
+            out.push_str("<pre class=\"");
+            out.push_str(class);
+            out.push_str("\">");
+        }
+    };
+    if !is_long(text.lines, text.bytes) {
+        open(out);
+        push(out, text.head());
+        out.push_str("</pre>");
+        return;
+    }
+    out.push_str("<div class=\"folded\">");
+    open(out);
+    push(out, first_lines(text.head(), PREVIEW_LINES, PREVIEW_BYTES));
+    out.push_str("</pre><div class=\"elided\">⋯ <a class=\"full-text\" href=\"");
+    push_escaped(out, href);
     out.push_str(&format!(
-        "show all {lines} lines ({} characters)",
-        text.chars().count()
+        "\" data-bytes=\"{}\">show all {} lines ({} characters)</a></div>",
+        text.bytes, text.lines, text.chars
     ));
-    out.push_str("</summary><pre class=\"");
-    out.push_str(class);
-    out.push_str("\">");
-    push_escaped(out, &text[cut..]);
-    out.push_str("</pre></details>");
+    open(out);
+    push(out, last_lines(text.tail(), TAIL_LINES, TAIL_PREVIEW_BYTES));
+    out.push_str("</pre></div>");
 }
 
 /// Numbered lines: `(line number, text)`.
@@ -208,7 +232,20 @@ fn push_verdict(out: &mut String, class: &str, title: &str, items: &[&str]) {
     out.push_str("</div>");
 }
 
-fn push_folded_raw(out: &mut String, observation: &str, label: &str) {
+/// The whole observation, folded: inline when short, else a link to its full text.
+fn push_folded_raw(out: &mut String, observation: &str, label: &str, href: &str) {
+    if is_long(
+        observation.split('\n').count() as u64,
+        observation.len() as u64,
+    ) {
+        out.push_str("<div class=\"elided\"><a class=\"full-text\" href=\"");
+        push_escaped(out, href);
+        out.push_str(&format!(
+            "\" data-bytes=\"{}\">{label}</a></div>",
+            observation.len()
+        ));
+        return;
+    }
     out.push_str("<details class=\"fold\"><summary>");
     out.push_str(label);
     out.push_str("</summary><pre class=\"obs\">");
@@ -216,8 +253,32 @@ fn push_folded_raw(out: &mut String, observation: &str, label: &str) {
     out.push_str("</pre></details>");
 }
 
+/// A step as it is rendered: its fields, and where its full texts are.
+struct Turn<'a> {
+    step: &'a StepView,
+    /// The relative link of the instance's folder of full texts, ending in `/`.
+    texts: &'a str,
+}
+
+impl Turn<'_> {
+    /// The link to the full text of the step's field `field`.
+    fn href(&self, field: &'static str) -> String {
+        let key = TextKey::Step {
+            number: self.step.number,
+            field,
+        };
+        format!("{}{}.txt", self.texts, key.name())
+    }
+}
+
 /// A rejected edit: the verdict with the gate's errors, and the two windows as a diff.
-fn push_rejection(out: &mut String, step: &Step<'_>, rejected: &Rejection<'_>, files: &mut Files) {
+fn push_rejection(
+    out: &mut String,
+    turn: &Turn<'_>,
+    observation: &str,
+    rejected: &Rejection<'_>,
+    files: &mut Files,
+) {
     push_verdict(
         out,
         "rejected",
@@ -225,14 +286,20 @@ fn push_rejection(out: &mut String, step: &Step<'_>, rejected: &Rejection<'_>, f
         &rejected.errors,
     );
     if let (Some(original), Some(would_be)) = (&rejected.original, &rejected.would_be) {
-        let (old, new) = aligned(original, would_be, range_edit(step.action).as_ref());
+        let edit = turn.step.action.whole().and_then(range_edit);
+        let (old, new) = aligned(original, would_be, edit.as_ref());
         out.push_str("<div class=\"code-head\">");
         push_escaped(out, original.path);
         out.push_str(" · the edit as it would have been applied</div>");
         out.push_str(&render_line_diff(&old, &new));
         files.see(original);
     }
-    push_folded_raw(out, step.observation, "the whole observation");
+    push_folded_raw(
+        out,
+        observation,
+        "the whole observation",
+        &turn.href("observation"),
+    );
 }
 
 /// An applied line-range edit: the verdict, the replaced lines against the new ones (when an
@@ -242,6 +309,7 @@ fn push_applied_edit(
     edit: &RangeEdit<'_>,
     found: &WithWindow<'_>,
     files: &mut Files,
+    href: &str,
 ) {
     let path = found.window.path;
     push_verdict(out, "accepted", "Edit applied", &[]);
@@ -273,25 +341,31 @@ fn push_applied_edit(
     files.apply(path, edit);
     files.see(&found.window);
     out.push_str("<details class=\"fold\"><summary>the window after the edit</summary>");
-    push_window_block(out, found);
+    push_window_block(out, found, href);
     out.push_str("</details>");
 }
 
-/// The observation as the model saw it, with its structure shown; returns the turn's tag.
-fn push_observation(out: &mut String, step: &Step<'_>, files: &mut Files) -> &'static str {
-    let observation = step.observation;
+/// The observation as the model saw it, with its structure shown; returns the turn's tag. An
+/// observation too long to be kept whole shows its first and last lines only.
+fn push_observation(out: &mut String, turn: &Turn<'_>, files: &mut Files) -> &'static str {
+    let href = turn.href("observation");
+    let Some(observation) = turn.step.observation.whole() else {
+        push_text_block(out, &turn.step.observation, "obs", &href);
+        return "";
+    };
+    let action = turn.step.action.whole().unwrap_or_default();
     if let Some(rejected) = rejection(observation) {
-        push_rejection(out, step, &rejected, files);
+        push_rejection(out, turn, observation, &rejected, files);
         return "lint rejected";
     }
     let found = find_window(observation);
-    if let (Some(edit), Some(found)) = (range_edit(step.action), &found)
+    if let (Some(edit), Some(found)) = (range_edit(action), &found)
         && observation.contains("File updated.")
     {
-        push_applied_edit(out, &edit, found, files);
+        push_applied_edit(out, &edit, found, files, &href);
         return "edit";
     }
-    if let Some((path, old, new)) = str_replace(step.action) {
+    if let Some((path, old, new)) = str_replace(action) {
         push_verdict(out, "accepted", "str_replace", &[]);
         out.push_str("<div class=\"code-head\">");
         push_escaped(out, &path);
@@ -300,11 +374,11 @@ fn push_observation(out: &mut String, step: &Step<'_>, files: &mut Files) -> &'s
     }
     if let Some(found) = found {
         files.see(&found.window);
-        push_window_block(out, &found);
+        push_window_block(out, &found, &href);
         return "";
     }
     if let Some(found) = find_cat_n(observation) {
-        push_window_block(out, &found);
+        push_window_block(out, &found, &href);
         return "";
     }
     let trimmed = observation.trim_start();
@@ -312,7 +386,7 @@ fn push_observation(out: &mut String, step: &Step<'_>, files: &mut Files) -> &'s
         out.push_str(&render_patch(trimmed));
         return "patch";
     }
-    push_text_block(out, observation, "obs");
+    push_text_block(out, &turn.step.observation, "obs", &href);
     ""
 }
 
@@ -324,13 +398,14 @@ fn numbered(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
-fn push_window_block(out: &mut String, found: &WithWindow<'_>) {
+/// A window with the text around it; `href` is the whole observation's full text.
+fn push_window_block(out: &mut String, found: &WithWindow<'_>, href: &str) {
     if !found.before.trim().is_empty() {
-        push_text_block(out, found.before.trim_end(), "obs");
+        push_text_block(out, &Text::of(found.before.trim_end()), "obs", href);
     }
     out.push_str(&render_window(&found.window));
     if !found.after.trim().is_empty() {
-        push_text_block(out, found.after.trim(), "obs");
+        push_text_block(out, &Text::of(found.after.trim()), "obs", href);
     }
 }
 
@@ -344,13 +419,13 @@ fn push_part(out: &mut String, class: &str, label: &str, body: impl FnOnce(&mut 
     out.push_str("</div>");
 }
 
-fn push_meta(out: &mut String, step: &Step<'_>) {
+fn push_meta(out: &mut String, step: &StepView) {
     out.push_str("<span class=\"meta\">");
     let mut parts = Vec::new();
-    if let Some(dir) = step.state_field("working_dir") {
+    if let Some(dir) = state_field(&step.state, "working_dir") {
         parts.push(format!("in {dir}"));
     }
-    if let Some(file) = step.state_field("open_file") {
+    if let Some(file) = state_field(&step.state, "open_file") {
         parts.push(format!("open: {file}"));
     }
     if let Some(seconds) = step.execution_time.filter(|s| *s > 0.0) {
@@ -360,52 +435,75 @@ fn push_meta(out: &mut String, step: &Step<'_>) {
     out.push_str("</span>");
 }
 
-/// One step as a turn (or a re-ask), with ids `{prefix}t{n}` (n from 1).
-fn push_step(out: &mut String, prefix: &str, number: usize, step: &Step<'_>, files: &mut Files) {
-    let reask = step.format_error.is_some();
+/// A text trimmed at its end as the turn shows it (a long one is shown by its ends anyway).
+fn trimmed_end(text: &Text) -> Text {
+    match text.whole() {
+        Some(whole) if whole.trim_end().len() != whole.len() => {
+            let mut trimmed = Text::of(whole.trim_end());
+            trimmed.parts.clone_from(&text.parts);
+            trimmed
+        }
+        _ => text.clone(),
+    }
+}
+
+/// The opening of a turn's section, with ids `{prefix}t{n}`; returns where a tag goes.
+fn push_head(out: &mut String, prefix: &str, step: &StepView, reask: bool) -> usize {
     out.push_str(&format!(
-        "<section class=\"turn{}\" id=\"{prefix}t{number}\"><div class=\"head\"><span class=\"n\">{} {number}</span>",
+        "<section class=\"turn{}\" id=\"{prefix}t{}\"><div class=\"head\"><span class=\"n\">{} {}</span>",
         if reask { " reask" } else { "" },
+        step.number,
         if reask { "Re-ask" } else { "Turn" },
+        step.number,
     ));
     let tag_at = out.len();
     push_meta(out, step);
     out.push_str("</div>");
-    if let Some(nudge) = step.nudge {
-        out.push_str("<div class=\"nudge\"><b>Nudge</b> sent with this request (not kept in the history)<pre>");
-        push_escaped(out, nudge);
-        out.push_str("</pre></div>");
+    tag_at
+}
+
+/// One step as a turn (or a re-ask), with ids `{prefix}t{n}`.
+fn push_step(out: &mut String, prefix: &str, turn: &Turn<'_>, files: &mut Files) {
+    let step = turn.step;
+    let reask = step.format_error.is_some();
+    let tag_at = push_head(out, prefix, step, reask);
+    if let Some(nudge) = &step.nudge {
+        out.push_str(
+            "<div class=\"nudge\"><b>Nudge</b> sent with this request (not kept in the history)",
+        );
+        push_text_block(out, nudge, "", &turn.href("nudge"));
+        out.push_str("</div>");
     }
-    if let Some(message) = step.format_error {
+    if let Some(message) = &step.format_error {
         push_part(
             out,
             "thought",
             "the answer the parser rejected (not kept in the history)",
-            |out| {
-                push_text_block(out, step.response, "");
-            },
+            |out| push_text_block(out, &step.response, "", &turn.href("response")),
         );
         push_part(out, "obs", "asked again with", |out| {
-            push_text_block(out, message, "obs")
+            push_text_block(out, message, "obs", &turn.href("format_error"));
         });
         out.push_str("</section>\n");
         return;
     }
-    if !step.thought.trim().is_empty() {
+    if !step.thought.head().trim().is_empty() {
         push_part(out, "thought", "thought", |out| {
-            out.push_str("<pre>");
-            push_linkified(out, step.thought.trim_end());
-            out.push_str("</pre>");
+            push_text_with(
+                out,
+                &trimmed_end(&step.thought),
+                "",
+                &turn.href("thought"),
+                push_linkified,
+            );
         });
     }
     push_part(out, "action", "action", |out| {
-        out.push_str("<pre>");
-        push_escaped(out, step.action.trim_end());
-        out.push_str("</pre>");
+        push_text_block(out, &trimmed_end(&step.action), "", &turn.href("action"));
     });
     let mut tag = "";
     push_part(out, "observation", "observation", |out| {
-        tag = push_observation(out, step, files);
+        tag = push_observation(out, turn, files);
     });
     if !tag.is_empty() {
         let class = if tag == "lint rejected" {
@@ -418,12 +516,50 @@ fn push_step(out: &mut String, prefix: &str, number: usize, step: &Step<'_>, fil
     out.push_str("</section>\n");
 }
 
-/// Every step of `steps` (a trajectory's `trajectory[]`) as turns, with ids `{prefix}t1…`.
-pub fn render_turns(steps: &[Value], prefix: &str) -> String {
+/// A step in brief, past the page's budget: the first line of its action and links to each of
+/// its long texts.
+fn push_brief_step(out: &mut String, prefix: &str, turn: &Turn<'_>) {
+    let step = turn.step;
+    push_head(out, prefix, step, step.format_error.is_some());
+    out.push_str("<div class=\"part action\"><div class=\"label\">action</div><pre>");
+    push_escaped(out, first_lines(step.action.head(), 1, 200));
+    out.push_str("</pre></div><div class=\"part\"><div class=\"elided\">this page is long: ");
+    let mut links = Vec::new();
+    for field in super::trajectory::STEP_FIELDS {
+        if let Some(text) = step.field(field).filter(|t| is_long(t.lines, t.bytes)) {
+            links.push(format!(
+                "<a class=\"full-text\" href=\"{}\" data-bytes=\"{}\">{field}</a>",
+                escape(&turn.href(field)),
+                text.bytes
+            ));
+        }
+    }
+    out.push_str(&links.join(" · "));
+    out.push_str("</div></div></section>\n");
+}
+
+/// Every kept step of a trajectory of `total` steps as turns, with ids `{prefix}t{n}`; `texts`
+/// is the relative link of the instance's folder of full texts. A gap in the numbers (a very
+/// long trajectory keeps only its first and last steps) is said where it is, and past
+/// [`TURNS_BUDGET`] the turns are brief.
+pub fn render_turns(steps: &[StepView], total: usize, prefix: &str, texts: &str) -> String {
     let mut out = String::new();
     let mut files = Files::default();
-    for (index, value) in steps.iter().enumerate() {
-        push_step(&mut out, prefix, index + 1, &Step::of(value), &mut files);
+    let mut expected = 1;
+    for step in steps {
+        if step.number > expected {
+            out.push_str(&format!(
+                "<p class=\"muted gap\">turns {expected}–{} of {total} are not shown here: only the first and the last ones are</p>\n",
+                step.number - 1
+            ));
+        }
+        expected = step.number + 1;
+        let turn = Turn { step, texts };
+        if out.len() > TURNS_BUDGET {
+            push_brief_step(&mut out, prefix, &turn);
+        } else {
+            push_step(&mut out, prefix, &turn, &mut files);
+        }
     }
     out
 }

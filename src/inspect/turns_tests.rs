@@ -13,6 +13,15 @@ fn steps_of(text: &str) -> Vec<Value> {
     value["trajectory"].as_array().unwrap().clone()
 }
 
+/// The turns of `steps` read as a trajectory, their texts under `x/`.
+fn render(steps: &[Value], prefix: &str) -> String {
+    let traj = json!({ "trajectory": steps }).to_string();
+    let view =
+        crate::inspect::trajectory::read(traj.as_bytes(), crate::inspect::trajectory::Keep::View)
+            .unwrap();
+    render_turns(&view.steps, view.summary.steps, prefix, "x/")
+}
+
 /// The HTML of turn `n` (1-based) in `html`.
 fn turn(html: &str, n: usize) -> &str {
     let start = html.find(&format!("id=\"t{n}\"")).unwrap();
@@ -24,7 +33,7 @@ fn turn(html: &str, n: usize) -> &str {
 
 #[test]
 fn the_demo_run_shows_windows_the_rejection_the_edit_and_the_patch() {
-    let html = render_turns(&steps_of(MONEYFMT), "");
+    let html = render(&steps_of(MONEYFMT), "");
     assert_eq!(html.matches("<section class=\"turn\"").count(), 9);
     // Turn 2 opens the file: a code viewer with its numbers beside the lines.
     let open = turn(&html, 2);
@@ -82,7 +91,7 @@ fn re_asks_and_nudges_are_shown_apart_from_the_turns() {
                "nudge": "You have 2 steps left.", "state": {"open_file": "n/a", "working_dir": "/testbed"},
                "execution_time": 0.5}),
     ];
-    let html = render_turns(&steps, "x-");
+    let html = render(&steps, "x-");
     let reask = turn(&html.replace("x-t", "t"), 1).to_owned();
     assert!(
         reask.starts_with("id=\"t1\"><div class=\"head\"><span class=\"n\">Re-ask 1</span>"),
@@ -110,7 +119,7 @@ fn model_output_is_escaped_everywhere_in_a_turn() {
         "action": hostile, "observation": hostile, "response": hostile, "thought": hostile,
         "nudge": hostile, "state": {"working_dir": hostile, "open_file": "\"><script>x</script>"}
     })];
-    let html = render_turns(&steps, "");
+    let html = render(&steps, "");
     assert!(!html.contains("<script"), "{html}");
     assert!(!html.contains("<img"), "{html}");
     assert!(!html.contains("</textarea>"), "{html}");
@@ -123,27 +132,66 @@ fn model_output_is_escaped_everywhere_in_a_turn() {
 }
 
 #[test]
-fn long_outputs_are_folded_after_their_first_lines() {
+fn long_outputs_show_their_first_and_last_lines_and_link_their_full_text() {
     let long: String = (1..=200).map(|i| format!("line {i}\n")).collect();
     let steps =
         vec![json!({"action": "cat big.txt", "observation": long, "thought": "", "response": ""})];
-    let html = render_turns(&steps, "");
-    let (visible, folded) = html.split_once("<details class=\"fold\">").unwrap();
+    let html = render(&steps, "");
+    let observation = html.split("observation</div>").nth(1).unwrap();
+    let (head, rest) = observation.split_once("<div class=\"elided\">").unwrap();
     assert!(
-        visible.contains("line 12") && !visible.contains("line 13\n"),
-        "{visible}"
+        head.starts_with("<div class=\"folded\"><pre class=\"obs\">line 1\nline 2\n")
+            && head.ends_with("line 12</pre>"),
+        "{head}"
     );
     assert!(
-        folded.starts_with("<summary>show all 201 lines"),
-        "{folded}"
+        rest.starts_with(
+            "⋯ <a class=\"full-text\" href=\"x/t1-observation.txt\" data-bytes=\"1692\">show all 201 lines (1692 characters)</a></div><pre class=\"obs\">line 197\nline 198\nline 199\nline 200\n</pre></div>"
+        ),
+        "{rest}"
     );
-    assert!(folded.contains("line 200"));
+    assert!(!html.contains("line 13\n") && !html.contains("line 196\n"));
+    // One long line shows its start and end only, cut at characters.
+    let wide = format!("{}{}", "é".repeat(5000), "z".repeat(10));
+    let html = render(&[json!({"action": "x", "observation": wide})], "");
+    assert!(
+        html.contains(&format!("<pre class=\"obs\">{}</pre>", "é".repeat(750))),
+        "{html}"
+    );
+    assert!(html.contains("show all 1 lines (5010 characters)"));
+    assert!(html.len() < 4_000, "{}", html.len());
+}
+
+#[test]
+fn a_page_past_its_budget_shows_the_rest_of_the_turns_in_brief() {
+    // A window of 200 lines (15 KB, kept whole and shown as code), 600 times: 20 MB of turns
+    // unless the budget cuts them short.
+    let lines: String = (1..=200)
+        .map(|n| format!("{n}:{}\n", "v".repeat(70)))
+        .collect();
+    let window = json!({
+        "action": "open a.py\nsecond line",
+        "observation": format!("[File: /a.py (200 lines total)]\n{lines}"),
+    });
+    let steps: Vec<Value> = std::iter::repeat_n(window, 600).collect();
+    let html = render(&steps, "");
+    // The budget, the turn that crossed it, and the brief turns after it.
+    assert!(html.len() < TURNS_BUDGET + 300_000, "{}", html.len());
+    assert_eq!(html.matches("<section class=\"turn\"").count(), 600);
+    assert!(turn(&html, 1).contains("<pre class=\"gutter\">1\n2\n3\n"));
+    let last = turn(&html, 600);
+    assert!(!last.contains("gutter"), "{last}");
+    assert!(last.contains("<pre>open a.py</pre>"), "{last}");
+    assert!(
+        last.contains("this page is long: <a class=\"full-text\" href=\"x/t600-observation.txt\""),
+        "{last}"
+    );
 }
 
 #[test]
 fn a_sweagent_1_x_edit_shows_as_a_diff_and_its_views_as_code() {
     let steps = steps_of(include_str!("../../tests/fixtures/sweagent_v1.traj"));
-    let html = render_turns(&steps, "");
+    let html = render(&steps, "");
     let view = turn(&html, 1);
     assert!(
         view.contains("<pre class=\"gutter\">1459\n1460\n1461\n1462\n1463\n</pre>"),

@@ -7,6 +7,7 @@
 //! can be told apart from containers of runs that are still alive.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
+use super::liveness::{ProcessState, Reap, Reaped, own_start_time, read_process, reap_verdict};
 use super::shell::CappedBuffer;
 use super::transport::{Channel, Frame, SESSION_ENV, Transport};
 use super::{ExecOutput, OutputLimit, SandboxError, SandboxSpec, ShellSandbox, repo};
@@ -210,6 +212,7 @@ impl DockerRuntime {
         spec: &SandboxSpec,
         disk_image: Option<&std::path::Path>,
     ) -> Result<String, SandboxError> {
+        check_creation_open()?;
         remember_client(&self.docker);
         let mut labels = HashMap::from([
             (LABEL_RUN_ID.to_owned(), spec.run_id.clone()),
@@ -401,28 +404,41 @@ impl DockerRuntime {
             .collect())
     }
 
-    /// Removes containers left by `aci` processes that are gone. Returns how many.
+    /// Removes containers left by `aci` processes that are gone, reading liveness from
+    /// `/proc` ([`Self::reap_orphans_with`]).
+    pub async fn reap_orphans(&self) -> Result<Reaped, SandboxError> {
+        self.reap_orphans_with(&read_process).await
+    }
+
+    /// Removes containers left by `aci` processes that are gone, as `read` tells liveness;
+    /// those whose process's liveness cannot be read are kept and counted
+    /// ([`super::liveness::reap_verdict`]).
     ///
     /// Only task containers, which carry the `aci.pid` of the process that created them, are
     /// candidates: the step containers of an environment image build inherit the image's
     /// `aci.run_id` label but belong to the daemon's builder, which removes them itself.
-    pub async fn reap_orphans(&self) -> Result<usize, SandboxError> {
-        let mut reaped = 0;
+    pub async fn reap_orphans_with(
+        &self,
+        read: &(dyn Fn(u32) -> ProcessState + Sync),
+    ) -> Result<Reaped, SandboxError> {
+        // Without its own entry, `/proc` tells nothing of any process (not even a bad label's).
+        let readable = read(std::process::id()) != ProcessState::Unknown;
+        let mut reaped = Reaped::default();
         for (id, labels) in self.list_labelled(None).await? {
             let Some(pid) = labels.get(LABEL_PID) else {
                 continue;
             };
-            let pid = pid.parse::<u32>().ok();
+            let state = match pid.parse::<u32>() {
+                _ if !readable => ProcessState::Unknown,
+                Ok(pid) => read(pid),
+                Err(_) => ProcessState::Absent,
+            };
             let start = labels
                 .get(LABEL_PID_START)
                 .and_then(|s| s.parse::<u64>().ok());
-            let alive = match (pid, start) {
-                (Some(pid), Some(start)) => process_start_time(pid) == Some(start),
-                _ => false,
-            };
-            if !alive && self.remove_container(&id).await.is_ok() {
-                reaped += 1;
-            }
+            let verdict = reap_verdict(start, state);
+            let removed = verdict == Reap::Remove && self.remove_container(&id).await.is_ok();
+            reaped.count(verdict, removed);
         }
         self.reap_disk_images().await;
         Ok(reaped)
@@ -497,6 +513,8 @@ impl DockerRuntime {
         image: &str,
         path: &str,
     ) -> Result<Option<Vec<u8>>, SandboxError> {
+        check_creation_open()?;
+        remember_client(&self.docker);
         let labels = HashMap::from([
             (LABEL_RUN_ID.to_owned(), "probe".to_owned()),
             (LABEL_PID.to_owned(), std::process::id().to_string()),
@@ -897,21 +915,28 @@ fn container_name(instance_id: &str, run_id: &str) -> String {
     name
 }
 
-/// The start time (clock ticks since boot) of a process, from `/proc/<pid>/stat`.
-pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 2..];
-    // Fields after the command name start at field 3 (state); starttime is field 22.
-    after_comm.split_whitespace().nth(19)?.parse().ok()
-}
-
-pub(crate) fn own_start_time() -> u64 {
-    process_start_time(std::process::id()).unwrap_or(0)
-}
-
 /// The daemon connection of the first container this process created, kept for
 /// [`remove_containers_of_this_process`]: `None` while it has created none.
 static CLIENT: Mutex<Option<Docker>> = Mutex::new(None);
+
+/// Set by [`close_creation`]: from then on this process creates no container.
+static CREATION_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// From now on this process creates no container: for a sweep of a process that is about to
+/// exit while its tasks still run, so that none appears after the sweep has listed them.
+pub fn close_creation() {
+    CREATION_CLOSED.store(true, Ordering::SeqCst);
+}
+
+/// Fails once [`close_creation`] has been called.
+fn check_creation_open() -> Result<(), SandboxError> {
+    if CREATION_CLOSED.load(Ordering::SeqCst) {
+        return Err(SandboxError::Docker(
+            "aci is quitting: no container is created any more".to_owned(),
+        ));
+    }
+    Ok(())
+}
 
 fn remember_client(docker: &Docker) {
     let mut client = CLIENT

@@ -11,6 +11,8 @@ use super::{docker, k8s};
 
 /// How long the final sweep may take (the daemon may be gone).
 const SWEEP_LIMIT: Duration = Duration::from_secs(60);
+/// How long the sweep of a second Ctrl-C may take: the person asked to quit at once.
+pub const QUIT_SWEEP_LIMIT: Duration = Duration::from_secs(15);
 /// How long the runtime's tasks get to stop before the sweep (a blocked read of the terminal
 /// is not waited for).
 const SHUTDOWN_LIMIT: Duration = Duration::from_millis(200);
@@ -54,19 +56,29 @@ fn sweep() -> usize {
     else {
         return 0;
     };
-    runtime.block_on(async {
-        let containers =
-            match tokio::time::timeout(SWEEP_LIMIT, docker::remove_containers_of_this_process())
-                .await
-            {
-                Ok(Ok(removed)) => removed,
-                _ => 0,
-            };
-        let pods = tokio::time::timeout(SWEEP_LIMIT, k8s::delete_pods_of_this_process())
-            .await
-            .unwrap_or(0);
-        containers + pods
-    })
+    runtime.block_on(sweep_within(SWEEP_LIMIT))
+}
+
+/// The sweep of [`run_guarded`] from inside the running work, for a process about to exit
+/// without returning to it (a second Ctrl-C): every container and pod this process created,
+/// within [`QUIT_SWEEP_LIMIT`] each; how many were removed. No container is created after it
+/// has begun.
+pub async fn sweep_before_exit() -> usize {
+    docker::close_creation();
+    sweep_within(QUIT_SWEEP_LIMIT).await
+}
+
+/// Removes this process's containers, then its pods, each within `limit`.
+async fn sweep_within(limit: Duration) -> usize {
+    let containers =
+        match tokio::time::timeout(limit, docker::remove_containers_of_this_process()).await {
+            Ok(Ok(removed)) => removed,
+            _ => 0,
+        };
+    let pods = tokio::time::timeout(limit, k8s::delete_pods_of_this_process())
+        .await
+        .unwrap_or(0);
+    containers + pods
 }
 
 /// The text of a panic's payload.

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::docker::{LABEL_PID, LABEL_PID_START, own_start_time, process_start_time};
+use super::docker::{LABEL_PID, LABEL_PID_START};
+use super::liveness::{ProcessState, Reap, own_start_time, read_process, reap_verdict};
 use super::transport::{Channel, Transport};
 use super::{ExecOutput, SandboxError, SandboxSpec, ShellSandbox, repo};
 use api::{Api, Method, StatusCode, WatchNext, api_error, encode, refused};
@@ -505,10 +506,13 @@ impl K8sRuntime {
         let start = labels[LABEL_PID_START]
             .as_str()
             .and_then(|s| s.parse::<u64>().ok());
-        match (pid, start) {
-            (Some(pid), Some(start)) => process_start_time(pid) != Some(start),
-            _ => true,
-        }
+        // Where `/proc` cannot be read, no process of this machine counts as gone.
+        let state = match pid {
+            _ if read_process(std::process::id()) == ProcessState::Unknown => ProcessState::Unknown,
+            Some(pid) => read_process(pid),
+            None => ProcessState::Absent,
+        };
+        reap_verdict(start, state) == Reap::Remove
     }
 
     /// Unpacks a tar archive at `/` in `pod`, through an exec's stdin (`head -c` reads exactly

@@ -12,6 +12,7 @@
 pub mod docker;
 pub mod guard;
 pub mod k8s;
+pub mod liveness;
 pub mod local;
 pub mod repo;
 pub mod shell;

@@ -16,6 +16,8 @@
 //! image.
 
 pub mod mirror;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -75,13 +77,16 @@ impl Origin {
     }
 }
 
-/// An instance ready to start: its repository found, its image there.
+/// An instance ready to start: its repository found, its image there. `E` is what it starts
+/// in: an [`EnvImage`] from [`prepare`] (Docker, and images for a cluster), `()` from
+/// [`prepare_on_host`] (the local runtime). So a container with no environment image, which
+/// would leave nothing to run the agent's commands in but the host, cannot be expressed.
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub struct Prepared<E = EnvImage> {
     /// The instance, with `repo_path` pointing at the mirror when the repository came from one.
     pub instance: Instance,
-    /// The environment image to start (Docker only).
-    pub env_image: Option<EnvImage>,
+    /// The environment image to start.
+    pub env_image: E,
     /// The commit the image's repository must be checked out at (repository from the image).
     pub checkout: Option<String>,
     /// Where the repository came from.
@@ -126,18 +131,50 @@ pub struct PrepareRequest<'a> {
     pub notes: &'a Notes<'a>,
 }
 
-/// Finds everything `instance` needs to start, in the order of this module's header:
-/// with `runtime` (Docker) its image (pulled as `env.pull` says, unless it is one of aci's
-/// language images), its repository, and its environment image; without one (the local
-/// runtime) only its repository.
+/// Finds everything `instance` needs to start on Docker, in the order of this module's header:
+/// its image (pulled as `env.pull` says, unless it is one of aci's language images), its
+/// repository, and its environment image.
 ///
 /// # Errors
 /// [`PrepareError`]: no repository, no image, or no environment image.
 pub async fn prepare(
-    runtime: Option<&DockerRuntime>,
+    runtime: &DockerRuntime,
     instance: &Instance,
     request: &PrepareRequest<'_>,
 ) -> Result<Prepared, PrepareError> {
+    let found = find_repository(Some(runtime), instance, request).await?;
+    let env_request = EnvRequest {
+        env: request.env,
+        run_id: request.run_id,
+        on_step: request.on_step,
+    };
+    let env_image = ensure_env_image(runtime, &found.instance, &env_request).await?;
+    Ok(Prepared {
+        instance: found.instance,
+        env_image,
+        checkout: found.checkout,
+        origin: found.origin,
+    })
+}
+
+/// Finds the repository of `instance` for the local runtime, which has no image: its
+/// `repo_path`, else a mirror clone.
+///
+/// # Errors
+/// [`PrepareError::NoRepository`]: neither has it.
+pub async fn prepare_on_host(
+    instance: &Instance,
+    request: &PrepareRequest<'_>,
+) -> Result<Prepared<()>, PrepareError> {
+    find_repository(None, instance, request).await
+}
+
+/// The instance's repository (and, with `runtime`, its image), without an environment image.
+async fn find_repository(
+    runtime: Option<&DockerRuntime>,
+    instance: &Instance,
+    request: &PrepareRequest<'_>,
+) -> Result<Prepared<()>, PrepareError> {
     let env = request.env;
     let mut instance = instance.clone();
     let mut tried = Vec::new();
@@ -187,20 +224,9 @@ pub async fn prepare(
         Some(origin) => origin,
         None => from_mirror(&mut instance, env, request.notes, &mut tried).await?,
     };
-    let env_image = match runtime {
-        Some(runtime) => {
-            let env_request = EnvRequest {
-                env,
-                run_id: request.run_id,
-                on_step: request.on_step,
-            };
-            Some(ensure_env_image(runtime, &instance, &env_request).await?)
-        }
-        None => None,
-    };
     Ok(Prepared {
         instance,
-        env_image,
+        env_image: (),
         checkout,
         origin,
     })

@@ -1,6 +1,6 @@
 // aci inspect: sorting and filtering of the run table, j/k between turns, n/p between
-// instances, and live reload while a run writes its files. Reads the page; never writes
-// markup from data (textContent and attributes only).
+// instances, long texts opened in full, and live reload while a run writes its files. Reads
+// the page; never writes markup from data (textContent and attributes only).
 (function () {
   "use strict";
   var data = {};
@@ -92,6 +92,25 @@
       applyFilter();
     }
   }
+
+  // ---- a long text shows its ends; on a served page its link opens the full text in place
+  // (as text, never as markup), from a file (file://) it opens the text's own file
+  document.addEventListener("click", function (event) {
+    var link = event.target && event.target.closest ? event.target.closest("a.full-text") : null;
+    if (!link || location.protocol.indexOf("http") !== 0) { return; }
+    var block = link.closest(".folded");
+    if (!block || Number(link.getAttribute("data-bytes")) > 4000000) { return; }
+    event.preventDefault();
+    fetch(link.getAttribute("href"), { cache: "no-store" })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (text) {
+        if (text === null) { location.href = link.href; return; }
+        var pre = block.querySelector("pre").cloneNode(false);
+        pre.textContent = text;
+        block.parentNode.replaceChild(pre, block);
+      })
+      .catch(function () { location.href = link.href; });
+  });
 
   // ---- keys: j/k move between turns, n/p open the next/previous instance
   var turns = Array.prototype.slice.call(document.querySelectorAll(".turn"));

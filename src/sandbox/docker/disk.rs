@@ -22,7 +22,8 @@ use bollard::query_parameters::{
 };
 use tokio::sync::watch;
 
-use super::{DockerRuntime, LABEL_DISK, process_start_time, unix_now};
+use super::super::liveness::{Reap, read_process, reap_verdict};
+use super::{DockerRuntime, LABEL_DISK, unix_now};
 
 const MIB: u64 = 1024 * 1024;
 /// Room the filesystem gives past the quota, so that its usage can be seen over it.
@@ -542,8 +543,9 @@ pub fn reap_images(images: &Path) -> usize {
         let Some((pid, start)) = entry.file_name().to_str().and_then(image_owner) else {
             continue;
         };
-        let alive = process_start_time(pid) == Some(start);
-        if !alive && !in_use.contains(&path) && std::fs::remove_file(&path).is_ok() {
+        // Where the owner's liveness cannot be read, its image stays, as its containers do.
+        let gone = reap_verdict(Some(start), read_process(pid)) == Reap::Remove;
+        if gone && !in_use.contains(&path) && std::fs::remove_file(&path).is_ok() {
             reaped += 1;
         }
     }

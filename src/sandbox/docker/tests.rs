@@ -2,6 +2,7 @@
 //! process start times.
 
 use super::*;
+use crate::sandbox::liveness::process_start_time;
 
 /// The counter at the end of a name made by [`container_name`], checking everything before
 /// it against `expected_prefix`.
