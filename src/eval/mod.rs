@@ -1,9 +1,13 @@
 //! Grading patches the way the SWE-bench harness does (v4 semantics, with its known holes
 //! closed). Pure parts: predictions in, the built-in SWE-bench specs and each instance's grading
-//! plan, the eval and apply scripts, the canary tests that decide whether a run can be trusted
-//! ([`canary`]), the patch's changes to test infrastructure and to `.git` ([`suspicious`]), log
-//! parsing (any harness's log format), grading and the reports out. Effectful parts: [`container`] (one evaluation in a fresh container), [`run`]
-//! (bounded concurrency, resume, files) and [`from_logs`] (grading logs that already exist).
+//! plan, the eval scripts in stages and the apply chain ([`script`]), the test infrastructure put
+//! back before the tests ([`infra`]), the canary tests that decide whether a run can be trusted
+//! ([`canary`]), the tripwires that confirm a resolved run ([`tripwire`]), the scan of what a
+//! patch adds ([`reach`]), the patch's changes to test infrastructure and to `.git`
+//! ([`suspicious`]), the work tree a build sandbox hands on ([`tree`]), log parsing (any harness's
+//! log format), grading and the reports out. Effectful parts: [`container`] (one evaluation in
+//! fresh sandboxes, in stages), [`run`] (bounded concurrency, resume, the tripwire run, files) and
+//! [`from_logs`] (grading logs that already exist).
 
 pub mod canary;
 pub mod container;
