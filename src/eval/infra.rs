@@ -309,7 +309,7 @@ fn counts(
 }
 
 /// The lines of `text` that decide how the tests run, each with its full dotted key: the
-/// sections of [`SectionKind::prefixes`] (and keys whose path is a prefix of one, such as an
+/// sections each [`SectionKind`] names (and keys whose path is a prefix of one, such as an
 /// inline `tool = {…}` table), comments and blank lines left out. Two texts with the same view
 /// run the tests the same way.
 pub fn test_view(kind: SectionKind, text: Option<&str>) -> Vec<String> {
