@@ -1,5 +1,5 @@
 //! Strings of any length kept in bounded memory: a [`Text`] is whole when short, else its first
-//! and last bytes, with its size and where its full text is ([`Part`]). [`Collector`] builds one
+//! and last bytes, with its size and where its full text is ([`Part`]). `Collector` builds one
 //! as the string is decoded, a piece at a time, and can count lint rejections and patch lines
 //! on the way.
 
