@@ -107,12 +107,39 @@ pub struct PushArgs {
     /// The instances whose images to push (JSON array or JSONL of SWE-bench records).
     #[arg(long, value_name = "FILE")]
     pub instances: PathBuf,
-    /// A config file for the `env` section (images, repo_dir); repeatable, later files win.
+    /// The configuration (its `env` section says which images).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// `--config`, `--set` and `--images`: the layers of the configuration, the same for every
+/// command.
+#[derive(Debug, Clone, Args)]
+pub struct ConfigArgs {
+    /// A config file; repeat it to layer files (later files override earlier ones). The
+    /// built-in configs/default.yaml is always the first layer.
     #[arg(long = "config", value_name = "FILE")]
     pub configs: Vec<PathBuf>,
-    /// Override one config value: `--set env.repo_dir=/work`. Repeatable.
+    /// Override one config value, type-checked: `--set env.command_timeout=60`. Repeatable;
+    /// applied after the config files.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Which images instances run in.
+    #[arg(long, value_enum, default_value_t = Images::Local)]
+    pub images: Images,
+}
+
+/// `--filter` and `--slice`: which of the instances, parsed the same way for every command.
+#[derive(Debug, Clone, Args)]
+pub struct SelectionArgs {
+    /// Only the instances whose id matches this regular expression at its start, as Python's
+    /// `re.match` in SWE-agent and mini-swe-agent (`.*X` matches anywhere; end with `$` for
+    /// whole ids). Applied after --shuffle.
+    #[arg(long, value_name = "RE", value_parser = parse_filter)]
+    pub filter: Option<Regex>,
+    /// A Python slice of the instances, taken after --shuffle and --filter: 0:10, -5:, ::2.
+    #[arg(long, value_name = "A:B")]
+    pub slice: Option<SliceSpec>,
 }
 
 /// Which engine starts the sandboxes.
@@ -168,17 +195,12 @@ pub enum Runtime {
     Local,
 }
 
-/// Options shared by `run`, `batch` and `ablate`.
+/// Options shared by `run` and `batch`.
 #[derive(Debug, Clone, Args)]
 pub struct AgentArgs {
-    /// A config file; repeat it to layer files (later files override earlier ones). The
-    /// built-in configs/default.yaml is always the first layer.
-    #[arg(long = "config", value_name = "FILE")]
-    pub configs: Vec<PathBuf>,
-    /// Override one config value, type-checked: `--set env.command_timeout=60`. Repeatable;
-    /// applied after the config files.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    /// The configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// The model: `replay`, `human`, `openai/<name>` or `anthropic/<name>`. API keys come from
     /// OPENAI_API_KEY and ANTHROPIC_API_KEY only.
     #[arg(long, default_value = "replay")]
@@ -198,9 +220,6 @@ pub struct AgentArgs {
     /// The engine.
     #[command(flatten)]
     pub cluster: EngineArgs,
-    /// Which images instances run in.
-    #[arg(long, value_enum, default_value_t = Images::Local)]
-    pub images: Images,
 }
 
 /// `--images`: which images instances run in.
@@ -272,26 +291,15 @@ pub struct EvalArgs {
     /// Evaluate only this instance; repeatable.
     #[arg(long = "id", value_name = "ID")]
     pub ids: Vec<String>,
-    /// Evaluate only instances whose id matches this regular expression at its start (Python's
-    /// `re.match`, as in `aci batch`).
-    #[arg(long, value_name = "RE")]
-    pub filter: Option<String>,
-    /// Evaluate only this slice of the instances, Python syntax (`0:10`, `-5:`, `::2`).
-    #[arg(long, value_name = "A:B")]
-    pub slice: Option<String>,
-    /// A config file for the `env` section (images, repo_dir, limits, min_free_disk_gb);
-    /// repeatable, later files win.
-    #[arg(long = "config", value_name = "FILE")]
-    pub configs: Vec<PathBuf>,
-    /// Override one config value: `--set env.memory_mb=8192`. Repeatable.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    /// Which of the instances (after --id).
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+    /// The configuration (its `env` section: images, repo_dir, limits, min_free_disk_gb).
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// The engine.
     #[command(flatten)]
     pub cluster: EngineArgs,
-    /// Which images instances are graded in (as for `aci batch`).
-    #[arg(long, value_enum, default_value_t = Images::Local)]
-    pub images: Images,
 }
 
 /// `aci validate`
@@ -317,16 +325,9 @@ pub struct ValidateArgs {
     /// Validate only this instance; repeatable.
     #[arg(long = "id", value_name = "ID")]
     pub ids: Vec<String>,
-    /// A config file for the `env` section (images, specs, repo_dir, limits); repeatable,
-    /// later files win.
-    #[arg(long = "config", value_name = "FILE")]
-    pub configs: Vec<PathBuf>,
-    /// Override one config value: `--set env.specs=[my-specs.yaml]`. Repeatable.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
-    /// Which images instances are graded in (as for `aci batch`).
-    #[arg(long, value_enum, default_value_t = Images::Local)]
-    pub images: Images,
+    /// The configuration (its `env` section: images, specs, repo_dir, limits).
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Where the evaluations run.
     #[command(flatten)]
     pub cluster: EngineArgs,
@@ -345,14 +346,9 @@ pub struct BatchArgs {
     /// How many instances run at the same time.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub workers: u32,
-    /// Only the instances whose id matches this regular expression at its start, as Python's
-    /// `re.match` in SWE-agent and mini-swe-agent (`.*X` matches anywhere; end with `$` for
-    /// whole ids). Applied after --shuffle.
-    #[arg(long, value_name = "RE", value_parser = parse_filter)]
-    pub filter: Option<Regex>,
-    /// A Python slice of the instances, taken after --shuffle and --filter: 0:10, -5:, ::2.
-    #[arg(long, value_name = "A:B")]
-    pub slice: Option<SliceSpec>,
+    /// Which of the instances.
+    #[command(flatten)]
+    pub selection: SelectionArgs,
     /// Sort the instances by id and shuffle them as Python's `random.seed(SEED);
     /// random.shuffle(...)` does, before the other selection flags: the same instances in the
     /// same order as SWE-agent's and mini-swe-agent's --shuffle.
@@ -427,13 +423,10 @@ pub struct ShellArgs {
     /// The instance whose container to open.
     #[arg(long)]
     pub id: String,
-    /// A config file; repeat it to layer files. Step, time, stall and timeout limits are off in
-    /// a shell unless a config file or `--set` turns them on.
-    #[arg(long = "config", value_name = "FILE")]
-    pub configs: Vec<PathBuf>,
-    /// Override one config value: `--set aci.window=30`. Repeatable.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    /// The configuration. Step, time, stall and timeout limits are off in a shell unless a
+    /// config file or `--set` turns them on.
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Where commands run.
     #[arg(long, value_enum, default_value_t = Runtime::Docker)]
     pub runtime: Runtime,
@@ -443,9 +436,6 @@ pub struct ShellArgs {
     /// The run id labelled on the container (default: a timestamp).
     #[arg(long)]
     pub run_id: Option<String>,
-    /// Which image the instance runs in (as for `aci batch`).
-    #[arg(long, value_enum, default_value_t = Images::Local)]
-    pub images: Images,
 }
 
 /// `aci inspect`

@@ -10,8 +10,8 @@
 //!
 //! Dependencies point one way: a module imports only modules of lower layers, never one of its
 //! own layer or above. `tests/layering.rs` reads this list and checks every `crate::` path (and
-//! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs`,
-//! `eval_command.rs`, `engine_command.rs`, `validate_command.rs`) stands on all of them. Only
+//! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs` and
+//! `commands/`, one file per command) stands on all of them. Only
 //! `sandbox::docker` speaks to Docker, and only `sandbox::k8s` to a Kubernetes API server.
 //!
 //! 1. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec` — leaves: atomic

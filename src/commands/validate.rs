@@ -12,50 +12,32 @@ use aci::spec;
 use aci::text::{escape_controls, escape_controls_in_lines};
 use aci::validate::{table, validate as validate_instances};
 
+use super::{
+    Failure, Signals, connect_docker, create_output_dir, default_run_id, engine, keep_ids,
+    load_instances, settings,
+};
 use crate::cli::ValidateArgs;
-use crate::{Failure, Signals, connect_docker, default_run_id, load_instances};
 
 /// `aci validate`.
 pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     let timeout = Seconds::new(args.timeout)
         .map_err(|error| Failure::new(format!("invalid --timeout: {error}")))?;
-    let mut instances = load_instances(&args.instances)?;
-    if !args.ids.is_empty() {
-        let missing: Vec<&str> = args
-            .ids
-            .iter()
-            .filter(|id| !instances.iter().any(|i| &&i.instance_id == id))
-            .map(String::as_str)
-            .collect();
-        if !missing.is_empty() {
-            return Err(Failure::new(format!(
-                "no instance {} in {}",
-                missing.join(", "),
-                args.instances.display()
-            )));
-        }
-        instances.retain(|i| args.ids.contains(&i.instance_id));
-    }
+    let instances = keep_ids(load_instances(&args.instances)?, &args.ids, &args.instances)?;
     if instances.is_empty() {
         return Err(Failure::new(format!(
             "no instance of {} is selected",
             args.instances.display()
         )));
     }
-    let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
+    let config = settings::resolve(&args.config, None)?.config;
     // A spec file that cannot be read stops the run here, not once per instance.
     spec::table(&config.env.specs)?;
-    std::fs::create_dir_all(&args.output).map_err(|e| {
-        Failure::new(format!(
-            "cannot create the output directory {}: {e}",
-            args.output.display()
-        ))
-    })?;
+    create_output_dir(&args.output)?;
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
     let mut signals = Signals::listen()?;
     let docker = connect_docker().await?;
-    let engine = crate::engine_command::eval_engine(docker, &args.cluster, &config.env).await?;
+    let engine = engine::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),
         output: args.output.clone(),

@@ -1,4 +1,4 @@
-//! `aci eval` and `aci images prune`: read the inputs, run, print, and turn the outcome into an
+//! `aci eval`: read the inputs, run, print, and turn the outcome into an
 //! exit code (3 when `--expect` finds a regression, 130 on Ctrl-C or SIGTERM).
 
 use std::collections::BTreeSet;
@@ -11,12 +11,14 @@ use aci::eval::from_logs::{FromLogsSettings, grade_logs};
 use aci::eval::predictions::{Prediction, gold_predictions, parse_predictions};
 use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
 use aci::eval::run::{EvalSettings, InstanceDone, InstanceStatus, evaluate};
-use aci::image::prune::{PruneScope, prune, prune_pulled};
-use aci::instance::{self, Instance, Selection, SliceSpec};
+use aci::instance::{self, Instance, Selection};
 use aci::text::escape_controls;
 
+use super::{
+    Failure, Signals, connect_docker, create_output_dir, default_run_id, engine, keep_ids,
+    load_instances, settings, shown,
+};
 use crate::cli::EvalArgs;
-use crate::{Failure, Signals, connect_docker, create_output_dir, default_run_id, load_instances};
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
@@ -56,13 +58,13 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
                 .hint("pass --predictions FILE or --predictions gold"),
         );
     };
-    let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
+    let config = settings::resolve(&args.config, None)?.config;
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
     aci::spec::table(&config.env.specs)?;
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
     let mut signals = Signals::listen()?;
     let docker = connect_docker().await?;
-    let engine = crate::engine_command::eval_engine(docker, &args.cluster, &config.env).await?;
+    let engine = engine::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),
         output: output.clone(),
@@ -182,35 +184,11 @@ fn read_expected(path: &Path) -> Result<Vec<String>, Failure> {
 
 /// `--id` (exact, repeatable), then `--filter`, then `--slice`, in file order.
 fn select(instances: Vec<Instance>, args: &EvalArgs) -> Result<Vec<Instance>, Failure> {
-    let mut instances = instances;
-    if !args.ids.is_empty() {
-        let missing: Vec<&String> = args
-            .ids
-            .iter()
-            .filter(|id| !instances.iter().any(|i| &&i.instance_id == id))
-            .collect();
-        if !missing.is_empty() {
-            let missing: Vec<&str> = missing.iter().map(|id| id.as_str()).collect();
-            return Err(Failure::new(format!(
-                "no instance {} in {}",
-                missing.join(", "),
-                args.instances.display()
-            )));
-        }
-        instances.retain(|i| args.ids.contains(&i.instance_id));
-    }
+    let instances = keep_ids(instances, &args.ids, &args.instances)?;
     let selection = Selection {
         shuffle_seed: None,
-        filter: args
-            .filter
-            .as_deref()
-            .map(instance::parse_filter)
-            .transpose()?,
-        slice: args
-            .slice
-            .as_deref()
-            .map(str::parse::<SliceSpec>)
-            .transpose()?,
+        filter: args.selection.filter.clone(),
+        slice: args.selection.slice,
         shard: None,
     };
     Ok(instance::select(instances, &selection))
@@ -271,41 +249,4 @@ fn check_expected(expected: Option<&[String]>, summary: &RunSummary) -> ExitCode
         eprintln!("  {}: {state}", escape_controls(id));
     }
     ExitCode::from(3)
-}
-
-/// `aci images prune`.
-pub async fn images_prune(
-    run_id: Option<String>,
-    all: bool,
-    pulled: bool,
-) -> Result<ExitCode, Failure> {
-    let scope = match (run_id, all) {
-        (Some(run_id), _) => PruneScope::Run(run_id),
-        (None, true) => PruneScope::All,
-        (None, false) => PruneScope::AllEnv,
-    };
-    let docker = connect_docker().await?;
-    let mut pruned = prune(&docker, &scope).await?;
-    if pulled {
-        pruned.extend(prune_pulled(&docker).await?);
-    }
-    for image in &pruned {
-        if image.removed {
-            println!("removed\t{}\t{}", escape_controls(&image.name), image.id);
-        } else {
-            eprintln!(
-                "kept {} ({}): a container still uses it",
-                escape_controls(&image.name),
-                image.id
-            );
-        }
-    }
-    let removed = pruned.iter().filter(|image| image.removed).count();
-    eprintln!("removed {removed} image(s)");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A path as printed: its control characters written out ([`escape_controls`]).
-fn shown(path: &Path) -> String {
-    escape_controls(&path.display().to_string())
 }

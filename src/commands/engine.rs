@@ -1,0 +1,112 @@
+//! `--engine k8s` for the commands that start tasks: connecting to the cluster (with
+//! `--namespace` and `--registry` over `env.k8s`), reaping what dead runs left there, and
+//! deleting a run's pods at its end.
+
+use std::sync::Arc;
+
+use aci::batch::Runtime;
+use aci::batch::ahead::K8sRun;
+use aci::cluster::{Cluster, Engine, k8s_settings};
+use aci::config::{Config, EnvConfig};
+use aci::image::push::credentials_for;
+use aci::sandbox::docker::DockerRuntime;
+use aci::sandbox::k8s::K8sRuntime;
+use aci::text::escape_controls;
+
+use super::Failure;
+use crate::cli::{self, EngineArgs};
+
+/// `env` with `--namespace` and `--registry` applied.
+pub fn with_overrides(env: &EnvConfig, args: &EngineArgs) -> EnvConfig {
+    let mut env = env.clone();
+    if let Some(namespace) = &args.namespace {
+        env.k8s.namespace.clone_from(namespace);
+    }
+    if let Some(registry) = &args.registry {
+        env.k8s.registry.clone_from(registry);
+    }
+    env
+}
+
+/// Connects to the cluster of `--engine k8s`, reaps what dead runs left there, and reads the
+/// registry's credentials.
+async fn connect_cluster(docker: DockerRuntime, env: &EnvConfig) -> Result<Arc<Cluster>, Failure> {
+    let k8s = K8sRuntime::connect(k8s_settings(env)).await.map_err(|e| {
+        Failure::new(e.to_string()).hint(
+            "set KUBECONFIG (or run inside the cluster with a service account); see the \
+             README's Kubernetes section",
+        )
+    })?;
+    match k8s.reap_orphans().await {
+        Ok(0) => {}
+        Ok(n) => eprintln!(
+            "removed {n} pod(s) left by aci runs that are gone (namespace {})",
+            k8s.namespace()
+        ),
+        Err(error) => eprintln!(
+            "warning: could not look for leftover pods: {}",
+            escape_controls(&error.to_string())
+        ),
+    }
+    let registry = (!env.k8s.registry.is_empty()).then(|| env.k8s.registry.clone());
+    let credentials = match &registry {
+        Some(registry) => credentials_for(registry).map_err(|e| Failure::new(e.to_string()))?,
+        None => None,
+    };
+    eprintln!(
+        "engine: k8s, namespace {}, {}, images {}",
+        k8s.namespace(),
+        k8s.source(),
+        registry
+            .as_deref()
+            .map_or("as tagged here (no registry)".to_owned(), |r| format!(
+                "from {r}"
+            ))
+    );
+    Ok(Arc::new(Cluster::new(docker, k8s, registry, credentials)))
+}
+
+/// Turns the Docker runtime of `run` or `batch` into the cluster's when `--engine k8s`.
+pub async fn attach(
+    runtime: Runtime,
+    args: &EngineArgs,
+    config: &Config,
+    run_id: &str,
+) -> Result<Runtime, Failure> {
+    if args.engine == cli::Engine::Docker {
+        return Ok(runtime);
+    }
+    let Runtime::Docker(docker) = runtime else {
+        return Err(Failure::new("--engine k8s cannot run with --runtime local")
+            .hint("drop --runtime local: the pods are the sandboxes"));
+    };
+    let env = with_overrides(&config.env, args);
+    let cluster = connect_cluster(docker, &env).await?;
+    Ok(Runtime::K8s(Arc::new(K8sRun::new(
+        cluster,
+        env,
+        run_id.to_owned(),
+    ))))
+}
+
+/// The engine of `aci eval`.
+pub async fn eval_engine(
+    docker: DockerRuntime,
+    args: &EngineArgs,
+    env: &EnvConfig,
+) -> Result<Engine, Failure> {
+    match args.engine {
+        cli::Engine::Docker => Ok(Engine::Docker(docker)),
+        cli::Engine::K8s => {
+            let env = with_overrides(env, args);
+            Ok(Engine::K8s(connect_cluster(docker, &env).await?))
+        }
+    }
+}
+
+/// Deletes every pod of the run this process made (the end of a run, or Ctrl-C).
+pub async fn finish(runtime: &Runtime) {
+    if let Runtime::K8s(run) = runtime {
+        run.finish().await;
+    }
+}

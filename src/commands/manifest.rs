@@ -1,0 +1,100 @@
+//! `manifest.json` of `aci run` and `aci batch`: the resolved configuration, its hash, the
+//! harness version, the images with their ids and digests, the model and the seed.
+
+use std::path::Path;
+
+use aci::batch::{RunContext, Runtime, output};
+use aci::image;
+use aci::instance::Instance;
+use aci::sandbox::docker::DockerRuntime;
+
+use super::Failure;
+use crate::cli::{self, AgentArgs};
+
+/// Writes `manifest.json` into the run's output directory.
+pub async fn write_manifest(
+    ctx: &RunContext,
+    args: &AgentArgs,
+    instances_file: &Path,
+    seed: Option<u64>,
+    docker: Option<&DockerRuntime>,
+    instances: &[&Instance],
+) -> Result<(), Failure> {
+    let mut images = std::collections::BTreeMap::new();
+    if let Some(docker) = docker {
+        for instance in instances {
+            let tag = ctx.image_for(instance);
+            if images.contains_key(&tag) {
+                continue;
+            }
+            let Some(info) = docker.inspect_image(&tag).await? else {
+                // An image from a registry is pulled (or fails) with its instance; its
+                // trajectory records the id it ran in.
+                if !image::pull::is_built_locally(&tag, &ctx.config.env) {
+                    continue;
+                }
+                return Err(Failure::new(format!("the image {tag} does not exist"))
+                    .hint("run `aci images build`"));
+            };
+            images.insert(
+                tag,
+                output::ImageRecord {
+                    id: info.id,
+                    digests: info.digests,
+                },
+            );
+        }
+    }
+    let config = serde_json::to_value(&ctx.config).map_err(|e| {
+        Failure::new(format!(
+            "cannot record the configuration in {}: {e}",
+            ctx.output.join("manifest.json").display()
+        ))
+    })?;
+    let mut config_files = vec!["configs/default.yaml (built in)".to_owned()];
+    config_files.extend(args.config.configs.iter().map(|p| p.display().to_string()));
+    let manifest = output::Manifest {
+        aci_version: env!("CARGO_PKG_VERSION").to_owned(),
+        run_id: ctx.run_id.clone(),
+        model: ctx.model.clone(),
+        runtime: match (&ctx.runtime, args.runtime) {
+            (Runtime::K8s(_), _) => "k8s",
+            (_, cli::Runtime::Docker) => "docker",
+            (_, cli::Runtime::Local) => "local",
+        }
+        .to_owned(),
+        instances: instances_file.display().to_string(),
+        config_files,
+        config_sets: args.config.sets.clone(),
+        config_hash: ctx.config.hash(),
+        config,
+        images,
+        seed,
+    };
+    output::write_manifest(&ctx.output, &manifest).map_err(|e| {
+        Failure::new(format!(
+            "cannot write {}: {e}",
+            ctx.output.join("manifest.json").display()
+        ))
+    })
+}
+
+/// Resuming into a directory written with another configuration mixes results: say so.
+pub fn warn_on_config_change(output: &Path, hash: &str, redo: bool) {
+    let Ok(text) = std::fs::read(output.join("manifest.json")) else {
+        return;
+    };
+    let old = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("config_hash")?.as_str().map(str::to_owned));
+    if let Some(old) = old
+        && old != hash
+        && !redo
+    {
+        eprintln!(
+            "warning: {} was written with another configuration (hash {old}); instances it \
+             finished are skipped and keep their results\nhint: use --redo, or a new --output",
+            output.display()
+        );
+    }
+}

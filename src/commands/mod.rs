@@ -1,0 +1,124 @@
+//! The commands of the binary, one file each, and what they share: the failure they return,
+//! the signals they listen to, the configuration layers ([`settings`]), the Docker connection,
+//! the instances file and the output directory.
+
+#![expect(
+    clippy::print_stdout,
+    reason = "the commands print their results (data) on stdout; logs go to stderr"
+)]
+
+pub mod ablate;
+pub mod batch;
+mod clock;
+mod context;
+mod engine;
+pub mod eval;
+mod failure;
+pub mod images;
+pub mod inspect;
+mod manifest;
+pub mod run;
+pub mod settings;
+pub mod shell;
+mod signals;
+pub mod validate;
+
+use std::path::Path;
+
+use aci::instance::{self, Instance};
+use aci::sandbox::docker::DockerRuntime;
+use aci::text::{escape_controls, escape_controls_in_lines};
+
+pub use clock::default_run_id;
+pub use failure::{Failure, run_failure};
+pub use signals::Signals;
+
+/// Connects to the Docker daemon and removes the containers of aci runs that are gone.
+pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
+    let runtime = DockerRuntime::connect().await.map_err(|e| {
+        Failure::new(e.to_string())
+            .hint("start the Docker daemon, or use --runtime local (no isolation)")
+    })?;
+    match runtime.reap_orphans().await {
+        Ok(reaped) => {
+            if reaped.removed > 0 {
+                let n = reaped.removed;
+                eprintln!("removed {n} container(s) left by aci runs that are gone");
+            }
+            if let Some(line) = reaped.unknown_line("container(s)") {
+                eprintln!("{line}");
+            }
+        }
+        Err(error) => eprintln!(
+            "warning: could not look for leftover containers: {}",
+            escape_controls(&error.to_string())
+        ),
+    }
+    Ok(runtime)
+}
+
+/// Creates an output directory, or fails naming it.
+pub fn create_output_dir(output: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(output).map_err(|e| {
+        Failure::new(format!(
+            "cannot create the output directory {}: {e}",
+            output.display()
+        ))
+    })
+}
+
+/// The usable instances of the file; each bad record gets an error line.
+pub fn load_instances(path: &Path) -> Result<Vec<Instance>, Failure> {
+    let loaded = instance::load_instances_file(path)?;
+    for error in &loaded.errors {
+        let line = format!("{}: {error}", path.display());
+        eprintln!("error: {}", escape_controls_in_lines(&line));
+    }
+    Ok(loaded.instances)
+}
+
+/// The instance `id` of `instances` (read from `file`), or a failure saying how many it holds.
+pub fn find_instance<'a>(
+    instances: &'a [Instance],
+    id: &str,
+    file: &Path,
+) -> Result<&'a Instance, Failure> {
+    instances
+        .iter()
+        .find(|i| i.instance_id == id)
+        .ok_or_else(|| {
+            Failure::new(format!("no instance `{id}` in {}", file.display()))
+                .hint(format!("the file holds {} instance(s)", instances.len()))
+        })
+}
+
+/// The instances of `--id` (exact, repeatable; all when none is given), in file order, or a
+/// failure naming the ids the file lacks.
+pub fn keep_ids(
+    mut instances: Vec<Instance>,
+    ids: &[String],
+    file: &Path,
+) -> Result<Vec<Instance>, Failure> {
+    if ids.is_empty() {
+        return Ok(instances);
+    }
+    let missing: Vec<&str> = ids
+        .iter()
+        .filter(|id| !instances.iter().any(|i| &&i.instance_id == id))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Failure::new(format!(
+            "no instance {} in {}",
+            missing.join(", "),
+            file.display()
+        )));
+    }
+    instances.retain(|i| ids.contains(&i.instance_id));
+    Ok(instances)
+}
+
+/// A path as printed: its control characters written out ([`escape_controls`]).
+pub fn shown(path: &Path) -> String {
+    escape_controls(&path.display().to_string())
+}

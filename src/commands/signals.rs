@@ -1,0 +1,84 @@
+//! SIGINT (Ctrl-C) and SIGTERM for the commands that start tasks: the first stops the work in
+//! order, the second quits at once after removing what this process started.
+
+use aci::batch::{self, Runtime};
+use aci::sandbox::docker::DockerRuntime;
+
+use super::{Failure, engine};
+
+/// SIGINT (Ctrl-C) and SIGTERM: the first one stops the batch in order, the second quits at
+/// once, after removing every container and pod this process created (bounded in time).
+pub struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn listen() -> Result<Self, Failure> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| {
+            signal(kind).map_err(|e| Failure::new(format!("cannot listen for signals: {e}")))
+        };
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for the first SIGINT or SIGTERM.
+    pub async fn first(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+
+    /// Sends every SIGINT and SIGTERM on to the running step of `aci ablate`, which stops in
+    /// order on the first and quits on the second, as a batch does.
+    pub fn forward_to_steps(mut self) -> aci::ablate::StepControl {
+        use aci::ablate::StepSignal;
+        let control = aci::ablate::StepControl::default();
+        let forward = control.clone();
+        tokio::spawn(async move {
+            loop {
+                let signal = tokio::select! {
+                    Some(()) = self.interrupt.recv() => StepSignal::Interrupt,
+                    Some(()) = self.terminate.recv() => StepSignal::Terminate,
+                    else => break,
+                };
+                forward.forward(signal);
+            }
+        });
+        control
+    }
+
+    pub fn spawn(mut self, docker: Option<DockerRuntime>, runtime: Runtime) -> batch::Interrupt {
+        let (handle, interrupt) = batch::Interrupt::new();
+        tokio::spawn(async move {
+            let mut count = 0;
+            loop {
+                self.first().await;
+                count += 1;
+                if count == 1 {
+                    handle.trigger();
+                    continue;
+                }
+                eprintln!("interrupted again: removing the containers and quitting");
+                // The run's own clean-up, then the guard's sweep by label (which also finds a
+                // container whose creation had not returned yet), each bounded in time.
+                aci::sandbox::docker::close_creation();
+                let limit = aci::sandbox::guard::QUIT_SWEEP_LIMIT;
+                let own = async {
+                    if let Some(docker) = &docker {
+                        docker.remove_all_started().await;
+                    }
+                    engine::finish(&runtime).await;
+                };
+                let _ = tokio::time::timeout(limit, own).await;
+                aci::sandbox::guard::sweep_before_exit().await;
+                std::process::exit(130);
+            }
+        });
+        interrupt
+    }
+}
