@@ -168,23 +168,6 @@ pub struct EngineArgs {
     pub registry: Option<String>,
 }
 
-impl EngineArgs {
-    /// The same options as command-line arguments, for a child `aci` process.
-    pub fn to_args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if self.engine == Engine::K8s {
-            args.extend(["--engine".to_owned(), "k8s".to_owned()]);
-        }
-        if let Some(namespace) = &self.namespace {
-            args.extend(["--namespace".to_owned(), namespace.clone()]);
-        }
-        if let Some(registry) = &self.registry {
-            args.extend(["--registry".to_owned(), registry.clone()]);
-        }
-        args
-    }
-}
-
 /// Where the agent's commands run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Runtime {

@@ -11,15 +11,44 @@ use aci::text::escape_controls_in_lines;
 
 use super::context::{agent_context, agent_settings, finish_run};
 use super::manifest::{warn_on_config_change, write_manifest};
-use super::{Failure, Signals, engine};
+use super::{Failure, Out, Signals, engine};
 use crate::cli::BatchArgs;
 
 /// `aci batch`.
 pub async fn batch(args: BatchArgs) -> Result<ExitCode, Failure> {
     // Listen before anything slow, so an early Ctrl-C is an orderly stop, not a kill.
     let signals = Signals::listen()?;
+    let end = execute(&args, Stop::Signals(signals), Out::Stdout).await?;
+    Ok(match end {
+        BatchEnd::Done => ExitCode::SUCCESS,
+        BatchEnd::Failed => ExitCode::from(1),
+        BatchEnd::Interrupted => ExitCode::from(130),
+    })
+}
+
+/// What stops a batch in order.
+pub enum Stop {
+    /// Its own signals: the first stops it, the second quits at once.
+    Signals(Signals),
+    /// A flag that the caller sets (`aci ablate`, whose signals are its own).
+    Given(batch::Interrupt),
+}
+
+/// How a batch ended, when it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchEnd {
+    /// Every selected instance ran (or was skipped as finished).
+    Done,
+    /// A run-level failure stopped it; its line was printed when it happened.
+    Failed,
+    /// A signal stopped it in order.
+    Interrupted,
+}
+
+/// Runs the batch of `args`, stopped by `stop`, with its summary table on `out`.
+pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd, Failure> {
     let settings = agent_settings(&args.agent)?;
-    check_batch_model(&args, &settings.config)?;
+    check_batch_model(args, &settings.config)?;
     let (instances, invalid_records) = load_batch_instances(&args.instances)?;
     let seed = args
         .shuffle
@@ -48,7 +77,10 @@ pub async fn batch(args: BatchArgs) -> Result<ExitCode, Failure> {
         &refs,
     )
     .await?;
-    let interrupt = signals.spawn(docker.clone(), ctx.runtime.clone());
+    let interrupt = match stop {
+        Stop::Signals(signals) => signals.spawn(docker.clone(), ctx.runtime.clone()),
+        Stop::Given(interrupt) => interrupt,
+    };
     let engine = ctx.runtime.clone();
     let options = batch::runner::BatchOptions {
         workers: usize::try_from(args.workers).unwrap_or(1),
@@ -66,17 +98,17 @@ pub async fn batch(args: BatchArgs) -> Result<ExitCode, Failure> {
             .map_or_else(|_| report.cost(), |statuses| statuses.total_cost),
         invalid_records,
     };
-    print!("{}", batch::summary::render(&report, &context));
+    out.print(&batch::summary::render(&report, &context));
     if report.failure.is_some() {
         // Named when it happened (`error: …; stopping the batch`); what failed after it is
         // its consequence.
-        return Ok(ExitCode::from(1));
+        return Ok(BatchEnd::Failed);
     }
     finished?;
     Ok(if report.interrupted {
-        ExitCode::from(130)
+        BatchEnd::Interrupted
     } else {
-        ExitCode::SUCCESS
+        BatchEnd::Done
     })
 }
 

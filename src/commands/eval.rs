@@ -14,14 +14,26 @@ use aci::eval::run::{EvalSettings, InstanceDone, InstanceStatus, evaluate};
 use aci::instance::{self, Instance, Selection};
 use aci::text::escape_controls;
 
+use aci::batch::Interrupt;
+
 use super::{
-    Failure, Signals, connect_docker, create_output_dir, default_run_id, engine, keep_ids,
+    Failure, Out, Signals, connect_docker, create_output_dir, default_run_id, engine, keep_ids,
     load_instances, settings, shown,
 };
 use crate::cli::EvalArgs;
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
+    execute(&args, None, Out::Stdout).await
+}
+
+/// Grades as `args` say, stopped in order by `stop` (by default: SIGINT or SIGTERM), with the
+/// summary on `out`.
+pub async fn execute(
+    args: &EvalArgs,
+    stop: Option<Interrupt>,
+    out: Out,
+) -> Result<ExitCode, Failure> {
     let timeout = Seconds::new(args.timeout)
         .map_err(|error| Failure::new(format!("invalid --timeout: {error}")))?;
     let all = load_instances(&args.instances)?;
@@ -31,7 +43,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         .map(|source| load_predictions(source, &all, &args.instances))
         .transpose()?;
     let expected = args.expect.as_deref().map(read_expected).transpose()?;
-    let selected = select(all, &args)?;
+    let selected = select(all, args)?;
     if selected.is_empty() {
         return Err(Failure::new(format!(
             "no instance of {} is selected",
@@ -50,7 +62,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
             logs: logs.clone(),
             output,
         };
-        return eval_from_logs(&selected, predictions.as_deref(), &settings, expected);
+        return eval_from_logs(&selected, predictions.as_deref(), &settings, expected, out);
     }
     let Some(predictions) = predictions else {
         return Err(
@@ -62,7 +74,10 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
     aci::spec::table(&config.env.specs)?;
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
-    let mut signals = Signals::listen()?;
+    let mut stop = match stop {
+        Some(stop) => stop,
+        None => Signals::listen()?.first_sets(),
+    };
     let docker = connect_docker().await?;
     let engine = engine::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
@@ -86,7 +101,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     };
     let result = tokio::select! {
         result = evaluate(engine.clone(), selected, &predictions, settings, &mut progress) => result,
-        () = signals.first() => {
+        () = stop.wait() => {
             engine.remove_run(&run_id).await;
             eprintln!(
                 "interrupted: the evaluation containers were removed; finished instances keep \
@@ -98,7 +113,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     };
     engine.remove_run(&run_id).await;
     let summary = result.map_err(|e| Failure::new(e.to_string()))?;
-    print_summary(&summary, &output);
+    print_summary(&summary, &output, out);
     Ok(check_expected(expected.as_deref(), &summary))
 }
 
@@ -108,6 +123,7 @@ fn eval_from_logs(
     predictions: Option<&[Prediction]>,
     settings: &FromLogsSettings,
     expected: Option<Vec<String>>,
+    out: Out,
 ) -> Result<ExitCode, Failure> {
     let total = selected.len();
     eprintln!(
@@ -128,7 +144,7 @@ fn eval_from_logs(
     };
     let summary = grade_logs(selected, predictions, settings, &mut progress)
         .map_err(|e| Failure::new(e.to_string()))?;
-    print_summary(&summary, &settings.output);
+    print_summary(&summary, &settings.output, out);
     Ok(check_expected(expected.as_deref(), &summary))
 }
 
@@ -194,18 +210,21 @@ fn select(instances: Vec<Instance>, args: &EvalArgs) -> Result<Vec<Instance>, Fa
     Ok(instance::select(instances, &selection))
 }
 
-fn print_summary(summary: &RunSummary, output: &Path) {
-    println!(
+fn print_summary(summary: &RunSummary, output: &Path, out: Out) {
+    out.print(&format!(
         "resolved {} of {} instances (unresolved {}, errors {}, empty patches {}, \
-         without prediction {})",
+         without prediction {})\n",
         summary.resolved_instances,
         summary.total_instances,
         summary.unresolved_instances,
         summary.error_instances,
         summary.empty_patch_instances,
         summary.incomplete_ids.len()
-    );
-    println!("summary: {}", shown(&output.join("report.json")));
+    ));
+    out.print(&format!(
+        "summary: {}\n",
+        shown(&output.join("report.json"))
+    ));
     let touching = &summary.resolved_touching_tests_ids;
     if !touching.is_empty() {
         eprintln!(

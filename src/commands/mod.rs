@@ -118,6 +118,26 @@ pub fn keep_ids(
     Ok(instances)
 }
 
+/// Where a command's results go: stdout, or stderr when they are a step of `aci ablate`
+/// (whose stdout carries only its comparison table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out {
+    /// The standard output.
+    Stdout,
+    /// The standard error.
+    Stderr,
+}
+
+impl Out {
+    /// Writes `text` as it is.
+    pub fn print(self, text: &str) {
+        match self {
+            Out::Stdout => print!("{text}"),
+            Out::Stderr => eprint!("{text}"),
+        }
+    }
+}
+
 /// A path as printed: its control characters written out ([`escape_controls`]).
 pub fn shown(path: &Path) -> String {
     escape_controls(&path.display().to_string())

@@ -33,25 +33,21 @@ impl Signals {
         }
     }
 
-    /// Sends every SIGINT and SIGTERM on to the running step of `aci ablate`, which stops in
-    /// order on the first and quits on the second, as a batch does.
-    pub fn forward_to_steps(mut self) -> aci::ablate::StepControl {
-        use aci::ablate::StepSignal;
-        let control = aci::ablate::StepControl::default();
-        let forward = control.clone();
+    /// A flag that the first SIGINT or SIGTERM sets; later ones are let go (the work stops
+    /// in order, once).
+    pub fn first_sets(mut self) -> batch::Interrupt {
+        let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
-            loop {
-                let signal = tokio::select! {
-                    Some(()) = self.interrupt.recv() => StepSignal::Interrupt,
-                    Some(()) = self.terminate.recv() => StepSignal::Terminate,
-                    else => break,
-                };
-                forward.forward(signal);
-            }
+            self.first().await;
+            handle.trigger();
+            // Still listening, so that a later signal does not kill the process.
+            std::future::pending::<()>().await;
         });
-        control
+        interrupt
     }
 
+    /// A flag that the first SIGINT or SIGTERM sets; the second quits at once, after removing
+    /// the containers of `docker` and the pods of `runtime` (and the guard's sweep).
     pub fn spawn(mut self, docker: Option<DockerRuntime>, runtime: Runtime) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
