@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+use aci::engine::Kind;
 use aci::instance::{ShardSpec, SliceSpec, parse_filter};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
 
@@ -142,22 +144,12 @@ pub struct SelectionArgs {
     pub slice: Option<SliceSpec>,
 }
 
-/// Which engine starts the sandboxes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Engine {
-    /// Containers of this machine's Docker daemon (the default).
-    Docker,
-    /// One pod per task in a Kubernetes cluster: KUBECONFIG (or ~/.kube/config, or the
-    /// in-cluster service account) says which; images are built here and pushed to --registry.
-    K8s,
-}
-
 /// `--engine` and the cluster's options.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
     /// Where tasks run: this machine's Docker daemon, or pods of a Kubernetes cluster.
-    #[arg(long, value_enum, default_value_t = Engine::Docker)]
-    pub engine: Engine,
+    #[arg(long, value_parser = engine_values(), default_value = "docker")]
+    pub engine: Kind,
     /// With --engine k8s: the namespace of the pods (default: env.k8s.namespace, else the
     /// kubeconfig context's, else `default`).
     #[arg(long, value_name = "NS")]
@@ -168,14 +160,30 @@ pub struct EngineArgs {
     pub registry: Option<String>,
 }
 
-/// Where the agent's commands run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Runtime {
-    /// One hardened container per task (the default).
-    Docker,
-    /// A temporary copy of the repository on the host. NOT a sandbox: commands run with your
-    /// user's full access. For tests and machines without Docker.
-    Local,
+/// `--runtime docker|local`: where the agent's commands run.
+fn runtime_values() -> impl TypedValueParser<Value = Kind> {
+    PossibleValuesParser::new([
+        PossibleValue::new("docker").help("One hardened container per task (the default)"),
+        PossibleValue::new("local").help(
+            "A temporary copy of the repository on the host. NOT a sandbox: commands run with \
+             your user's full access. For tests and machines without Docker",
+        ),
+    ])
+    .map(|name| Kind::from_name(&name).unwrap_or(Kind::Docker))
+}
+
+/// `--engine docker|k8s`: where tasks run.
+fn engine_values() -> impl TypedValueParser<Value = Kind> {
+    PossibleValuesParser::new([
+        PossibleValue::new("docker")
+            .help("Containers of this machine's Docker daemon (the default)"),
+        PossibleValue::new("k8s").help(
+            "One pod per task in a Kubernetes cluster: KUBECONFIG (or ~/.kube/config, or the \
+             in-cluster service account) says which; images are built here and pushed to \
+             --registry",
+        ),
+    ])
+    .map(|name| Kind::from_name(&name).unwrap_or(Kind::Docker))
 }
 
 /// Options shared by `run` and `batch`.
@@ -192,8 +200,8 @@ pub struct AgentArgs {
     #[arg(long, value_name = "URL")]
     pub api_base: Option<String>,
     /// Where commands run.
-    #[arg(long, value_enum, default_value_t = Runtime::Docker)]
-    pub runtime: Runtime,
+    #[arg(long, value_parser = runtime_values(), default_value = "docker")]
+    pub runtime: Kind,
     /// The output directory (default: aci-runs/<run id>).
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
@@ -384,8 +392,8 @@ pub struct AblateArgs {
     #[arg(long, value_name = "URL")]
     pub api_base: Option<String>,
     /// Where commands run.
-    #[arg(long, value_enum, default_value_t = Runtime::Docker)]
-    pub runtime: Runtime,
+    #[arg(long, value_parser = runtime_values(), default_value = "docker")]
+    pub runtime: Kind,
     /// Override one config value in every configuration; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
@@ -411,8 +419,8 @@ pub struct ShellArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Where commands run.
-    #[arg(long, value_enum, default_value_t = Runtime::Docker)]
-    pub runtime: Runtime,
+    #[arg(long, value_parser = runtime_values(), default_value = "docker")]
+    pub runtime: Kind,
     /// The output directory (default: aci-runs/<run id>).
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,

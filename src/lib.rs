@@ -22,8 +22,9 @@
 //! 2. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
 //! 3. `sandbox`, `model` — the sandboxes commands run in; the language models.
 //! 4. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
-//! 5. `agent`, `source`, `cluster` — the loop: prompt, parse, act, decide, save; where an
-//!    instance's repository and images come from; where tasks run (`--engine docker|k8s`).
+//! 5. `agent`, `source`, `engine` — the loop: prompt, parse, act, decide, save; where an
+//!    instance's repository and images come from; where tasks run (Docker, the host, or
+//!    Kubernetes: `--runtime docker|local`, `--engine docker|k8s`).
 //! 6. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
 //! 7. `inspect`, `validate` — the trajectory inspector over runs and ablations; checking a
 //!    dataset by grading its gold and empty patches.
@@ -35,8 +36,8 @@ pub mod ablate;
 pub mod aci;
 pub mod agent;
 pub mod batch;
-pub mod cluster;
 pub mod config;
+pub mod engine;
 pub mod eval;
 pub mod files;
 pub mod image;

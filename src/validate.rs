@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::Engine;
+use crate::engine::Engine;
 use crate::eval::predictions::{GOLD_MODEL_NAME, Prediction, gold_predictions};
 use crate::eval::report::{InstanceReport, parse_instance_report};
 use crate::eval::run::{

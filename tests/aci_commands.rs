@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use aci::aci::registry::{BUILTIN_COMMANDS, Registry};
 use aci::aci::session::{Builtin, HANDLED_COMMANDS};
-use aci::batch::{RunContext, Runtime};
+use aci::batch::RunContext;
 use aci::config::Config;
+use aci::engine::Engine;
 use serde_json::Value;
 use support::Kind;
 use support::aci_run::{config, start_aci};
@@ -29,7 +30,7 @@ fn context(config: Config, dir: &Path) -> Result<RunContext, String> {
         config,
         vec![dir.to_owned()],
         "replay".to_owned(),
-        Runtime::Local,
+        Engine::Local,
         "test".to_owned(),
         std::env::temp_dir(),
     )

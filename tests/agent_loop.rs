@@ -10,7 +10,7 @@
 mod support;
 
 use aci::agent::history::{MessageType, Role};
-use aci::batch::Runtime;
+use aci::engine::Engine;
 use serde_json::{Value, json};
 use support::agent::*;
 use support::mock_llm::{MockResponse, MockServer, RecordedRequest};
@@ -746,7 +746,7 @@ async fn exit_ends_the_run_with_exit_command_after_autosubmitting() {
     let run = run(
         config(""),
         "replay",
-        Runtime::Local,
+        Engine::Local,
         replay(&["echo x >> README.md", "exit"]),
     )
     .await;
@@ -764,7 +764,7 @@ async fn a_template_that_breaks_mid_run_ends_the_instance_with_exit_error_and_ke
     let run = run(
         config(extra),
         "replay",
-        Runtime::Local,
+        Engine::Local,
         replay(&["echo x >> README.md"]),
     )
     .await;

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use aci::agent::demos;
 use aci::agent::history::{HistoryItem, MessageType};
-use aci::batch::{Runtime, output};
+use aci::batch::output;
+use aci::engine::Engine;
 use aci::model::ReplayInput;
 use aci::trajectory::{self, Trajectory};
 use support::agent::*;
@@ -142,7 +143,7 @@ async fn the_bundled_demonstration_replays_to_its_own_patch_in_docker() {
     let run = run(
         config(""),
         "replay",
-        Runtime::Docker(docker.clone()),
+        Engine::Docker(docker.clone()),
         Some(input),
     )
     .await;

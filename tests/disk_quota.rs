@@ -195,7 +195,7 @@ async fn the_reaper_deletes_image_files_of_processes_that_are_gone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_evaluation_container_has_the_quota_too() {
     let runtime = docker().await;
-    let engine = aci::cluster::Engine::Docker(runtime);
+    let engine = aci::engine::Engine::Docker(runtime);
     let mut spec = spec("disk-eval", None);
     spec.limits.disk_mb = QUOTA_MB;
     let stages = aci::eval::script::Stages::new(&aci::eval::script::EvalScriptSpec {

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
 
 use super::{StartError, sandbox_spec};
-use crate::cluster::Cluster;
 use crate::config::EnvConfig;
+use crate::engine::Cluster;
 use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::sandbox::SandboxError;

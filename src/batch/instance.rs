@@ -324,7 +324,7 @@ fn not_finished(id: &str, failure: RunFailure) -> InstanceResult {
 
 /// The run-level failure when the run's Docker daemon no longer answers.
 async fn daemon_gone(ctx: &RunContext) -> Option<RunFailure> {
-    let docker = ctx.runtime.docker()?;
+    let docker = ctx.engine.docker()?;
     docker
         .ping()
         .await

@@ -21,38 +21,15 @@ use crate::agent::history::HistoryItem;
 use crate::agent::prompt::Prompts;
 use crate::agent::stop::{ActionFormat, StopPolicy};
 use crate::config::{Config, ParserKind};
+use crate::engine::Engine;
 use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::protocol::RecordedStatus;
-use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::local::LocalSandbox;
 use crate::sandbox::{
     AnySandbox, OutputLimit, RepoSource, ResourceLimits, SandboxError, SandboxSpec,
 };
 use crate::source::{PrepareError, PrepareRequest, Prepared, prepare, prepare_on_host};
-
-/// Where instances run.
-#[derive(Clone)]
-pub enum Runtime {
-    /// Containers on this daemon.
-    Docker(DockerRuntime),
-    /// Temporary directories on the host (not a sandbox).
-    Local,
-    /// Pods of a Kubernetes cluster (`--engine k8s`), images from this daemon.
-    K8s(Arc<ahead::K8sRun>),
-}
-
-impl Runtime {
-    /// The Docker connection, when instances run on Docker or their images are built there for
-    /// a cluster.
-    pub fn docker(&self) -> Option<&DockerRuntime> {
-        match self {
-            Runtime::Docker(docker) => Some(docker),
-            Runtime::Local => None,
-            Runtime::K8s(run) => Some(&run.cluster.docker),
-        }
-    }
-}
 
 /// Everything a run of instances shares.
 pub struct RunContext {
@@ -65,7 +42,9 @@ pub struct RunContext {
     /// The model spec (`replay`, `openai/<name>`, …).
     pub model: String,
     /// Where instances run.
-    pub runtime: Runtime,
+    pub engine: Engine,
+    /// With a cluster: its pods created ahead of need.
+    pub ahead: Option<Arc<ahead::K8sRun>>,
     /// The run id labelled on containers.
     pub run_id: String,
     /// The output directory.
@@ -190,7 +169,7 @@ impl RunContext {
         config: Config,
         config_dirs: Vec<PathBuf>,
         model: String,
-        runtime: Runtime,
+        engine: Engine,
         run_id: String,
         output: PathBuf,
     ) -> Result<Self, RunError> {
@@ -217,11 +196,20 @@ impl RunContext {
             .enabled(&config.aci.commands)
             .map_err(|e| RunError::Config(e.to_string()))?;
         let demonstrations = load_demonstrations(&config, &config_dirs, &prompts)?;
+        let ahead = match &engine {
+            Engine::K8s(cluster) => Some(Arc::new(ahead::K8sRun::new(
+                Arc::clone(cluster),
+                config.env.clone(),
+                run_id.clone(),
+            ))),
+            Engine::Docker(_) | Engine::Local => None,
+        };
         Ok(Self {
             config,
             config_dirs,
             model,
-            runtime,
+            engine,
+            ahead,
             run_id,
             output,
             prompts,
@@ -291,8 +279,8 @@ impl RunContext {
             on_step,
             notes: &notes,
         };
-        match &self.runtime {
-            Runtime::Docker(runtime) => {
+        match &self.engine {
+            Engine::Docker(runtime) => {
                 let prepared = prepare(runtime, instance, &request)
                     .await
                     .map_err(StartError::Prepare)?;
@@ -305,7 +293,7 @@ impl RunContext {
                 );
                 Ok((AnySandbox::Docker(runtime.start(&spec).await?), info))
             }
-            Runtime::Local => {
+            Engine::Local => {
                 let prepared = prepare_on_host(instance, &request)
                     .await
                     .map_err(StartError::Prepare)?;
@@ -313,7 +301,10 @@ impl RunContext {
                 let info = repository_info(&prepared);
                 Ok((AnySandbox::Local(LocalSandbox::start(&spec).await?), info))
             }
-            Runtime::K8s(run) => {
+            Engine::K8s(_) => {
+                let run = self.ahead.as_ref().ok_or_else(|| {
+                    SandboxError::Session("the cluster's run was not set up".to_owned())
+                })?;
                 let ahead = run.take(instance, &request).await?;
                 let mut info = repository_info(&ahead.prepared);
                 info.insert(

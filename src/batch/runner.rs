@@ -276,7 +276,7 @@ pub async fn run_batch(
             None => queue.push_back((index, instance)),
         }
     }
-    if let super::Runtime::K8s(run) = &ctx.runtime {
+    if let Some(run) = &ctx.ahead {
         run.plan(queue.iter().map(|(_, i)| i.clone()), options.workers);
     }
     let task_ctx = Arc::clone(&ctx);

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use aci::batch::{Interrupt, Runtime};
+use aci::batch::Interrupt;
 use aci::config;
 
 use super::batch::{BatchEnd, Stop};
@@ -40,7 +40,7 @@ pub async fn ablate(args: AblateArgs) -> Result<ExitCode, Failure> {
     };
     let mut steps = InProcess {
         args: &args,
-        stop: signals.spawn(None, Runtime::Local),
+        stop: signals.spawn(None, None),
     };
     let table = match aci::ablate::run(&plan, &mut steps).await {
         Ok(table) => table,

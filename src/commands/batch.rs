@@ -63,7 +63,7 @@ pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd,
     let ctx_replay_dir = settings.config.model.replay_dir.clone();
     let mut ctx = agent_context(settings, &args.agent).await?;
     let output = ctx.output.clone();
-    let docker = ctx.runtime.docker().cloned();
+    let docker = ctx.engine.docker().cloned();
     let mut progress = batch::progress::Progress::stderr(selected.len());
     ctx.feed = Some(progress.feed());
     warn_on_config_change(&output, &ctx.config.hash(), args.redo);
@@ -78,10 +78,10 @@ pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd,
     )
     .await?;
     let interrupt = match stop {
-        Stop::Signals(signals) => signals.spawn(docker.clone(), ctx.runtime.clone()),
+        Stop::Signals(signals) => signals.spawn(docker.clone(), ctx.ahead.clone()),
         Stop::Given(interrupt) => interrupt,
     };
-    let engine = ctx.runtime.clone();
+    let ahead = ctx.ahead.clone();
     let options = batch::runner::BatchOptions {
         workers: usize::try_from(args.workers).unwrap_or(1),
         redo: args.redo,
@@ -89,7 +89,7 @@ pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd,
     };
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
-    engine::finish(&engine).await;
+    engine::finish(ahead.as_deref()).await;
     let finished = finish_run(docker.as_ref(), &output).await;
     let context = batch::summary::SummaryContext {
         output: &output,

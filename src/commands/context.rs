@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use aci::batch::{RunContext, Runtime, output};
+use aci::batch::{RunContext, output};
+use aci::engine::{Engine, Kind};
 use aci::sandbox::docker::DockerRuntime;
 
 use super::settings::{self, Settings};
@@ -26,7 +27,7 @@ struct RunStart {
     /// The output directory, created: `--output`, or `aci-runs/<run id>`.
     output: PathBuf,
     /// Where instances run, with the Docker connection when there is one.
-    runtime: Runtime,
+    runtime: Engine,
 }
 
 /// Picks the run id and the output directory (and creates it), and connects to Docker when
@@ -34,14 +35,14 @@ struct RunStart {
 async fn start_run(
     run_id: Option<String>,
     output: Option<PathBuf>,
-    runtime: cli::Runtime,
+    runtime: Kind,
 ) -> Result<RunStart, Failure> {
     let run_id = run_id.unwrap_or_else(default_run_id);
     let output = output.unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
     create_output_dir(&output)?;
     let runtime = match runtime {
-        cli::Runtime::Docker => Runtime::Docker(connect_docker().await?),
-        cli::Runtime::Local => Runtime::Local,
+        Kind::Local => Engine::Local,
+        Kind::Docker | Kind::K8s => Engine::Docker(connect_docker().await?),
     };
     Ok(RunStart {
         run_id,
@@ -57,12 +58,12 @@ pub async fn run_context(
     model: String,
     run_id: Option<String>,
     output: Option<PathBuf>,
-    runtime: cli::Runtime,
+    runtime: Kind,
     engine: &cli::EngineArgs,
 ) -> Result<RunContext, Failure> {
     let started = start_run(run_id, output, runtime).await?;
     let config = settings.config;
-    let runtime = engine::attach(started.runtime, engine, &config, &started.run_id).await?;
+    let runtime = engine::attach(started.runtime, engine, &config.env).await?;
     Ok(RunContext::new(
         config,
         settings.dirs,

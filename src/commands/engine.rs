@@ -4,17 +4,16 @@
 
 use std::sync::Arc;
 
-use aci::batch::Runtime;
 use aci::batch::ahead::K8sRun;
-use aci::cluster::{Cluster, Engine, k8s_settings};
-use aci::config::{Config, EnvConfig};
+use aci::config::EnvConfig;
+use aci::engine::{Cluster, Engine, Kind, k8s_settings};
 use aci::image::push::credentials_for;
 use aci::sandbox::docker::DockerRuntime;
 use aci::sandbox::k8s::K8sRuntime;
 use aci::text::escape_controls;
 
 use super::Failure;
-use crate::cli::{self, EngineArgs};
+use crate::cli::EngineArgs;
 
 /// `env` with `--namespace` and `--registry` applied.
 pub fn with_overrides(env: &EnvConfig, args: &EngineArgs) -> EnvConfig {
@@ -66,47 +65,36 @@ async fn connect_cluster(docker: DockerRuntime, env: &EnvConfig) -> Result<Arc<C
     Ok(Arc::new(Cluster::new(docker, k8s, registry, credentials)))
 }
 
-/// Turns the Docker runtime of `run` or `batch` into the cluster's when `--engine k8s`.
+/// The engine of `run`, `batch` and `shell`: `runtime` (Docker or the host), turned into the
+/// cluster's when `--engine k8s`.
 pub async fn attach(
-    runtime: Runtime,
+    runtime: Engine,
     args: &EngineArgs,
-    config: &Config,
-    run_id: &str,
-) -> Result<Runtime, Failure> {
-    if args.engine == cli::Engine::Docker {
+    env: &EnvConfig,
+) -> Result<Engine, Failure> {
+    if args.engine != Kind::K8s {
         return Ok(runtime);
     }
-    let Runtime::Docker(docker) = runtime else {
+    let Engine::Docker(docker) = runtime else {
         return Err(Failure::new("--engine k8s cannot run with --runtime local")
             .hint("drop --runtime local: the pods are the sandboxes"));
     };
-    let env = with_overrides(&config.env, args);
-    let cluster = connect_cluster(docker, &env).await?;
-    Ok(Runtime::K8s(Arc::new(K8sRun::new(
-        cluster,
-        env,
-        run_id.to_owned(),
-    ))))
+    let env = with_overrides(env, args);
+    Ok(Engine::K8s(connect_cluster(docker, &env).await?))
 }
 
-/// The engine of `aci eval`.
+/// The engine of `aci eval` and `aci validate`.
 pub async fn eval_engine(
     docker: DockerRuntime,
     args: &EngineArgs,
     env: &EnvConfig,
 ) -> Result<Engine, Failure> {
-    match args.engine {
-        cli::Engine::Docker => Ok(Engine::Docker(docker)),
-        cli::Engine::K8s => {
-            let env = with_overrides(env, args);
-            Ok(Engine::K8s(connect_cluster(docker, &env).await?))
-        }
-    }
+    attach(Engine::Docker(docker), args, env).await
 }
 
 /// Deletes every pod of the run this process made (the end of a run, or Ctrl-C).
-pub async fn finish(runtime: &Runtime) {
-    if let Runtime::K8s(run) = runtime {
+pub async fn finish(ahead: Option<&K8sRun>) {
+    if let Some(run) = ahead {
         run.finish().await;
     }
 }

@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use aci::batch::{RunContext, Runtime, output};
+use aci::batch::{RunContext, output};
 use aci::image;
 use aci::instance::Instance;
 use aci::sandbox::docker::DockerRuntime;
 
 use super::Failure;
-use crate::cli::{self, AgentArgs};
+use crate::cli::AgentArgs;
 
 /// Writes `manifest.json` into the run's output directory.
 pub async fn write_manifest(
@@ -57,12 +57,7 @@ pub async fn write_manifest(
         aci_version: env!("CARGO_PKG_VERSION").to_owned(),
         run_id: ctx.run_id.clone(),
         model: ctx.model.clone(),
-        runtime: match (&ctx.runtime, args.runtime) {
-            (Runtime::K8s(_), _) => "k8s",
-            (_, cli::Runtime::Docker) => "docker",
-            (_, cli::Runtime::Local) => "local",
-        }
-        .to_owned(),
+        runtime: ctx.engine.kind().name().to_owned(),
         instances: instances_file.display().to_string(),
         config_files,
         config_sets: args.config.sets.clone(),

@@ -33,7 +33,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let mut ctx = agent_context(settings, &args.agent).await?;
     let output = ctx.output.clone();
     ctx.turn_lines = true;
-    let docker = ctx.runtime.docker().cloned();
+    let docker = ctx.engine.docker().cloned();
     write_manifest(
         &ctx,
         &args.agent,
@@ -44,10 +44,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     )
     .await?;
     // Ctrl-C autosubmits the changes so far, as in a batch; a second one quits at once.
-    let interrupt = signals.spawn(docker.clone(), ctx.runtime.clone());
+    let interrupt = signals.spawn(docker.clone(), ctx.ahead.clone());
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
-    engine::finish(&ctx.runtime).await;
+    engine::finish(ctx.ahead.as_deref()).await;
     let finished = finish_run(docker.as_ref(), &output).await;
     let patch = output::patch_path(&output, &result.instance_id);
     println!(

@@ -7,6 +7,8 @@ use aci::text::escape_controls;
 
 use super::context::run_context;
 use super::{Failure, find_instance, load_instances, settings};
+use aci::engine::Kind;
+
 use crate::cli::{self, ShellArgs};
 
 /// The config layer under a shell's config files: a person sets the pace, so no step, time,
@@ -33,7 +35,7 @@ pub async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
     let (run_id, out) = (args.run_id.clone(), args.output.clone());
     let human = "human".to_owned();
     let docker_only = cli::EngineArgs {
-        engine: cli::Engine::Docker,
+        engine: Kind::Docker,
         namespace: None,
         registry: None,
     };
@@ -59,7 +61,7 @@ pub async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
             }
         }
     };
-    if let Some(docker) = ctx.runtime.docker() {
+    if let Some(docker) = ctx.engine.docker() {
         docker.remove_all_started().await;
     }
     let traj = output::traj_path(&output, &instance.instance_id);

@@ -1,7 +1,9 @@
 //! SIGINT (Ctrl-C) and SIGTERM for the commands that start tasks: the first stops the work in
 //! order, the second quits at once after removing what this process started.
 
-use aci::batch::{self, Runtime};
+use std::sync::Arc;
+
+use aci::batch::{self, ahead::K8sRun};
 use aci::sandbox::docker::DockerRuntime;
 
 use super::{Failure, engine};
@@ -48,7 +50,11 @@ impl Signals {
 
     /// A flag that the first SIGINT or SIGTERM sets; the second quits at once, after removing
     /// the containers of `docker` and the pods of `runtime` (and the guard's sweep).
-    pub fn spawn(mut self, docker: Option<DockerRuntime>, runtime: Runtime) -> batch::Interrupt {
+    pub fn spawn(
+        mut self,
+        docker: Option<DockerRuntime>,
+        ahead: Option<Arc<K8sRun>>,
+    ) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
         tokio::spawn(async move {
             let mut count = 0;
@@ -68,7 +74,7 @@ impl Signals {
                     if let Some(docker) = &docker {
                         docker.remove_all_started().await;
                     }
-                    engine::finish(&runtime).await;
+                    engine::finish(ahead.as_deref()).await;
                 };
                 let _ = tokio::time::timeout(limit, own).await;
                 aci::sandbox::guard::sweep_before_exit().await;

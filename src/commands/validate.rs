@@ -5,8 +5,8 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use aci::cluster::Engine;
 use aci::config::Seconds;
+use aci::engine::Engine;
 use aci::eval::run::EvalSettings;
 use aci::spec;
 use aci::text::{escape_controls, escape_controls_in_lines};

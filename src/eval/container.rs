@@ -30,7 +30,7 @@ use super::script::{
 use super::suspicious::BaseFiles;
 use super::tree::{WorkTree, carry, carry_where, is_own_module};
 use super::tripwire::{self, Target, Terms, TripwirePlan};
-use crate::cluster::Engine;
+use crate::engine::Engine;
 use crate::sandbox::{ExecOutput, FileErrorKind, OutputLimit, Sandbox, SandboxError, SandboxSpec};
 
 /// Output kept per command: the head and the tail around an elision note. Far above the

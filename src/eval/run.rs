@@ -33,8 +33,8 @@ use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
 use super::tripwire::{self, Target, Terms};
-use crate::cluster::Engine;
 use crate::config::EnvConfig;
+use crate::engine::Engine;
 use crate::files::write_atomic;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
@@ -361,7 +361,11 @@ impl Job<'_> {
             on_step: &*on_step,
             notes: &notes,
         };
-        let prepared = match prepare(self.shared.engine.docker(), self.instance, &request).await {
+        let Some(docker) = self.shared.engine.docker() else {
+            let error = "no Docker daemon builds this engine's images";
+            return Ok((self.error_report(error, None), false));
+        };
+        let prepared = match prepare(docker, self.instance, &request).await {
             Ok(prepared) => prepared,
             Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
             Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),

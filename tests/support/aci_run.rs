@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use aci::aci::Aci;
-use aci::batch::{RunContext, Runtime};
+use aci::batch::RunContext;
 use aci::config::Config;
+use aci::engine::Engine;
 use aci::sandbox::docker::DockerRuntime;
 use aci::sandbox::local::LocalSandbox;
 use aci::sandbox::{
@@ -92,9 +93,9 @@ pub async fn start_aci(
     let (runtime, docker) = match kind {
         Kind::Docker => {
             let docker = docker().await;
-            (Runtime::Docker(docker.clone()), Some(docker))
+            (Engine::Docker(docker.clone()), Some(docker))
         }
-        Kind::Local => (Runtime::Local, None),
+        Kind::Local => (Engine::Local, None),
     };
     let output = tempfile::tempdir().unwrap();
     let ctx = RunContext::new(

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use aci::agent::history::{HistoryItem, MessageType, Role};
-use aci::batch::{self, InstanceResult, RunContext, Runtime, output};
+use aci::batch::{self, InstanceResult, RunContext, output};
 use aci::config::{self, Config};
+use aci::engine::Engine;
 use aci::instance::{self, Instance};
 use aci::model::ReplayInput;
 use aci::trajectory::{self, Trajectory};
@@ -90,12 +91,7 @@ pub struct Run {
 }
 
 /// Runs [`DEMO_ID`] through `batch::run_instance` and reads back its `.traj` and `.patch`.
-pub async fn run(
-    config: Config,
-    model: &str,
-    runtime: Runtime,
-    replay: Option<ReplayInput>,
-) -> Run {
+pub async fn run(config: Config, model: &str, runtime: Engine, replay: Option<ReplayInput>) -> Run {
     let output = tempfile::tempdir().unwrap();
     let ctx = RunContext::new(
         config,
@@ -128,7 +124,7 @@ pub async fn run_http(wire: Wire, server: &MockServer, extra: &str) -> Run {
         Wire::OpenAi => format!("openai/{MODEL}"),
         Wire::Anthropic => format!("anthropic/{MODEL}"),
     };
-    run(config, &spec, Runtime::Local, None).await
+    run(config, &spec, Engine::Local, None).await
 }
 
 /// The config layer that switches the parser to function calling.

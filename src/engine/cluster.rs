@@ -1,5 +1,5 @@
-//! Where tasks run, for the commands that start them: this machine's Docker daemon
-//! ([`Engine::Docker`]), or pods of a Kubernetes cluster ([`Engine::K8s`]).
+//! A Kubernetes cluster as an engine ([`super::Engine::K8s`]): its pods, and the local daemon
+//! that builds its images.
 //!
 //! Images are built and hashed by the local daemon either way ([`crate::image`]); with a
 //! cluster they are then published ([`Cluster::publish`]): pushed as `<registry>/<tag>` when the
@@ -16,7 +16,7 @@ use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
 use crate::sandbox::k8s::manifest::PullPolicy;
 use crate::sandbox::k8s::status::StartLimits;
 use crate::sandbox::k8s::{K8sRuntime, K8sSettings, PendingPod, PodSandbox};
-use crate::sandbox::{AnySandbox, SandboxError, SandboxSpec};
+use crate::sandbox::{SandboxError, SandboxSpec};
 
 /// The pods' `imagePullPolicy` for `env.pull`: the kubelet pulls as aci would.
 pub fn pod_pull_policy(pull: crate::config::PullPolicy) -> PullPolicy {
@@ -153,60 +153,6 @@ impl Cluster {
             let line =
                 format!("warning: could not look for leftover pods of run {run_id}: {error}");
             eprintln!("{}", crate::text::escape_controls(&line));
-        }
-    }
-}
-
-/// Where sandboxes start: the local daemon, or a cluster's pods.
-#[derive(Clone)]
-pub enum Engine {
-    /// Containers of the local daemon.
-    Docker(DockerRuntime),
-    /// Pods of a cluster.
-    K8s(Arc<Cluster>),
-}
-
-impl From<DockerRuntime> for Engine {
-    fn from(docker: DockerRuntime) -> Self {
-        Engine::Docker(docker)
-    }
-}
-
-impl Engine {
-    /// The local daemon, which builds and finds the images either way.
-    pub fn docker(&self) -> &DockerRuntime {
-        match self {
-            Engine::Docker(docker) => docker,
-            Engine::K8s(cluster) => &cluster.docker,
-        }
-    }
-
-    /// Starts a sandbox as `spec` says. `task_secs` is its task's time limit (a pod's
-    /// deadline is made from it).
-    pub async fn start(
-        &self,
-        spec: &SandboxSpec,
-        task_secs: f64,
-    ) -> Result<AnySandbox, SandboxError> {
-        match self {
-            Engine::Docker(docker) => Ok(AnySandbox::Docker(docker.start(spec).await?)),
-            Engine::K8s(cluster) => Ok(AnySandbox::Pod(cluster.start(spec, task_secs).await?)),
-        }
-    }
-
-    /// Removes every container or pod this process started for `run_id`.
-    pub async fn remove_run(&self, run_id: &str) {
-        match self {
-            Engine::Docker(docker) => {
-                docker.remove_all_started().await;
-                if let Err(error) = docker.remove_own_containers(run_id).await {
-                    eprintln!(
-                        "warning: could not look for leftover containers: {}",
-                        crate::text::escape_controls(&error.to_string())
-                    );
-                }
-            }
-            Engine::K8s(cluster) => cluster.delete_run(run_id).await,
         }
     }
 }
