@@ -5,9 +5,8 @@
 //! that no pod, policy or container is left.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
-#[path = "support/k8s/mod.rs"]
-mod standin;
+use crate::batch_support;
+use crate::standin;
 
 use std::path::Path;
 use std::process::Stdio;

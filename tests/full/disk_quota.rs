@@ -5,8 +5,8 @@
 //! fail when the quota would only be measured.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
-mod support;
+use crate::batch_support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! repository cannot be had.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
+use crate::batch_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -7,7 +7,7 @@
     reason = "test helpers: a panic is a test failure"
 )]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-const MONEYFMT: &str = include_str!("fixtures/inspect/demo__moneyfmt-1.traj");
+const MONEYFMT: &str = include_str!("../fixtures/inspect/demo__moneyfmt-1.traj");
 
 /// A batch of one instance with its evaluation next to it, and a secret beside both.
 fn layout(root: &Path) -> PathBuf {

@@ -1,7 +1,7 @@
 //! What only a container gives: limits, isolation and clean-up. Real daemon, never skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

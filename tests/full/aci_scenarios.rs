@@ -27,7 +27,7 @@
 //! missing ones are written (delete one to have it written again, after review).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

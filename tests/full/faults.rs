@@ -6,8 +6,8 @@
 //! no container is left and that nothing was written outside `--output`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
-mod support;
+use crate::batch_support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

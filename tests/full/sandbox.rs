@@ -1,7 +1,7 @@
 //! The sandbox contract, on the real Docker daemon and on the local runtime alike.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! container), never a panic and never a silently removed limit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -6,7 +6,7 @@
 //! `base_commit` itself, and the gold patch still resolves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
+use crate::batch_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

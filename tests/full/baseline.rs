@@ -4,7 +4,7 @@
 //! container on the real daemon (never skipped) and on the local runtime.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use aci::sandbox::Sandbox;
 use support::{Kind, SHORT, start};

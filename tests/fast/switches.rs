@@ -8,10 +8,10 @@
 //! flipped here on its own.
 //!
 //! The other switches are flipped elsewhere: `aci.window` and `aci.lint.enabled` in
-//! `tests/ablate.rs`; `agent.demonstrations` in `tests/agent_trajectory.rs`
+//! `tests/full/ablate.rs`; `agent.demonstrations` in `tests/full/agent_trajectory.rs`
 //! (`the_default_config_carries_its_demonstration_from_any_working_directory`);
-//! `agent.history` and `agent.parser` in `tests/agent_loop.rs`; `aci.commands` in
-//! `tests/aci_commands.rs`; `aci.search.max_files` and `env.command_timeout` in the ACI
+//! `agent.history` and `agent.parser` in `tests/fast/agent_loop.rs`; `aci.commands` in
+//! `tests/full/aci_commands.rs`; `aci.search.max_files` and `env.command_timeout` in the ACI
 //! scenarios `012_search_max_files` and `016_timeout`.
 #![allow(
     clippy::unwrap_used,

@@ -8,9 +8,8 @@
 //! install.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-#[path = "support/webdriver.rs"]
-mod webdriver;
+use crate::support;
+use crate::webdriver;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! where aci is deliberately more conservative than pyflakes). Real daemon, never skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fs;

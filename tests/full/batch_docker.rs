@@ -3,7 +3,7 @@
 //! container behind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
+use crate::batch_support;
 
 use std::path::Path;
 use std::process::Stdio;

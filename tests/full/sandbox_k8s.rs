@@ -5,9 +5,8 @@
 //! pod, no policy, no container.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/k8s/mod.rs"]
-mod standin;
-mod support;
+use crate::standin;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

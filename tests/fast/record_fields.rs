@@ -4,7 +4,7 @@
 //! changes, and the other records still run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
+use crate::batch_support;
 
 use std::path::Path;
 use std::process::Command;

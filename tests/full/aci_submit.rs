@@ -5,7 +5,7 @@
 //! of the harness's own (its patch file, the viewer, searches) ends up in the patch.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::Path;

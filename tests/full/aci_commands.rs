@@ -3,7 +3,7 @@
 //! with a `script:` (`aci.custom_commands`) is a command that runs in the container.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -1,9 +1,9 @@
 //! `aci batch` through the binary, on the local runtime (fast, and it covers the host-side
 //! sandbox): resume, --redo, selection flags, bad records, missing replays, usage errors.
-//! The Docker side (workers, Ctrl-C, the watchdog, determinism) is in tests/batch_docker.rs.
+//! The Docker side (workers, Ctrl-C, the watchdog, determinism) is in tests/full/batch_docker.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
+use crate::batch_support;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! 30-line window shrinks what the agent reads per turn. Real daemon, never skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,9 +3,8 @@
 //! node pulls the pushed environment image from that registry.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch_support;
-#[path = "support/k8s/mod.rs"]
-mod standin;
+use crate::batch_support;
+use crate::standin;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};

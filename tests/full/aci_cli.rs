@@ -2,7 +2,7 @@
 //! person drive the same loop from stdin, on Docker and locally.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
     reason = "test helpers outside #[test] functions: a panic is a test failure"
 )]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
