@@ -1,0 +1,23 @@
+//! The fast lane's integration tests, in one binary: those that need no Docker daemon, no root
+//! and no network (the agent loop and the model clients against a local HTTP server, the lint
+//! corpus, the layering of the modules, `aci batch` and `aci inspect` on the local runtime,
+//! SWE-bench's log formats and selection). Each module is one former test file. The command
+//! that runs this lane is in CONTRIBUTING.md.
+
+#[path = "../batch_support/mod.rs"]
+mod batch_support;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod agent_loop;
+mod bad_input;
+mod batch;
+mod inspect;
+mod layering;
+mod lint_corpus;
+mod model_http;
+mod record_fields;
+mod selection;
+mod swebench_logs;
+mod switches;
+mod trajectory_readers;

@@ -1,0 +1,273 @@
+//! `aci ablate` on two demo instances with the scripted replays: the no-lint variant lands the
+//! broken edit the gate rejects by default, and that instance stops being resolved; the
+//! 30-line window shrinks what the agent reads per turn. Real daemon, never skipped.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const IDS: [&str; 2] = ["demo__inicfg-1", "demo__moneyfmt-1"];
+
+/// The demo records for `IDS`, with `repo_path` made absolute so the file can live elsewhere.
+fn instances_file(dir: &Path) -> std::path::PathBuf {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo");
+    let text = std::fs::read_to_string(demo.join("instances.jsonl")).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut record: Value = serde_json::from_str(line).unwrap();
+        if !IDS.contains(&record["instance_id"].as_str().unwrap()) {
+            continue;
+        }
+        let repo = demo.join(record["repo_path"].as_str().unwrap());
+        record["repo_path"] = Value::String(repo.display().to_string());
+        out.push_str(&serde_json::to_string(&record).unwrap());
+        out.push('\n');
+    }
+    let path = dir.join("instances.jsonl");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_lint_loses_the_rejected_edit_instance_and_window_30_shrinks_observations() {
+    support::docker().await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("ablation");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_aci"))
+            .current_dir(root)
+            .args(["ablate", "--instances"])
+            .arg(instances_file(dir.path()))
+            .args([
+                "--base",
+                "configs/default.yaml",
+                "--variant",
+                "configs/ablations/no-lint.yaml",
+                "--variant",
+                "configs/ablations/window-30.yaml",
+                "--replay-dir",
+                "tests/fixtures/demo/replays",
+                "--workers",
+                "2",
+                "--output",
+            ])
+            .arg(&output)
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(output.join("ablation.json")).unwrap())
+            .unwrap();
+    let rows = table["rows"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["config"] == name).unwrap();
+    let (base, no_lint, window_30) = (row("default"), row("no-lint"), row("window-30"));
+    assert_eq!(base["resolved"], 2.0);
+    assert_eq!(base["lint_rejections"], 1);
+    assert_eq!(no_lint["resolved"], 1.0);
+    assert_eq!(no_lint["lint_rejections"], 0);
+    assert_eq!(no_lint["lost"], serde_json::json!(["demo__moneyfmt-1"]));
+    assert_eq!(no_lint["gained"], serde_json::json!([]));
+    assert_eq!(window_30["resolved"], 2.0);
+    let chars = |row: &Value| row["mean_observation_chars"].as_f64().unwrap();
+    assert!(
+        chars(window_30) < chars(base),
+        "{} vs {}",
+        chars(window_30),
+        chars(base)
+    );
+    let markdown = std::fs::read_to_string(output.join("ablation.md")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&first.stdout), markdown);
+    assert!(
+        markdown
+            .lines()
+            .nth(3)
+            .unwrap()
+            .starts_with("| no-lint | 1/2 (50.0%) |"),
+        "{markdown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(output.join("ablation.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        4
+    );
+    // The chart: a bar and a label per configuration, no-lint at 1 of 2.
+    let chart = std::fs::read_to_string(output.join("ablation.svg")).unwrap();
+    assert_eq!(chart.matches("<g class=\"config\">").count(), 3, "{chart}");
+    assert!(
+        chart.contains(">50.0% (1/2) · 95% CI 9.5–90.5%</text>"),
+        "{chart}"
+    );
+    // A rerun resumes: every batch skips its finished instances, every evaluation is reused,
+    // and the table is the same but for the wall times.
+    let second = run();
+    assert!(second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(
+        stderr.matches(": skipped (submitted)").count(),
+        6,
+        "{stderr}"
+    );
+    let again: Value =
+        serde_json::from_str(&std::fs::read_to_string(output.join("ablation.json")).unwrap())
+            .unwrap();
+    let without_time = |table: &Value| {
+        let mut table = table.clone();
+        for row in table["rows"].as_array_mut().unwrap() {
+            row.as_object_mut().unwrap().remove("wall_seconds");
+        }
+        table
+    };
+    assert_eq!(without_time(&again), without_time(&table));
+}
+
+/// The task containers made by the process `pid`, and whether one of them runs `command`.
+fn containers_of_process(pid: u32, command: &str) -> (Vec<String>, bool) {
+    let out = Command::new("docker")
+        .args(["ps", "-aq", "--no-trunc", "--filter"])
+        .arg(format!("label=aci.pid={pid}"))
+        .output()
+        .unwrap();
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let running = ids.iter().any(|id| {
+        let top = Command::new("docker").args(["top", id]).output().unwrap();
+        String::from_utf8_lossy(&top.stdout)
+            .lines()
+            .any(|line| line.ends_with(&format!(" {command}")))
+    });
+    (ids, running)
+}
+
+/// SIGTERM to `aci ablate` stops the batch it runs in order (its running
+/// instance autosubmitted, its container removed); the ablation waits for it, runs no step
+/// after it, exits 130 and keeps what finished: the base's run and evaluation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_reaches_the_running_batch_and_the_finished_steps_stay() {
+    use std::time::{Duration, Instant};
+    support::docker().await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("ablation");
+    let slow = dir.path().join("slow-replays");
+    std::fs::create_dir_all(&slow).unwrap();
+    let actions = [
+        "echo '# work in progress' >> README.md",
+        "sleep 900",
+        "submit",
+    ];
+    for id in IDS {
+        let path = slow.join(format!("{id}.yaml"));
+        std::fs::write(path, serde_json::to_string(&actions).unwrap()).unwrap();
+    }
+    let variant = dir.path().join("slow.yaml");
+    std::fs::write(
+        &variant,
+        format!(
+            "model:\n  replay_dir: {}\nenv:\n  command_timeout: 1200\n",
+            slow.display()
+        ),
+    )
+    .unwrap();
+    let stderr_path = dir.path().join("stderr");
+    let mut ablate = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .current_dir(root)
+        .args(["ablate", "--instances"])
+        .arg(instances_file(dir.path()))
+        .args(["--base", "configs/default.yaml", "--variant"])
+        .arg(&variant)
+        .args([
+            "--replay-dir",
+            "tests/fixtures/demo/replays",
+            "--workers",
+            "2",
+        ])
+        .arg("--output")
+        .arg(&output)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    // The variant's batch, run by the ablation itself, with both instances in `sleep 900`.
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the variant never reached its sleep:\n{}",
+            stderr()
+        );
+        assert_eq!(ablate.try_wait().unwrap(), None, "{}", stderr());
+        if stderr().contains("ablate: batch ")
+            && stderr().contains("slow/r1")
+            && containers_of_process(ablate.id(), "sleep 900").1
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &ablate.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = loop {
+        if let Some(status) = ablate.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = ablate.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // What is left, read before anything is cleaned up.
+    let (containers, _) = containers_of_process(ablate.id(), "sleep 900");
+    for id in &containers {
+        let _ = Command::new("docker").args(["rm", "-f", id]).output();
+    }
+    let stderr = stderr();
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "{stderr}");
+    assert_eq!(containers, Vec::<String>::new(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "interrupted during batch {}: the finished steps are in {}; rerun the same command \
+             to resume",
+            output.join("slow/r1").display(),
+            output.display()
+        )),
+        "{stderr}"
+    );
+    // The base ran and was graded; the variant's batch kept its work; nothing ran after it.
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(output.join("default/r1/eval/report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["resolved_instances"], 2, "{report}");
+    for id in IDS {
+        let traj: Value = serde_json::from_str(
+            &std::fs::read_to_string(output.join(format!("slow/r1/run/{id}/{id}.traj"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(traj["info"]["exit_status"], "submitted (early_exit)");
+        let patch =
+            std::fs::read_to_string(output.join(format!("slow/r1/run/{id}/{id}.patch"))).unwrap();
+        assert!(patch.contains("\n+# work in progress\n"), "{patch}");
+    }
+    assert!(!output.join("slow/r1/eval").exists());
+    assert!(!output.join("ablation.json").exists());
+}
