@@ -37,6 +37,7 @@ pub mod agent;
 pub mod batch;
 pub mod cluster;
 pub mod config;
+pub mod error_chain;
 pub mod eval;
 pub mod files;
 pub mod image;

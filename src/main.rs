@@ -604,6 +604,7 @@ impl Signals {
 
     fn spawn(mut self, docker: Option<DockerRuntime>, runtime: Runtime) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
+        let guard = aci::sandbox::guard::Guard::current();
         tokio::spawn(async move {
             let mut count = 0;
             loop {
@@ -616,7 +617,9 @@ impl Signals {
                 eprintln!("interrupted again: removing the containers and quitting");
                 // The run's own clean-up, then the guard's sweep by label (which also finds a
                 // container whose creation had not returned yet), each bounded in time.
-                aci::sandbox::docker::close_creation();
+                if let Some(guard) = &guard {
+                    guard.close_creation();
+                }
                 let limit = aci::sandbox::guard::QUIT_SWEEP_LIMIT;
                 let own = async {
                     if let Some(docker) = &docker {
@@ -625,7 +628,9 @@ impl Signals {
                     engine_command::finish(&runtime).await;
                 };
                 let _ = tokio::time::timeout(limit, own).await;
-                aci::sandbox::guard::sweep_before_exit().await;
+                if let Some(guard) = &guard {
+                    guard.sweep_before_exit().await;
+                }
                 std::process::exit(130);
             }
         });

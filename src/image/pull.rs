@@ -14,7 +14,9 @@ use std::time::Instant;
 use crate::config::{EnvConfig, PullPolicy};
 use crate::instance::Instance;
 use crate::sandbox::SandboxError;
-use crate::sandbox::docker::{DockerRuntime, ImageInfo, PullEvent, RegistryLogin};
+use crate::sandbox::docker::{
+    DockerError, DockerErrorKind, DockerRuntime, ImageInfo, PullEvent, RegistryLogin,
+};
 
 /// SWE-bench's prebuilt instance images, as `env.image_template` (`--images swebench`).
 pub const SWEBENCH_IMAGE_TEMPLATE: &str = "swebench/sweb.eval.x86_64.{id_docker}:latest";
@@ -117,25 +119,6 @@ pub enum PullError {
     /// The daemon failed outside the pull.
     #[error("{0}")]
     Docker(SandboxError),
-}
-
-/// Whether a daemon message means that no registry could be reached at all.
-pub fn is_unreachable(message: &str) -> bool {
-    let message = message.to_lowercase();
-    [
-        "dial tcp",
-        "no such host",
-        "connection refused",
-        "i/o timeout",
-        "tls handshake timeout",
-        "network is unreachable",
-        "temporary failure in name resolution",
-        "server misbehaving",
-        "request canceled while waiting for connection",
-        "context deadline exceeded",
-    ]
-    .iter()
-    .any(|sign| message.contains(sign))
 }
 
 /// Where the progress of a pull (and of a clone) goes: whole lines, and a short activity text
@@ -304,9 +287,9 @@ pub async fn ensure_image(
         .await
         .map_err(PullError::Docker)?
         .ok_or_else(|| {
-            PullError::Docker(SandboxError::Docker(format!(
+            PullError::Docker(SandboxError::Docker(DockerError::other(format!(
                 "the pull of {image} left no image"
-            )))
+            ))))
         })?;
     let (name, id) = (image.to_owned(), info.id.clone());
     // The lock may wait on another process: off the async workers.
@@ -369,11 +352,15 @@ async fn pull(
             ));
             Ok(())
         }
-        Err(SandboxError::Docker(message)) => {
+        // The daemon itself failed: not the registry's answer.
+        Err(SandboxError::Docker(error)) if error.kind == DockerErrorKind::Connect => {
+            Err(PullError::Docker(scrubbed(SandboxError::Docker(error))))
+        }
+        Err(SandboxError::Docker(error)) => {
             // The registry's answer, relayed by the daemon: scrubbed of the login.
-            let message = crate::secret::scrub(message.trim()).replace('\n', " ");
+            let message = crate::secret::scrub(error.message.trim()).replace('\n', " ");
             let image = image.to_owned();
-            Err(if is_unreachable(&message) {
+            Err(if error.kind == DockerErrorKind::RegistryUnreachable {
                 PullError::Unreachable {
                     image,
                     registry,
@@ -395,7 +382,9 @@ async fn pull(
 /// the daemon's message ([`crate::secret`]): a registry may quote a login back.
 pub(crate) fn scrubbed(error: SandboxError) -> SandboxError {
     match error {
-        SandboxError::Docker(message) => SandboxError::Docker(crate::secret::scrub(&message)),
+        SandboxError::Docker(error) => {
+            SandboxError::Docker(error.map_message(|message| crate::secret::scrub(&message)))
+        }
         other => other,
     }
 }
