@@ -126,7 +126,7 @@ pub fn recipe_hash(image: &LanguageImage, base_id: &str) -> String {
     hasher.update(b"\0");
     hasher.update(base_id.as_bytes());
     let digest = hasher.finalize();
-    digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&digest[..12])
 }
 
 /// The language images of `--lang` that `release` has: naming one it lacks is an error, and

@@ -468,29 +468,15 @@ fn normal_registry(name: &str) -> String {
     }
 }
 
-/// Standard base64 (padding optional); `None` for anything else.
+/// Base64 (padding optional, the URL-safe alphabet's `-` and `_` read as `+` and `/`);
+/// `None` for anything else.
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut bits: u32 = 0;
-    let mut count = 0;
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for byte in text.trim().trim_end_matches('=').bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | u32::from(value);
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-            bits &= (1 << count) - 1;
-        }
-    }
-    Some(out)
+    let text = text
+        .trim()
+        .trim_end_matches('=')
+        .replace('-', "+")
+        .replace('_', "/");
+    data_encoding::BASE64_NOPAD.decode(text.as_bytes()).ok()
 }
 
 /// The file listing the images aci pulled (`name<TAB>id` per line), in aci's cache.
@@ -553,15 +539,11 @@ pub fn read_pulled(path: &Path) -> std::io::Result<BTreeMap<String, String>> {
 /// Writes the record of pulled images atomically (a temporary file renamed over it). Use
 /// [`update_pulled`] to change it: writing a record read earlier drops what others added since.
 pub fn write_pulled(path: &Path, pulled: &BTreeMap<String, String>) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir)?;
     let text: String = pulled
         .iter()
         .map(|(name, id)| format!("{name}\t{id}\n"))
         .collect();
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut file, text.as_bytes())?;
-    file.persist(path).map_err(|error| error.error)?;
+    crate::files::write_atomic_unsynced(path, text.as_bytes())?;
     Ok(())
 }
 

@@ -489,7 +489,7 @@ impl Failure {
         };
         Failure::Transient {
             status: None,
-            message: format!("{kind}: {}", error_chain(error)),
+            message: format!("{kind}: {}", crate::error_chain::error_chain(error)),
             retry_after: None,
             malformed: false,
         }
@@ -523,18 +523,6 @@ impl Failure {
             Failure::ContextWindow { message } => ModelError::ContextWindow { message },
         }
     }
-}
-
-/// An error and its sources, joined with `: `.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// `retry-after-ms` (OpenAI) or `retry-after` in seconds; the HTTP-date form is ignored, and so

@@ -107,7 +107,7 @@ pub fn label_value(text: &str) -> String {
     clean.truncate(50);
     let clean = clean.trim_matches(|c: char| !c.is_ascii_alphanumeric());
     let digest = Sha256::digest(text.as_bytes());
-    let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let hash = data_encoding::HEXLOWER.encode(&digest[..6]);
     if clean.is_empty() {
         hash
     } else {
@@ -283,12 +283,8 @@ mod tests {
     fn label_values_keep_valid_ids_and_hash_the_rest() {
         assert_eq!(label_value("django__django-11099"), "django__django-11099");
         assert_eq!(label_value("20240101-120000-77"), "20240101-120000-77");
-        let digest = |text: &str| {
-            Sha256::digest(text.as_bytes())[..6]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
+        let digest =
+            |text: &str| data_encoding::HEXLOWER.encode(&Sha256::digest(text.as_bytes())[..6]);
         assert_eq!(
             label_value("owner/repo:1"),
             format!("owner-repo-1-{}", digest("owner/repo:1"))
