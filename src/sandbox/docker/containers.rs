@@ -339,17 +339,7 @@ pub(super) fn unix_now() -> f64 {
 /// and counter keep it unique when two `aci` processes share a run id (a rerun while the first
 /// is still going), and are kept when a long id is shortened.
 pub(super) fn container_name(instance_id: &str, run_id: &str) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
+    let clean = |s: &str| crate::text::safe_name(s, '_');
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut name = format!("aci-{}-{}", clean(instance_id), clean(run_id));

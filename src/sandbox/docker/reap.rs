@@ -46,7 +46,16 @@ impl DockerRuntime {
             Some(run_id) => format!("{LABEL_RUN_ID}={run_id}"),
             None => LABEL_RUN_ID.to_owned(),
         };
-        let filters = HashMap::from([("label".to_owned(), vec![label])]);
+        self.list_with_labels(vec![label]).await
+    }
+
+    /// The containers (any state) that carry every one of `labels` (each `key` or
+    /// `key=value`), with their labels.
+    async fn list_with_labels(
+        &self,
+        labels: Vec<String>,
+    ) -> Result<Vec<(String, HashMap<String, String>)>, SandboxError> {
+        let filters = HashMap::from([("label".to_owned(), labels)]);
         let options = ListContainersOptionsBuilder::default()
             .all(true)
             .filters(&filters)
@@ -124,24 +133,12 @@ impl DockerRuntime {
     /// # Errors
     /// [`SandboxError::Docker`] when the containers cannot be listed.
     pub async fn remove_containers_of_this_process(&self) -> Result<usize, SandboxError> {
-        let filters = HashMap::from([(
-            "label".to_owned(),
-            vec![
-                format!("{LABEL_PID}={}", std::process::id()),
-                format!("{LABEL_PID_START}={}", own_start_time()),
-            ],
-        )]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let containers = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(docker_error)?;
+        let labels = vec![
+            format!("{LABEL_PID}={}", std::process::id()),
+            format!("{LABEL_PID_START}={}", own_start_time()),
+        ];
         let mut removed = 0;
-        for id in containers.into_iter().filter_map(|c| c.id) {
+        for (id, _) in self.list_with_labels(labels).await? {
             if self.remove_container(&id).await.is_ok() {
                 removed += 1;
             }

@@ -100,10 +100,7 @@ pub fn label_value(text: &str) -> String {
     if text.len() <= 63 && text.chars().all(valid_char) && edges_ok {
         return text.to_owned();
     }
-    let mut clean: String = text
-        .chars()
-        .map(|c| if valid_char(c) { c } else { '-' })
-        .collect();
+    let mut clean = crate::text::safe_name(text, '-');
     clean.truncate(50);
     let clean = clean.trim_matches(|c: char| !c.is_ascii_alphanumeric());
     let digest = Sha256::digest(text.as_bytes());
