@@ -580,7 +580,7 @@ enum DiskCheck {
     Docker(SandboxError),
 }
 
-/// Checks that the Docker root has at least `min_gb` GB free (`df -Pk` on it). When the root
+/// Checks that the Docker root has at least `min_gb` GB free ([`free_kb`]). When the root
 /// is not visible from here (a remote daemon) the check cannot be made and passes.
 async fn check_free_disk(runtime: &DockerRuntime, min_gb: f64) -> Result<(), DiskCheck> {
     if min_gb <= 0.0 {
