@@ -31,8 +31,9 @@ pub struct Panicked {
 /// What the guarded work connected to: the Docker daemons and the clusters whose containers
 /// and pods the guard's sweep removes. [`run_guarded`] makes one per guarded work, and
 /// [`DockerRuntime::connect`] and [`K8sRuntime::connect_with`] tell it of each connection
-/// made inside that work ([`watch_docker`], [`watch_cluster`]), so two guarded works in one
-/// process each sweep their own connections. Clones share it.
+/// made inside that work, so two guarded works in one process each sweep their own
+/// connections (a connection made in a task spawned from the work is not told). Clones share
+/// it.
 #[derive(Clone, Default)]
 pub struct Guard {
     watched: Arc<Mutex<Watched>>,

@@ -79,7 +79,7 @@ impl DockerRuntime {
 
     /// Removes containers left by `aci` processes that are gone, as `read` tells liveness;
     /// those whose process's liveness cannot be read are kept and counted
-    /// ([`super::liveness::reap_verdict`]).
+    /// ([`crate::sandbox::liveness::reap_verdict`]).
     ///
     /// Only task containers, which carry the `aci.pid` of the process that created them, are
     /// candidates: the step containers of an environment image build inherit the image's
