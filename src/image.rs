@@ -126,7 +126,7 @@ pub fn recipe_hash(image: &LanguageImage, base_id: &str) -> String {
     hasher.update(b"\0");
     hasher.update(base_id.as_bytes());
     let digest = hasher.finalize();
-    digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&digest[..12])
 }
 
 /// The language images of `--lang` that `release` has: naming one it lacks is an error, and
@@ -275,13 +275,7 @@ fn short_id(id: &str) -> &str {
 fn build_context(image: &LanguageImage) -> Result<Vec<u8>, ImageError> {
     let mut builder = tar::Builder::new(Vec::new());
     let mut append = |name: &str, data: &[u8]| -> Result<(), ImageError> {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(data.len() as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_cksum();
-        builder
-            .append_data(&mut header, name, data)
+        env::append_file(&mut builder, name, data)
             .map_err(|e| ImageError::Missing(format!("cannot write the build context: {e}")))
     };
     append("Dockerfile", image.dockerfile.as_bytes())?;

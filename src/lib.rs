@@ -38,6 +38,7 @@ pub mod agent;
 pub mod batch;
 pub mod config;
 pub mod engine;
+pub mod error_chain;
 pub mod eval;
 pub mod files;
 pub mod image;

@@ -143,7 +143,7 @@ impl RunFailure {
     /// The Docker daemon stopped answering.
     pub fn daemon_gone(error: &SandboxError) -> Self {
         let detail = match error {
-            SandboxError::Docker(detail) => detail.clone(),
+            SandboxError::Docker(detail) => detail.message.clone(),
             other => other.to_string(),
         };
         RunFailure {

@@ -56,6 +56,7 @@ impl Signals {
         ahead: Option<Arc<K8sRun>>,
     ) -> batch::Interrupt {
         let (handle, interrupt) = batch::Interrupt::new();
+        let guard = aci::sandbox::guard::Guard::current();
         tokio::spawn(async move {
             let mut count = 0;
             loop {
@@ -68,7 +69,9 @@ impl Signals {
                 eprintln!("interrupted again: removing the containers and quitting");
                 // The run's own clean-up, then the guard's sweep by label (which also finds a
                 // container whose creation had not returned yet), each bounded in time.
-                aci::sandbox::docker::close_creation();
+                if let Some(guard) = &guard {
+                    guard.close_creation();
+                }
                 let limit = aci::sandbox::guard::QUIT_SWEEP_LIMIT;
                 let own = async {
                     if let Some(docker) = &docker {
@@ -77,7 +80,9 @@ impl Signals {
                     engine::finish(ahead.as_deref()).await;
                 };
                 let _ = tokio::time::timeout(limit, own).await;
-                aci::sandbox::guard::sweep_before_exit().await;
+                if let Some(guard) = &guard {
+                    guard.sweep_before_exit().await;
+                }
                 std::process::exit(130);
             }
         });

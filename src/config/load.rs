@@ -327,7 +327,7 @@ impl Config {
     pub fn hash(&self) -> String {
         let json = serde_json::to_string(self).unwrap_or_default();
         let digest = Sha256::digest(json.as_bytes());
-        digest.iter().map(|b| format!("{b:02x}")).collect()
+        data_encoding::HEXLOWER.encode(&digest)
     }
 }
 

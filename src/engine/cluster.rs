@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use crate::config::EnvConfig;
 use crate::image::LABEL_IMAGE;
 use crate::image::push::publish_one;
-use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
+use crate::sandbox::docker::{DockerError, DockerRuntime, RegistryLogin};
 use crate::sandbox::k8s::manifest::PullPolicy;
 use crate::sandbox::k8s::status::StartLimits;
 use crate::sandbox::k8s::{K8sRuntime, K8sSettings, PendingPod, PodSandbox};
@@ -96,9 +96,9 @@ impl Cluster {
             return Ok(tag.to_owned());
         };
         let info = self.docker.inspect_image(tag).await?.ok_or_else(|| {
-            SandboxError::Docker(format!(
+            SandboxError::Docker(DockerError::other(format!(
                 "the image {tag} does not exist\nhint: run `aci images build`"
-            ))
+            )))
         })?;
         if !info.labels.contains_key(LABEL_IMAGE) {
             return Ok(tag.to_owned());
@@ -106,7 +106,7 @@ impl Cluster {
         let reference = self.reference(tag);
         let lock = {
             let mut published = self.published.lock().map_err(|_| {
-                SandboxError::Docker("the image registry lock is poisoned".to_owned())
+                SandboxError::Docker(DockerError::other("the image registry lock is poisoned"))
             })?;
             Arc::clone(published.entry(reference.clone()).or_default())
         };

@@ -580,7 +580,7 @@ enum DiskCheck {
     Docker(SandboxError),
 }
 
-/// Checks that the Docker root has at least `min_gb` GB free (`df -Pk` on it). When the root
+/// Checks that the Docker root has at least `min_gb` GB free ([`free_kb`]). When the root
 /// is not visible from here (a remote daemon) the check cannot be made and passes.
 async fn check_free_disk(runtime: &DockerRuntime, min_gb: f64) -> Result<(), DiskCheck> {
     if min_gb <= 0.0 {
@@ -589,7 +589,7 @@ async fn check_free_disk(runtime: &DockerRuntime, min_gb: f64) -> Result<(), Dis
     let Some(dir) = runtime.docker_root_dir().await.map_err(DiskCheck::Docker)? else {
         return Ok(());
     };
-    let Some(free_kb) = free_kb(&dir).await else {
+    let Some(free_kb) = free_kb(&dir) else {
         return Ok(());
     };
     let free_gb = free_kb as f64 * 1024.0 / 1e9;
@@ -603,24 +603,11 @@ async fn check_free_disk(runtime: &DockerRuntime, min_gb: f64) -> Result<(), Dis
     Ok(())
 }
 
-/// Free kilobytes on the file system holding `dir`, from `df -Pk`; `None` when it cannot tell.
-pub async fn free_kb(dir: &str) -> Option<u64> {
-    let output = tokio::process::Command::new("df")
-        .args(["-Pk", dir])
-        .output()
-        .await
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    parse_df_available_kb(&String::from_utf8_lossy(&output.stdout))
-}
-
-/// The "Available" column of `df -P` output (1024-byte blocks with `-k`). POSIX output is one
-/// header line and one line per file system, and a long device name never wraps.
-pub fn parse_df_available_kb(output: &str) -> Option<u64> {
-    let line = output.lines().nth(1)?;
-    line.split_whitespace().nth(3)?.parse().ok()
+/// Free kilobytes for an unprivileged writer on the file system holding `dir` (what `df -Pk`
+/// calls available), from `statvfs`; `None` when it cannot tell.
+pub fn free_kb(dir: &str) -> Option<u64> {
+    let stats = rustix::fs::statvfs(dir).ok()?;
+    Some(stats.f_bavail.saturating_mul(stats.f_frsize) / 1024)
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@ use std::time::Instant;
 use crate::config::{EnvConfig, PullPolicy};
 use crate::instance::Instance;
 use crate::sandbox::SandboxError;
-use crate::sandbox::docker::{DockerRuntime, ImageInfo, PullEvent, RegistryLogin};
+use crate::sandbox::docker::{
+    DockerError, DockerErrorKind, DockerRuntime, ImageInfo, PullEvent, RegistryLogin,
+};
 
 /// SWE-bench's prebuilt instance images, as `env.image_template` (`--images swebench`).
 pub const SWEBENCH_IMAGE_TEMPLATE: &str = "swebench/sweb.eval.x86_64.{id_docker}:latest";
@@ -117,25 +119,6 @@ pub enum PullError {
     /// The daemon failed outside the pull.
     #[error("{0}")]
     Docker(SandboxError),
-}
-
-/// Whether a daemon message means that no registry could be reached at all.
-pub fn is_unreachable(message: &str) -> bool {
-    let message = message.to_lowercase();
-    [
-        "dial tcp",
-        "no such host",
-        "connection refused",
-        "i/o timeout",
-        "tls handshake timeout",
-        "network is unreachable",
-        "temporary failure in name resolution",
-        "server misbehaving",
-        "request canceled while waiting for connection",
-        "context deadline exceeded",
-    ]
-    .iter()
-    .any(|sign| message.contains(sign))
 }
 
 /// Where the progress of a pull (and of a clone) goes: whole lines, and a short activity text
@@ -304,9 +287,9 @@ pub async fn ensure_image(
         .await
         .map_err(PullError::Docker)?
         .ok_or_else(|| {
-            PullError::Docker(SandboxError::Docker(format!(
+            PullError::Docker(SandboxError::Docker(DockerError::other(format!(
                 "the pull of {image} left no image"
-            )))
+            ))))
         })?;
     let (name, id) = (image.to_owned(), info.id.clone());
     // The lock may wait on another process: off the async workers.
@@ -369,11 +352,15 @@ async fn pull(
             ));
             Ok(())
         }
-        Err(SandboxError::Docker(message)) => {
+        // The daemon itself failed: not the registry's answer.
+        Err(SandboxError::Docker(error)) if error.kind == DockerErrorKind::Connect => {
+            Err(PullError::Docker(scrubbed(SandboxError::Docker(error))))
+        }
+        Err(SandboxError::Docker(error)) => {
             // The registry's answer, relayed by the daemon: scrubbed of the login.
-            let message = crate::secret::scrub(message.trim()).replace('\n', " ");
+            let message = crate::secret::scrub(error.message.trim()).replace('\n', " ");
             let image = image.to_owned();
-            Err(if is_unreachable(&message) {
+            Err(if error.kind == DockerErrorKind::RegistryUnreachable {
                 PullError::Unreachable {
                     image,
                     registry,
@@ -395,7 +382,9 @@ async fn pull(
 /// the daemon's message ([`crate::secret`]): a registry may quote a login back.
 pub(crate) fn scrubbed(error: SandboxError) -> SandboxError {
     match error {
-        SandboxError::Docker(message) => SandboxError::Docker(crate::secret::scrub(&message)),
+        SandboxError::Docker(error) => {
+            SandboxError::Docker(error.map_message(|message| crate::secret::scrub(&message)))
+        }
         other => other,
     }
 }
@@ -479,29 +468,15 @@ fn normal_registry(name: &str) -> String {
     }
 }
 
-/// Standard base64 (padding optional); `None` for anything else.
+/// Base64 (padding optional, the URL-safe alphabet's `-` and `_` read as `+` and `/`);
+/// `None` for anything else.
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut bits: u32 = 0;
-    let mut count = 0;
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for byte in text.trim().trim_end_matches('=').bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | u32::from(value);
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-            bits &= (1 << count) - 1;
-        }
-    }
-    Some(out)
+    let text = text
+        .trim()
+        .trim_end_matches('=')
+        .replace('-', "+")
+        .replace('_', "/");
+    data_encoding::BASE64_NOPAD.decode(text.as_bytes()).ok()
 }
 
 /// The file listing the images aci pulled (`name<TAB>id` per line), in aci's cache.
@@ -564,15 +539,11 @@ pub fn read_pulled(path: &Path) -> std::io::Result<BTreeMap<String, String>> {
 /// Writes the record of pulled images atomically (a temporary file renamed over it). Use
 /// [`update_pulled`] to change it: writing a record read earlier drops what others added since.
 pub fn write_pulled(path: &Path, pulled: &BTreeMap<String, String>) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir)?;
     let text: String = pulled
         .iter()
         .map(|(name, id)| format!("{name}\t{id}\n"))
         .collect();
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut file, text.as_bytes())?;
-    file.persist(path).map_err(|error| error.error)?;
+    crate::files::write_atomic_unsynced(path, text.as_bytes())?;
     Ok(())
 }
 

@@ -332,11 +332,7 @@ impl SpecEnv {
             field(&format!("#{}", list.len()));
         }
         field(self.requirements.as_deref().unwrap_or("\0none"));
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        data_encoding::HEXLOWER.encode(&hasher.finalize())
     }
 
     /// `aci-spec-<owner>__<name>:<hash12>`, lower-case, with every character Docker does not

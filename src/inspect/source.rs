@@ -622,7 +622,7 @@ pub fn rows(run: &RunSource, cache: &Cache) -> (Vec<Row>, String) {
             eval,
         });
     }
-    (rows, hex(&hasher.finalize()))
+    (rows, data_encoding::HEXLOWER.encode(&hasher.finalize()))
 }
 
 /// The evaluation's outcome for one instance and its per-instance report entry, if any: the
@@ -646,11 +646,6 @@ pub fn eval_of(eval: Option<&Path>, id: &str, cache: &Cache) -> (EvalState, Opti
     (state, None)
 }
 
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A version over a few files: changes when any of them changes, appears or goes.
 pub fn files_version(paths: &[&Path]) -> String {
     let mut hasher = Sha256::new();
@@ -658,7 +653,7 @@ pub fn files_version(paths: &[&Path]) -> String {
         hasher.update(path.as_os_str().as_encoded_bytes());
         Stamp::hash_into(Stamp::of(path), &mut hasher);
     }
-    hex(&hasher.finalize()[..16])
+    data_encoding::HEXLOWER.encode(&hasher.finalize()[..16])
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! Four back ends implement it — [`OpenAiModel`], [`AnthropicModel`], [`ReplayModel`] and
 //! [`HumanModel`] — and [`from_spec`] picks one from a `--model` spec. The two API back ends
 //! are one [`HttpModel`] over a [`WireFormat`] each (`openai.rs`, `anthropic.rs`: request and
-//! response shapes only); retries, accounting, limits and key handling are shared (`http.rs`,
-//! `retry.rs`, `cost.rs`).
+//! response shapes only); the HTTP client with its retries, accounting, limits and key handling
+//! is shared (`http/`, `cost.rs`).
 
 mod anthropic;
 mod config;
@@ -13,7 +13,6 @@ mod http;
 mod human;
 mod openai;
 mod replay;
-mod retry;
 
 use std::future::Future;
 
@@ -22,11 +21,11 @@ use serde::{Deserialize, Serialize};
 pub use anthropic::{AnthropicModel, AnthropicWire};
 pub use config::{CacheControlConfig, ModelConfig, Price};
 pub use cost::{Ledger, cost_of};
+pub use http::{ApiKey, MAX_RESPONSE_BYTES, RetryPolicy};
 pub use http::{HttpModel, WireFormat};
 pub use human::HumanModel;
 pub use openai::{OpenAiModel, OpenAiWire};
 pub use replay::{ReplayInput, ReplayModel, ReplayStep};
-pub use retry::{ApiKey, MAX_RESPONSE_BYTES, RetryPolicy};
 
 use crate::protocol::ExitStatus;
 pub use crate::protocol::Role;

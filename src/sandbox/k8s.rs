@@ -95,19 +95,13 @@ fn sandbox_key() -> String {
     format!("{:x}-{nanos:x}-{n}", std::process::id())
 }
 
-/// Every cluster this process connected to, for [`delete_pods_of_this_process`].
-static CONNECTED: Mutex<Vec<K8sRuntime>> = Mutex::new(Vec::new());
-
-/// Deletes every pod and policy this process created in any cluster it connected to, by the
+/// Deletes every pod and policy this process created in each of `clusters`, by the
 /// process's labels (pid and host), whatever run they serve; how many pods. The panic guard
-/// ([`super::guard::run_guarded`]) calls it once the process's work has ended.
-pub async fn delete_pods_of_this_process() -> usize {
-    let runtimes: Vec<K8sRuntime> = CONNECTED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+/// ([`super::guard::run_guarded`]) calls it with the clusters its work connected to, once the
+/// work has ended.
+pub async fn delete_pods_of_this_process(clusters: &[K8sRuntime]) -> usize {
     let mut deleted = 0;
-    for runtime in runtimes {
+    for runtime in clusters {
         deleted += runtime.delete_own_of_any_run().await.unwrap_or(0);
     }
     deleted
@@ -154,10 +148,7 @@ impl K8sRuntime {
             .expect(Method::GET, &path, None, false)
             .await
             .map_err(|e| api_error(format!("cannot reach the cluster ({}): {e}", config.source)))?;
-        CONNECTED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(runtime.clone());
+        super::guard::watch_cluster(&runtime);
         Ok(runtime)
     }
 

@@ -176,9 +176,9 @@ impl ExecOutput {
 /// timeout is an [`ExecOutput`]. These are failures of the sandbox itself.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    /// The Docker daemon could not be reached or refused a request.
+    /// The Docker daemon could not be reached or refused a request; its kind says which.
     #[error("docker: {0}")]
-    Docker(String),
+    Docker(docker::DockerError),
     /// The Kubernetes API server could not be reached or refused a request.
     #[error("kubernetes: {0}")]
     Kubernetes(String),

@@ -153,13 +153,7 @@ fn directory_fingerprint(path: &Path) -> std::io::Result<String> {
         hasher.update([0]);
     }
     let digest = hasher.finalize();
-    Ok(format!(
-        "dir {}",
-        digest
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    ))
+    Ok(format!("dir {}", data_encoding::HEXLOWER.encode(&digest)))
 }
 
 /// The first lines of every session: the task's environment variables, exported.

@@ -112,11 +112,7 @@ async fn a_pod_session_keeps_its_directory_and_exports_and_moves_files_byte_exac
         .unwrap();
     let expected = {
         use sha2::Digest;
-        let digest = sha2::Sha256::digest(&bytes);
-        digest[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
+        data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(&bytes)[..8])
     };
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), expected);
     assert_eq!(

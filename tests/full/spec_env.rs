@@ -116,10 +116,7 @@ async fn download_sdist(into: &Path) -> PathBuf {
         .bytes()
         .await
         .unwrap();
-    let digest: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = data_encoding::HEXLOWER.encode(&Sha256::digest(&bytes));
     assert_eq!(digest, SDIST_SHA256);
     let path = into.join(SDIST);
     std::fs::write(&path, &bytes).unwrap();

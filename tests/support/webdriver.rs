@@ -227,28 +227,8 @@ impl Drop for Browser {
 
 /// Standard base64, as WebDriver sends screenshots.
 fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        other => panic!("not base64: {other}"),
-    };
-    let bytes: Vec<u8> = text
-        .bytes()
-        .filter(|b| *b != b'=' && !b.is_ascii_whitespace())
-        .collect();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            n |= u32::from(value(*c)) << (18 - 6 * i);
-        }
-        let produced = chunk.len() * 6 / 8;
-        for i in 0..produced {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    out
+    let text: String = text.split_ascii_whitespace().collect();
+    data_encoding::BASE64
+        .decode(text.as_bytes())
+        .unwrap_or_else(|error| panic!("not base64: {error}"))
 }

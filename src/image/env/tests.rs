@@ -154,12 +154,11 @@ fn env_tags_name_the_language_and_twelve_hex_digits() {
 }
 
 #[test]
-fn df_output_gives_the_available_kilobytes() {
-    let output = "Filesystem     1024-blocks     Used Available Capacity Mounted on\n\
-                  /dev/vda         263174212 44040484 52428800      46% /\n";
-    assert_eq!(parse_df_available_kb(output), Some(52_428_800));
-    assert_eq!(parse_df_available_kb("Filesystem\n"), None);
-    assert_eq!(parse_df_available_kb(""), None);
+fn free_space_is_read_from_the_file_system_and_unknown_for_a_missing_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    assert!(free_kb(path).is_some_and(|kb| kb > 0), "{path}");
+    assert_eq!(free_kb(&format!("{path}/missing")), None);
 }
 
 #[test]

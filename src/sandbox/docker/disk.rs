@@ -149,7 +149,7 @@ pub fn next_image(images: &Path) -> PathBuf {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     images.join(image_file_name(
         std::process::id(),
-        super::own_start_time(),
+        super::super::liveness::own_start_time(),
         n,
     ))
 }

@@ -1,8 +1,11 @@
-//! Unit tests of the Docker helpers that need no daemon: container names, image references and
-//! process start times.
+//! Unit tests of the Docker helpers that need no daemon: container names, image references,
+//! process start times and the kinds of the daemon's errors.
 
+use std::sync::Arc;
+
+use super::containers::container_name;
 use super::*;
-use crate::sandbox::liveness::process_start_time;
+use crate::sandbox::liveness::{own_start_time, process_start_time};
 
 /// The counter at the end of a name made by [`container_name`], checking everything before
 /// it against `expected_prefix`.
@@ -97,6 +100,7 @@ async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
         docker,
         live: Arc::default(),
         disk: Arc::default(),
+        closed: Arc::default(),
     };
     runtime.track("before", true);
     let live = Arc::clone(&runtime.live);
@@ -114,5 +118,74 @@ async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
             runtime.live_ids().clone()
         ),
         (true, true, vec!["after".to_owned()])
+    );
+}
+
+/// The daemon's answer to a pull or a registry inspect, as bollard gives it.
+fn answer(status_code: u16, message: &str) -> bollard::errors::Error {
+    bollard::errors::Error::DockerResponseServerError {
+        status_code,
+        message: message.to_owned(),
+    }
+}
+
+#[test]
+fn unreachable_registries_are_told_apart_from_missing_manifests_and_refusals() {
+    let kind = |error: bollard::errors::Error| error::from_registry(&error, String::new()).kind;
+    let stream = |text: &str| bollard::errors::Error::DockerStreamError {
+        error: text.to_owned(),
+    };
+    assert_eq!(
+        [
+            kind(answer(
+                500,
+                "Get \"http://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused"
+            )),
+            kind(stream(
+                "Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io \
+                 on 127.0.0.11:53: no such host"
+            )),
+            kind(answer(
+                404,
+                "manifest for 127.0.0.1:5000/x:latest not found: manifest unknown: manifest unknown"
+            )),
+            kind(answer(500, "manifest unknown: manifest unknown")),
+            kind(answer(
+                403,
+                "pull access denied for x, repository does not exist"
+            )),
+            kind(stream(
+                "pull access denied for x, repository does not exist"
+            )),
+        ],
+        [
+            DockerErrorKind::RegistryUnreachable,
+            DockerErrorKind::RegistryUnreachable,
+            DockerErrorKind::NotFound,
+            DockerErrorKind::NotFound,
+            DockerErrorKind::Auth,
+            // A failure in the middle of a stream has no status.
+            DockerErrorKind::Other { status: None },
+        ]
+    );
+}
+
+#[test]
+fn the_daemons_own_answers_take_their_kind_from_the_status_alone() {
+    let kind = |error: bollard::errors::Error| error::from_bollard(&error).kind;
+    assert_eq!(
+        [
+            kind(answer(404, "No such container: x")),
+            kind(answer(409, "removal of container x is already in progress")),
+            // Words are not read here: a failure that mentions "not found" stays a failure.
+            kind(answer(500, "driver failed: layer not found")),
+            kind(bollard::errors::Error::RequestTimeoutError),
+        ],
+        [
+            DockerErrorKind::NotFound,
+            DockerErrorKind::Conflict,
+            DockerErrorKind::Other { status: Some(500) },
+            DockerErrorKind::Connect,
+        ]
     );
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-/// An image build: [`DockerRuntime::build_image`].
+/// An image build: [`super::DockerRuntime::build_image`].
 pub struct BuildRequest<'a> {
     /// The tag to give the image.
     pub tag: &'a str,
@@ -19,7 +19,7 @@ pub struct BuildRequest<'a> {
     pub network: bool,
 }
 
-/// One image as [`DockerRuntime::list_images_labelled`] lists it.
+/// One image as [`super::DockerRuntime::list_images_labelled`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageSummary {
     /// The image id (`sha256:…`).
@@ -32,7 +32,7 @@ pub struct ImageSummary {
     pub size: u64,
 }
 
-/// What [`DockerRuntime::inspect_image`] reports.
+/// What [`super::DockerRuntime::inspect_image`] reports.
 #[derive(Debug, Clone)]
 pub struct ImageInfo {
     /// The image id (`sha256:…`).

@@ -281,42 +281,62 @@ impl Api {
         }
     }
 
+    /// Sends the GET `request` (with the credentials) of `path` for a stream that stays open,
+    /// its answer awaited within `limit`: the response when its status is `opened`; `Ok(None)`
+    /// when attempt number `attempt` failed or found the server busy and may be retried (its
+    /// wait waited out); the failure (`what: …`, or the server's refusal) when it may not.
+    async fn open(
+        &self,
+        mut request: reqwest::RequestBuilder,
+        limit: Duration,
+        attempt: u32,
+        (what, path): (&str, &str),
+        opened: impl Fn(StatusCode) -> bool,
+    ) -> Result<Option<reqwest::Response>, SandboxError> {
+        if let Some(auth) = self.authorization().await? {
+            request = request.header(AUTHORIZATION, auth);
+        }
+        let response = match tokio::time::timeout(limit, request.send()).await {
+            Ok(Ok(response)) => response,
+            _ if attempt < MAX_ATTEMPTS => {
+                tokio::time::sleep(backoff(attempt)).await;
+                return Ok(None);
+            }
+            Ok(Err(error)) => return Err(api_error(format!("{what}: {error}"))),
+            Err(_) => return Err(api_error(format!("{what}: no answer"))),
+        };
+        let status = response.status();
+        if opened(status) {
+            return Ok(Some(response));
+        }
+        if let Some(delay) = busy_delay(&response, attempt, false) {
+            tokio::time::sleep(delay).await;
+            return Ok(None);
+        }
+        let value = read_answer(response)
+            .await
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or(Value::Null);
+        Err(refused(&Method::GET, path, status, &value))
+    }
+
     /// Opens a watch: the answer's body is a stream of JSON events, one per line.
     pub(super) async fn watch(&self, path: &str) -> Result<Watch, SandboxError> {
         let url = self.url(path)?;
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let mut request = self.http.get(url.clone());
-            if let Some(auth) = self.authorization().await? {
-                request = request.header(AUTHORIZATION, auth);
-            }
-            let response = match tokio::time::timeout(REQUEST_TIMEOUT, request.send()).await {
-                Ok(Ok(response)) => response,
-                _ if attempt < MAX_ATTEMPTS => {
-                    tokio::time::sleep(backoff(attempt)).await;
-                    continue;
-                }
-                Ok(Err(error)) => return Err(api_error(format!("watch {path}: {error}"))),
-                Err(_) => return Err(api_error(format!("watch {path}: no answer"))),
-            };
-            let status = response.status();
-            if status.is_success() {
+            let request = self.http.get(url.clone());
+            let what = format!("watch {path}");
+            let opened = |status: StatusCode| status.is_success();
+            let answer = self.open(request, REQUEST_TIMEOUT, attempt, (&what, path), opened);
+            if let Some(response) = answer.await? {
                 return Ok(Watch {
                     response,
                     buffer: Vec::new(),
                 });
             }
-            if let Some(delay) = busy_delay(&response, attempt, false) {
-                tokio::time::sleep(delay).await;
-                continue;
-            }
-            let value = read_answer(response)
-                .await
-                .ok()
-                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-                .unwrap_or(Value::Null);
-            return Err(refused(&Method::GET, path, status, &value));
         }
     }
 
@@ -334,7 +354,7 @@ impl Api {
         loop {
             attempt += 1;
             let key = generate_key();
-            let mut request = self
+            let request = self
                 .http
                 .get(url.clone())
                 .header(CONNECTION, "Upgrade")
@@ -342,31 +362,12 @@ impl Api {
                 .header(SEC_WEBSOCKET_VERSION, "13")
                 .header(SEC_WEBSOCKET_KEY, &key)
                 .header(SEC_WEBSOCKET_PROTOCOL, OFFERED_PROTOCOLS);
-            if let Some(auth) = self.authorization().await? {
-                request = request.header(AUTHORIZATION, auth);
-            }
-            let response = match tokio::time::timeout(HANDSHAKE_TIMEOUT, request.send()).await {
-                Ok(Ok(response)) => response,
-                _ if attempt < MAX_ATTEMPTS => {
-                    tokio::time::sleep(backoff(attempt)).await;
-                    continue;
-                }
-                Ok(Err(error)) => return Err(api_error(format!("exec in {pod}: {error}"))),
-                Err(_) => return Err(api_error(format!("exec in {pod}: no answer"))),
+            let what = format!("exec in {pod}");
+            let opened = |status: StatusCode| status == StatusCode::SWITCHING_PROTOCOLS;
+            let answer = self.open(request, HANDSHAKE_TIMEOUT, attempt, (&what, &path), opened);
+            let Some(response) = answer.await? else {
+                continue;
             };
-            let status = response.status();
-            if status != StatusCode::SWITCHING_PROTOCOLS {
-                if let Some(delay) = busy_delay(&response, attempt, false) {
-                    tokio::time::sleep(delay).await;
-                    continue;
-                }
-                let value = read_answer(response)
-                    .await
-                    .ok()
-                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-                    .unwrap_or(Value::Null);
-                return Err(refused(&Method::GET, &path, status, &value));
-            }
             let protocol = accepted_protocol(&response, &key, pod)?;
             let upgraded = tokio::time::timeout(HANDSHAKE_TIMEOUT, response.upgrade())
                 .await

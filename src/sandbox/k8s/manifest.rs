@@ -100,14 +100,11 @@ pub fn label_value(text: &str) -> String {
     if text.len() <= 63 && text.chars().all(valid_char) && edges_ok {
         return text.to_owned();
     }
-    let mut clean: String = text
-        .chars()
-        .map(|c| if valid_char(c) { c } else { '-' })
-        .collect();
+    let mut clean = crate::text::safe_name(text, '-');
     clean.truncate(50);
     let clean = clean.trim_matches(|c: char| !c.is_ascii_alphanumeric());
     let digest = Sha256::digest(text.as_bytes());
-    let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let hash = data_encoding::HEXLOWER.encode(&digest[..6]);
     if clean.is_empty() {
         hash
     } else {
@@ -283,12 +280,8 @@ mod tests {
     fn label_values_keep_valid_ids_and_hash_the_rest() {
         assert_eq!(label_value("django__django-11099"), "django__django-11099");
         assert_eq!(label_value("20240101-120000-77"), "20240101-120000-77");
-        let digest = |text: &str| {
-            Sha256::digest(text.as_bytes())[..6]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
+        let digest =
+            |text: &str| data_encoding::HEXLOWER.encode(&Sha256::digest(text.as_bytes())[..6]);
         assert_eq!(
             label_value("owner/repo:1"),
             format!("owner-repo-1-{}", digest("owner/repo:1"))

@@ -1,5 +1,5 @@
-//! Retries and the one HTTP call both API back ends share: POST a JSON body, classify what
-//! comes back (retry, give up, context window), back off with full jitter, honour
+//! The HTTP client both API back ends share ([`ApiClient`]): POST a JSON body, classify what
+//! comes back (retry, give up, context window), retry with full-jitter back-off, honour
 //! `Retry-After`, and keep the API key out of every message.
 
 use std::fmt;
@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use super::{ModelConfig, ModelError};
 use crate::config::units::capped_seconds;
+use crate::model::{ModelConfig, ModelError};
 
 /// The longest wait and request timeout a config can give: [`crate::config::Seconds::MAX`].
 const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -169,9 +169,9 @@ impl fmt::Debug for Endpoint {
 pub(crate) struct ApiClient {
     spec: String,
     endpoint: Endpoint,
-    policy: super::RetryPolicy,
+    policy: RetryPolicy,
     jitter: Jitter,
-    ledger: super::cost::Ledger,
+    ledger: crate::model::cost::Ledger,
 }
 
 impl ApiClient {
@@ -184,10 +184,14 @@ impl ApiClient {
     ) -> Self {
         let spec = format!("{provider}/{model}");
         Self {
-            ledger: super::cost::Ledger::new(&spec, config.price_for(provider, model), config),
+            ledger: crate::model::cost::Ledger::new(
+                &spec,
+                config.price_for(provider, model),
+                config,
+            ),
             spec,
             endpoint,
-            policy: super::RetryPolicy::from_config(config),
+            policy: RetryPolicy::from_config(config),
             jitter: Jitter::from_clock(),
         }
     }
@@ -206,8 +210,8 @@ impl ApiClient {
     pub(crate) async fn call(
         &mut self,
         body: &serde_json::Value,
-        parse: fn(serde_json::Value) -> Result<super::ModelResponse, String>,
-    ) -> Result<super::ModelResponse, ModelError> {
+        parse: fn(serde_json::Value) -> Result<crate::model::ModelResponse, String>,
+    ) -> Result<crate::model::ModelResponse, ModelError> {
         self.ledger.check_before_call()?;
         let mut response = self
             .endpoint
@@ -218,7 +222,7 @@ impl ApiClient {
     }
 
     /// The calls, tokens and cost so far.
-    pub(crate) fn stats(&self) -> &super::ModelStats {
+    pub(crate) fn stats(&self) -> &crate::model::ModelStats {
         self.ledger.stats()
     }
 }
@@ -489,7 +493,7 @@ impl Failure {
         };
         Failure::Transient {
             status: None,
-            message: format!("{kind}: {}", error_chain(error)),
+            message: format!("{kind}: {}", crate::error_chain::error_chain(error)),
             retry_after: None,
             malformed: false,
         }
@@ -523,18 +527,6 @@ impl Failure {
             Failure::ContextWindow { message } => ModelError::ContextWindow { message },
         }
     }
-}
-
-/// An error and its sources, joined with `: `.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// `retry-after-ms` (OpenAI) or `retry-after` in seconds; the HTTP-date form is ignored, and so

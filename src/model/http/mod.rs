@@ -4,14 +4,18 @@
 //! `anthropic.rs`) says where requests go, which headers carry the key, how a request body is
 //! shaped and how an answer is read: pure functions of the config and the conversation. The
 //! request plumbing — the budget check before a call, retries with back-off, key hygiene, the
-//! cost recorded after — is written once, here and in `retry.rs`.
+//! cost recorded after — is written once, here and in `client.rs` (the HTTP client itself).
+
+mod client;
 
 use std::fmt;
 
 use serde_json::Value;
 
-use super::retry::{ApiClient, Endpoint};
-use super::{ApiKey, Model, ModelConfig, ModelError, ModelResponse, ModelStats, QueryRequest};
+use client::{ApiClient, Endpoint};
+pub use client::{ApiKey, MAX_RESPONSE_BYTES, RetryPolicy};
+
+use super::{Model, ModelConfig, ModelError, ModelResponse, ModelStats, QueryRequest};
 
 /// One provider's API: its endpoint and headers, and its request and response shapes.
 pub trait WireFormat: fmt::Debug + Send + Sync + Sized {

@@ -1,0 +1,142 @@
+//! The Docker side of aci, and the only module that imports bollard.
+//!
+//! [`DockerRuntime`] is the daemon connection (this file): it starts hardened task containers
+//! ([`DockerSandbox`], in `containers.rs` and `transport.rs`), builds, pulls, pushes and finds
+//! images and asks registries for digests for [`crate::image`] (`images.rs`), and reaps
+//! containers that runs which died left behind (`reap.rs`). Every container carries the labels
+//! `aci.run_id`, `aci.instance_id`, and the pid and start time of the `aci` process that made
+//! it, so leftovers can be told apart from containers of runs that are still alive. Bollard's
+//! errors become a [`DockerError`] of a kind callers match (`error.rs`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bollard::Docker;
+
+use super::SandboxError;
+
+mod containers;
+pub mod disk;
+mod error;
+mod images;
+mod reap;
+mod transport;
+mod types;
+
+pub use error::{DockerError, DockerErrorKind};
+pub use images::split_reference;
+pub use transport::{DockerSandbox, DockerTransport};
+pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin};
+
+use containers::unix_now;
+
+/// Label holding the run id.
+pub const LABEL_RUN_ID: &str = "aci.run_id";
+/// Label holding the instance id.
+pub const LABEL_INSTANCE_ID: &str = "aci.instance_id";
+/// Label holding the pid of the `aci` process that started the container.
+pub const LABEL_PID: &str = "aci.pid";
+/// Label holding that process's start time (clock ticks since boot), against pid reuse.
+pub const LABEL_PID_START: &str = "aci.pid_start";
+/// Label holding the image file of the container's quota filesystem ([`disk`]), when it has one.
+pub const LABEL_DISK: &str = "aci.disk_image";
+
+/// A bollard error of a request about the daemon's own objects, as a [`SandboxError`].
+fn docker_error(error: bollard::errors::Error) -> SandboxError {
+    SandboxError::Docker(error::from_bollard(&error))
+}
+
+/// A bollard error with `context: ` before its message, keeping its kind.
+fn docker_error_in(
+    context: impl std::fmt::Display,
+) -> impl FnOnce(bollard::errors::Error) -> SandboxError {
+    move |error| SandboxError::Docker(error::from_bollard(&error).context(context))
+}
+
+/// An error of aci's own about the daemon's work, of no particular kind.
+fn other(message: impl Into<String>) -> SandboxError {
+    SandboxError::Docker(DockerError::other(message))
+}
+
+/// A connection to the Docker daemon plus the containers this process has started through
+/// it. Clones share both.
+#[derive(Clone)]
+pub struct DockerRuntime {
+    docker: Docker,
+    live: Arc<Mutex<Vec<String>>>,
+    /// How `env.disk_mb` is kept with this daemon, decided at the first start.
+    disk: Arc<tokio::sync::OnceCell<disk::DiskMode>>,
+    /// Set by [`DockerRuntime::close_creation`]: from then on no container is created through
+    /// this connection.
+    closed: Arc<AtomicBool>,
+}
+
+impl DockerRuntime {
+    /// Connects to the local daemon and negotiates the API version. Under
+    /// [`super::guard::run_guarded`], the guard's final sweep knows the connection.
+    pub async fn connect() -> Result<Self, SandboxError> {
+        let docker = Docker::connect_with_local_defaults().map_err(docker_error)?;
+        let docker = docker
+            .negotiate_version()
+            .await
+            .map_err(docker_error_in("cannot reach the Docker daemon"))?;
+        let runtime = Self::with_client(docker);
+        super::guard::watch_docker(&runtime);
+        Ok(runtime)
+    }
+
+    fn with_client(docker: Docker) -> Self {
+        Self {
+            docker,
+            live: Arc::new(Mutex::new(Vec::new())),
+            disk: Arc::new(tokio::sync::OnceCell::new()),
+            closed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// This connection with `env.disk_mb` only measured, whatever this machine supports: to
+    /// compare the two ways, and to test the measured one where the other is available.
+    #[must_use]
+    pub fn measure_disk_only(mut self) -> Self {
+        let mode = disk::DiskMode::Measured {
+            reason: "asked for by the caller".to_owned(),
+        };
+        self.disk = Arc::new(tokio::sync::OnceCell::new_with(Some(mode)));
+        self
+    }
+
+    /// Checks that the daemon still answers (within 10 s).
+    pub async fn ping(&self) -> Result<(), SandboxError> {
+        match tokio::time::timeout(Duration::from_secs(10), self.docker.ping()).await {
+            Ok(Ok(_)) => Ok(()),
+            // The causes say why (`Connection refused`, `No such file or directory`).
+            Ok(Err(error)) => Err(SandboxError::Docker(DockerError::new(
+                error::from_bollard(&error).kind,
+                crate::error_chain::error_chain(&error),
+            ))),
+            Err(_) => Err(SandboxError::Docker(DockerError::new(
+                DockerErrorKind::Connect,
+                "no answer to a ping within 10 s",
+            ))),
+        }
+    }
+
+    /// From now on no container is created through this connection (or its clones): for a
+    /// sweep of a process that is about to exit while its tasks still run, so that none
+    /// appears after the sweep has listed them.
+    pub fn close_creation(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Fails once [`DockerRuntime::close_creation`] has been called.
+    fn check_creation_open(&self) -> Result<(), SandboxError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(other("aci is quitting: no container is created any more"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
