@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use aci::instance::{ShardSpec, SliceSpec, parse_filter};
+use aci::instance::{ShardSpec, SliceSpec, parse_filter, parse_shard_arg, parse_slice_arg};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
 
@@ -351,7 +351,7 @@ pub struct BatchArgs {
     #[arg(long, value_name = "RE", value_parser = parse_filter)]
     pub filter: Option<Regex>,
     /// A Python slice of the instances, taken after --shuffle and --filter: 0:10, -5:, ::2.
-    #[arg(long, value_name = "A:B")]
+    #[arg(long, value_name = "A:B", value_parser = parse_slice_arg)]
     pub slice: Option<SliceSpec>,
     /// Sort the instances by id and shuffle them as Python's `random.seed(SEED);
     /// random.shuffle(...)` does, before the other selection flags: the same instances in the
@@ -362,7 +362,7 @@ pub struct BatchArgs {
     #[arg(long, requires = "shuffle")]
     pub seed: Option<u64>,
     /// Run shard I of N (numbered from 1): N contiguous, near-equal parts of the selection.
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", value_parser = parse_shard_arg)]
     pub shard: Option<ShardSpec>,
     /// Run every selected instance again, even those an earlier run into the same --output
     /// finished (by default they are skipped).

@@ -11,6 +11,7 @@ use aci::batch::Runtime;
 use aci::batch::ahead::K8sRun;
 use aci::cluster::{Cluster, Engine, k8s_settings};
 use aci::config::{self, Config, EnvConfig};
+use aci::hint::with_hint;
 use aci::image::env::base_image;
 use aci::image::pull::Notes;
 use aci::image::push::{Published, base_images, credentials_for, push_images};
@@ -151,7 +152,7 @@ pub async fn images_push(args: PushArgs) -> Result<ExitCode, Failure> {
                     tags.push(prepared.env_image.tag);
                 }
             }
-            Err(error) => failed.push((instance.instance_id.clone(), error.to_string())),
+            Err(error) => failed.push((instance.instance_id.clone(), with_hint(&error))),
         }
     }
     let images = push_images(

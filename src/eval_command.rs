@@ -95,7 +95,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         }
     };
     engine.remove_run(&run_id).await;
-    let summary = result.map_err(|e| Failure::new(e.to_string()))?;
+    let summary = result?;
     print_summary(&summary, &output);
     Ok(check_expected(expected.as_deref(), &summary))
 }

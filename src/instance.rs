@@ -18,6 +18,8 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::hint::{Hint, with_hint};
+
 /// Default seed of `--shuffle` when `--seed` is not given (the same as SWE-agent and mini-swe-agent).
 pub const DEFAULT_SEED: u64 = 42;
 
@@ -571,9 +573,7 @@ pub enum SelectionError {
         reason: String,
     },
     /// `--slice` is not `A:B` or `A:B:STEP`.
-    #[error(
-        "invalid --slice {input:?}: {reason}\nhint: use Python slice syntax, e.g. 0:10, -5:, ::2"
-    )]
+    #[error("invalid --slice {input:?}: {reason}")]
     Slice {
         /// What the user wrote.
         input: String,
@@ -581,15 +581,35 @@ pub enum SelectionError {
         reason: String,
     },
     /// `--shard` is not `I/N` with `1 <= I <= N`.
-    #[error(
-        "invalid --shard {input:?}: {reason}\nhint: write I/N with shards numbered 1..=N, e.g. 1/4"
-    )]
+    #[error("invalid --shard {input:?}: {reason}")]
     Shard {
         /// What the user wrote.
         input: String,
         /// What is wrong.
         reason: String,
     },
+}
+
+impl Hint for SelectionError {
+    fn hint(&self) -> Option<String> {
+        let hint = match self {
+            SelectionError::Filter { .. } => return None,
+            SelectionError::Slice { .. } => "use Python slice syntax, e.g. 0:10, -5:, ::2",
+            SelectionError::Shard { .. } => "write I/N with shards numbered 1..=N, e.g. 1/4",
+        };
+        Some(hint.to_owned())
+    }
+}
+
+/// Parses `--slice A:B[:STEP]` on the command line, where the parser's error is one text: the
+/// message with its hint on the next line.
+pub fn parse_slice_arg(input: &str) -> Result<SliceSpec, String> {
+    input.parse().map_err(|error| with_hint(&error))
+}
+
+/// Parses `--shard I/N` on the command line, as [`parse_slice_arg`] does `--slice`.
+pub fn parse_shard_arg(input: &str) -> Result<ShardSpec, String> {
+    input.parse().map_err(|error| with_hint(&error))
 }
 
 /// Parses `--filter RE`. The regex must match at the start of the instance id, as Python's

@@ -49,21 +49,8 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
     fn from(error: E) -> Self {
         Self {
             message: error.to_string(),
-            hint: hint_of(&error).map(str::to_owned),
+            hint: aci::failure::hint_of(&error),
         }
-    }
-}
-
-/// The hint of an error that has one (its `hint()`); their messages do not repeat it.
-fn hint_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a str> {
-    if let Some(error) = error.downcast_ref::<aci::model::ModelError>() {
-        error.hint()
-    } else if let Some(error) = error.downcast_ref::<config::ConfigError>() {
-        error.hint()
-    } else if let Some(error) = error.downcast_ref::<image::ImageError>() {
-        error.hint()
-    } else {
-        None
     }
 }
 

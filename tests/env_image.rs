@@ -159,6 +159,7 @@ async fn a_failing_setup_command_is_a_build_error_of_that_instance_only() {
         instance_id,
         tag,
         message,
+        ..
     } = &error
     else {
         panic!("expected a build error, got {error}");
