@@ -1,4 +1,5 @@
 use super::*;
+use crate::hint::with_hint;
 use serde_json::json;
 
 fn record(id: &str) -> Value {
