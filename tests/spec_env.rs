@@ -662,7 +662,7 @@ async fn a_spec_whose_python_no_release_has_fails_its_instance_and_says_so() {
         .await
         .unwrap_err();
     assert!(matches!(error, EnvImageError::Spec(_)), "{error:?}");
-    assert_eq!(error.to_string(), message);
+    assert_eq!(aci::hint::with_hint(&error), message);
 }
 
 #[tokio::test]
