@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use aci::engine::Kind;
-use aci::instance::{ShardSpec, SliceSpec, parse_filter};
+use aci::instance::{ShardSpec, SliceSpec, parse_filter, parse_shard_arg, parse_slice_arg};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use regex::Regex;
@@ -140,7 +140,7 @@ pub struct SelectionArgs {
     #[arg(long, value_name = "RE", value_parser = parse_filter)]
     pub filter: Option<Regex>,
     /// A Python slice of the instances, taken after --shuffle and --filter: 0:10, -5:, ::2.
-    #[arg(long, value_name = "A:B")]
+    #[arg(long, value_name = "A:B", value_parser = parse_slice_arg)]
     pub slice: Option<SliceSpec>,
 }
 
@@ -349,7 +349,7 @@ pub struct BatchArgs {
     #[arg(long, requires = "shuffle")]
     pub seed: Option<u64>,
     /// Run shard I of N (numbered from 1): N contiguous, near-equal parts of the selection.
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", value_parser = parse_shard_arg)]
     pub shard: Option<ShardSpec>,
     /// Run every selected instance again, even those an earlier run into the same --output
     /// finished (by default they are skipped).

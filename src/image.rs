@@ -20,6 +20,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use crate::hint::Hint;
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::{BuildRequest, DockerRuntime};
 use release::DebianRelease;
@@ -81,6 +82,14 @@ pub enum ImageError {
     /// A file the build needs is missing.
     #[error("{0}")]
     Missing(String),
+    /// The language's recipe needs the host CA bundle (for pip), and it cannot be read.
+    #[error("the {language} image needs the host CA bundle {HOST_CA_BUNDLE} for pip: {reason}")]
+    CaBundle {
+        /// The language.
+        language: &'static str,
+        /// Why it cannot be read.
+        reason: std::io::Error,
+    },
     /// An unknown language was asked for.
     #[error("no image recipe for language `{0}` (known: python, rust)")]
     UnknownLanguage(String),
@@ -280,13 +289,11 @@ fn build_context(image: &LanguageImage) -> Result<Vec<u8>, ImageError> {
     };
     append("Dockerfile", image.dockerfile.as_bytes())?;
     if image.needs_ca_bundle {
-        let bundle = std::fs::read(Path::new(HOST_CA_BUNDLE)).map_err(|e| {
-            ImageError::Missing(format!(
-                "the {} image needs the host CA bundle {HOST_CA_BUNDLE} for pip: {e}\n\
-                 hint: apt-get install -y ca-certificates",
-                image.language
-            ))
-        })?;
+        let bundle =
+            std::fs::read(Path::new(HOST_CA_BUNDLE)).map_err(|reason| ImageError::CaBundle {
+                language: image.language,
+                reason,
+            })?;
         append("ca-certificates.crt", &bundle)?;
     }
     builder
@@ -301,21 +308,24 @@ impl ImageError {
             hint: None,
         }
     }
+}
 
-    /// What to do about the error, for a `hint:` line under its `error:` line: for a failed
-    /// base recipe, its own hint, or what the recipe needs.
-    pub fn hint(&self) -> Option<&str> {
-        match self {
+/// For a failed base recipe, its own hint, or what the recipe needs.
+impl Hint for ImageError {
+    fn hint(&self) -> Option<String> {
+        let hint = match self {
             ImageError::Base {
                 hint: Some(hint), ..
-            } => Some(hint),
-            ImageError::Base { hint: None, .. } => Some(
+            } => hint,
+            ImageError::Base { hint: None, .. } => {
                 "the base image is built as root on a Debian or Ubuntu host, with debootstrap \
-                 (installed with apt-get when missing); see docker/build-base.sh",
-            ),
-            ImageError::NotInRelease { .. } => Some("use --debian bookworm or trixie"),
-            _ => None,
-        }
+                 (installed with apt-get when missing); see docker/build-base.sh"
+            }
+            ImageError::CaBundle { .. } => "apt-get install -y ca-certificates",
+            ImageError::NotInRelease { .. } => "use --debian bookworm or trixie",
+            _ => return None,
+        };
+        Some(hint.to_owned())
     }
 }
 
@@ -408,7 +418,10 @@ mod tests {
             error.to_string(),
             "no rust image for bullseye: bullseye's rustc 1.48 predates the 2021 edition"
         );
-        assert_eq!(error.hint(), Some("use --debian bookworm or trixie"));
+        assert_eq!(
+            error.hint().as_deref(),
+            Some("use --debian bookworm or trixie")
+        );
         let trixie = languages_in_release(all, DebianRelease::Trixie, &mut |_| {}).unwrap();
         assert_eq!(trixie.len(), 2);
         assert_eq!(

@@ -14,20 +14,22 @@
 //! `commands/`, one file per command) stands on all of them. Only
 //! `sandbox::docker` speaks to Docker, and only `sandbox::k8s` to a Kubernetes API server.
 //!
-//! 1. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec` — leaves: atomic
+//! 1. `hint` — what to do about an error, kept apart from its message.
+//! 2. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec` — leaves: atomic
 //!    writes; the data the layers hand each other (roles, exit statuses, predictions);
 //!    placeholders, literal regular expressions and escaped names; the credentials held and
 //!    their scrubbing; the TLS provider; task instances; the lint verdict; SWE-bench's
 //!    specifications, which grading and environments both read.
-//! 2. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
-//! 3. `sandbox`, `model` — the sandboxes commands run in; the language models.
-//! 4. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
-//! 5. `agent`, `source`, `engine` — the loop: prompt, parse, act, decide, save; where an
+//! 3. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
+//! 4. `sandbox`, `model` — the sandboxes commands run in; the language models.
+//! 5. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
+//! 6. `agent`, `source`, `engine` — the loop: prompt, parse, act, decide, save; where an
 //!    instance's repository and images come from; where tasks run (Docker, the host, or
 //!    Kubernetes: `--runtime docker|local`, `--engine docker|k8s`).
-//! 6. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
-//! 7. `inspect`, `validate` — the trajectory inspector over runs and ablations; checking a
-//!    dataset by grading its gold and empty patches.
+//! 7. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
+//! 8. `inspect`, `validate`, `failure` — the trajectory inspector over runs and ablations;
+//!    checking a dataset by grading its gold and empty patches; the hint of a failure, found
+//!    along its error's sources.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 #![warn(missing_docs)]
@@ -40,7 +42,9 @@ pub mod config;
 pub mod engine;
 pub mod error_chain;
 pub mod eval;
+pub mod failure;
 pub mod files;
+pub mod hint;
 pub mod image;
 pub mod inspect;
 pub mod instance;

@@ -49,7 +49,7 @@ impl Validation {
 #[derive(Debug, thiserror::Error)]
 pub enum ValidateError {
     /// An evaluation stopped the run (low disk, an unwritable summary).
-    #[error(transparent)]
+    #[error("{0}")]
     Eval(#[from] EvalError),
     /// `validation.json` or `validation.md` could not be written.
     #[error("cannot write {path}: {source}")]

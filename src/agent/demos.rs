@@ -8,6 +8,7 @@ use minijinja::context;
 
 use super::history::{HistoryItem, MessageType, Role};
 use super::prompt::{Prompts, TemplateError};
+use crate::hint::Hint;
 use crate::trajectory::{self, Trajectory};
 
 /// The files of `configs/demos/`, by their path relative to `configs/` (the directory of the
@@ -21,9 +22,7 @@ pub const BUILTIN: [(&str, &str); 1] = [(
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
     /// No file at the path, and no built-in demonstration of that name.
-    #[error(
-        "demonstration {path} not found (looked in {looked_in})\nhint: paths are relative to the config file that names them; built-in ones are {builtin}"
-    )]
+    #[error("demonstration {path} not found (looked in {looked_in})")]
     NotFound {
         /// The path as configured.
         path: PathBuf,
@@ -46,6 +45,17 @@ pub enum DemoError {
     /// The `demonstration` template failed.
     #[error(transparent)]
     Template(#[from] TemplateError),
+}
+
+impl Hint for DemoError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            DemoError::NotFound { builtin, .. } => Some(format!(
+                "paths are relative to the config file that names them; built-in ones are {builtin}"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The built-in demonstration at `path` (relative to `configs/`, e.g.
@@ -164,7 +174,7 @@ mod tests {
     #[test]
     fn a_missing_demonstration_names_where_it_looked() {
         let error = load(Path::new("demos/nope.traj"), &[PathBuf::from("/cfg")]).unwrap_err();
-        let text = error.to_string();
+        let text = crate::hint::with_hint(&error);
         assert!(
             text.starts_with(
                 "demonstration demos/nope.traj not found (looked in /cfg, the working directory)"

@@ -22,6 +22,7 @@ use crate::aci::parse::{self, ErrorCode, FormatError};
 use crate::aci::registry::{CommandSpec, Registry};
 use crate::aci::{Aci, StepOutput};
 use crate::config::{AgentConfig, ParserKind};
+use crate::hint::{Hint, with_hint};
 use crate::model::{Message, Model, ModelError, ModelResponse, QueryRequest, ToolCall};
 use crate::protocol::RecordedStatus;
 use crate::sandbox::{Sandbox, SandboxError};
@@ -53,13 +54,42 @@ pub struct Outcome {
     pub trajectory: Trajectory,
     /// The patch, when the agent submitted or the autosubmission found changes.
     pub submission: Option<Vec<u8>>,
-    /// Why the episode ended on a failure (the model API, a template, the sandbox), as its last
-    /// step records it (a hint, if any, on a line of its own); `None` when it ended its own way.
-    pub error: Option<String>,
+    /// Why the episode ended on a failure (the model API, a template, the sandbox); `None`
+    /// when it ended its own way. Its last step records it with its hint
+    /// ([`crate::hint::with_hint`]).
+    pub failure: Option<EpisodeFailure>,
+}
+
+impl Outcome {
     /// The model's failure would end every other instance of the run too
-    /// ([`crate::model::ModelError::is_run_level`]: a rejected key), so the run should stop;
-    /// the episode was recorded as `early_exit`, which resume runs again.
-    pub stops_run: bool,
+    /// ([`ModelError::is_run_level`]: a rejected key), so the run should stop; the episode
+    /// was recorded as `early_exit`, which resume runs again.
+    pub fn stops_run(&self) -> bool {
+        matches!(&self.failure, Some(EpisodeFailure::Model(error)) if error.is_run_level())
+    }
+}
+
+/// What ended an episode on a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum EpisodeFailure {
+    /// The model could not answer (its API kept failing, a key was rejected, a limit hit).
+    #[error(transparent)]
+    Model(ModelError),
+    /// A template failed to render.
+    #[error(transparent)]
+    Template(TemplateError),
+    /// The sandbox failed while an action ran.
+    #[error(transparent)]
+    Sandbox(SandboxError),
+}
+
+impl Hint for EpisodeFailure {
+    fn hint(&self) -> Option<String> {
+        match self {
+            EpisodeFailure::Model(error) => error.hint(),
+            EpisodeFailure::Template(_) | EpisodeFailure::Sandbox(_) => None,
+        }
+    }
 }
 
 /// Failures that end the run for every instance (a broken template), not just this one. Only
@@ -130,10 +160,8 @@ struct Loop<'e, 'a, M: Model, S: Sandbox> {
     submission: Option<Vec<u8>>,
     /// The nudge sent with the current request, recorded on the steps it produced.
     nudge: Option<String>,
-    /// [`Outcome::error`].
-    error: Option<String>,
-    /// [`Outcome::stops_run`].
-    stops_run: bool,
+    /// [`Outcome::failure`].
+    failure: Option<EpisodeFailure>,
 }
 
 /// Runs one instance to its end and returns the trajectory and the submission.
@@ -151,9 +179,8 @@ pub async fn run_episode<M: Model, S: Sandbox>(
         let turn = match this.turn(&pending).await {
             Ok(turn) => turn,
             Err(LoopError::Template(error)) => {
-                let reason = error.to_string();
-                this.record_exit("", &reason);
-                this.error = Some(reason);
+                this.record_exit("", &error.to_string());
+                this.failure = Some(EpisodeFailure::Template(error));
                 TurnResult::ended(ExitStatus::ExitError)
             }
         };
@@ -183,8 +210,7 @@ pub async fn run_episode<M: Model, S: Sandbox>(
     Ok(Outcome {
         trajectory: this.trajectory,
         submission,
-        error: this.error,
-        stops_run: this.stops_run,
+        failure: this.failure,
     })
 }
 
@@ -216,8 +242,7 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             started: Instant::now(),
             submission: None,
             nudge: None,
-            error: None,
-            stops_run: false,
+            failure: None,
         }
     }
 
@@ -288,17 +313,17 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         let response = match self.model.query(request).await {
             Ok(response) => response,
             Err(error) => {
-                let reason = error.with_hint();
-                self.record_exit("", &reason);
+                self.record_exit("", &with_hint(&error));
+                let ended = if error.is_run_level() {
+                    ExitStatus::EarlyExit
+                } else {
+                    error.exit_status()
+                };
                 // Input that ended (a person's Ctrl-D) is how a session ends, not a failure.
                 if !matches!(error, ModelError::Interrupted { .. }) {
-                    self.error = Some(reason);
+                    self.failure = Some(EpisodeFailure::Model(error));
                 }
-                if error.is_run_level() {
-                    self.stops_run = true;
-                    return Ok(TurnResult::ended(ExitStatus::EarlyExit));
-                }
-                return Ok(TurnResult::ended(error.exit_status()));
+                return Ok(TurnResult::ended(ended));
             }
         };
         let text = response_text(&response);
@@ -410,7 +435,6 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             Ok(step) => step,
             Err(error) => {
                 let observation = error.to_string();
-                self.error = Some(observation.clone());
                 self.record_step(
                     text,
                     &thought,
@@ -419,9 +443,9 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
                     started.elapsed(),
                     None,
                 );
-                return Ok(TurnKind::Ended {
-                    exit_status: environment_status(&error),
-                });
+                let exit_status = environment_status(&error);
+                self.failure = Some(EpisodeFailure::Sandbox(error));
+                return Ok(TurnKind::Ended { exit_status });
             }
         };
         let elapsed = started.elapsed();

@@ -13,6 +13,7 @@ use super::{InstanceResult, RunContext, RunFailure, StartError, output, progress
 use crate::aci::Aci;
 use crate::agent::run::{Episode, SUBMISSION_ERROR, record_stop, run_episode};
 use crate::agent::stop::ExitStatus;
+use crate::hint::with_hint;
 use crate::instance::Instance;
 use crate::model::{self, AnyModel, ReplayInput};
 use crate::protocol::RecordedStatus;
@@ -62,7 +63,7 @@ pub async fn run_instance_interruptible(
     }
     let mut model = match model::from_spec(&ctx.model, &model_config, replay) {
         Ok(model) => model,
-        Err(error) => return fail(ctx, instance, error.exit_status(), &error.with_hint()),
+        Err(error) => return fail(ctx, instance, error.exit_status(), &with_hint(&error)),
     };
     let (sandbox, info_extra) = match ctx.start_sandbox(instance).await {
         Ok(started) => started,
@@ -257,8 +258,8 @@ fn episode_ending(
         Ok(outcome) => {
             let info = &outcome.trajectory.info;
             let stops_run = outcome
-                .stops_run
-                .then(|| outcome.error.as_deref().map(RunFailure::from_text))
+                .stops_run()
+                .then(|| outcome.failure.as_ref().map(RunFailure::of))
                 .flatten();
             let ending = Ending {
                 status: info
@@ -267,7 +268,7 @@ fn episode_ending(
                     .unwrap_or(RecordedStatus::Exit(ExitStatus::ExitError)),
                 submission: outcome.submission,
                 cost: info.model_stats.instance_cost,
-                reason: outcome.error,
+                reason: outcome.failure.as_ref().map(with_hint),
                 submission_error: submission_error(info),
                 run_failure: None,
             };
@@ -291,9 +292,9 @@ fn episode_ending(
 /// stops the run and leaves the instance to the rerun; any other ends it with
 /// `exit_environment_error`.
 async fn start_failed(ctx: &RunContext, instance: &Instance, error: &StartError) -> InstanceResult {
-    let message = error.to_string();
+    let message = with_hint(error);
     let failure = if error.is_run_level() {
-        Some(RunFailure::from_text(&message))
+        Some(RunFailure::of(error))
     } else {
         daemon_gone(ctx).await
     };

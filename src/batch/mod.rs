@@ -22,6 +22,7 @@ use crate::agent::prompt::Prompts;
 use crate::agent::stop::{ActionFormat, StopPolicy};
 use crate::config::{Config, ParserKind};
 use crate::engine::Engine;
+use crate::hint::Hint;
 use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::protocol::RecordedStatus;
@@ -69,6 +70,9 @@ pub enum RunError {
     /// The configuration is unusable.
     #[error("{0}")]
     Config(String),
+    /// A demonstration cannot be loaded or rendered.
+    #[error("{0}")]
+    Demonstration(#[from] demos::DemoError),
     /// The output directory cannot be written.
     #[error("cannot write {path}: {source}")]
     Output {
@@ -112,19 +116,11 @@ pub struct RunFailure {
 }
 
 impl RunFailure {
-    /// A failure from an error's text, whose hint (if any) follows on a line of its own that
-    /// starts with `hint: ` ([`crate::model::ModelError::with_hint`] and the low-disk error
-    /// write it so).
-    pub fn from_text(text: &str) -> Self {
-        match text.split_once("\nhint: ") {
-            Some((message, hint)) => RunFailure {
-                message: message.to_owned(),
-                hint: Some(hint.to_owned()),
-            },
-            None => RunFailure {
-                message: text.to_owned(),
-                hint: None,
-            },
+    /// The failure of an error: its message and its hint.
+    pub fn of<E: std::fmt::Display + Hint + ?Sized>(error: &E) -> Self {
+        RunFailure {
+            message: error.to_string(),
+            hint: error.hint(),
         }
     }
 
@@ -336,6 +332,15 @@ pub enum StartError {
     Sandbox(#[from] SandboxError),
 }
 
+impl Hint for StartError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            StartError::Prepare(error) => error.hint(),
+            StartError::Sandbox(_) => None,
+        }
+    }
+}
+
 impl StartError {
     /// Whether the run must stop rather than only this instance fail (low disk).
     pub fn is_run_level(&self) -> bool {
@@ -418,8 +423,8 @@ fn load_demonstrations(
 ) -> Result<Vec<HistoryItem>, RunError> {
     let mut items = Vec::new();
     for path in &config.agent.demonstrations {
-        let demo = demos::load(path, dirs).map_err(|e| RunError::Config(e.to_string()))?;
-        let item = demos::render(&demo, prompts).map_err(|e| RunError::Config(e.to_string()))?;
+        let demo = demos::load(path, dirs)?;
+        let item = demos::render(&demo, prompts).map_err(demos::DemoError::Template)?;
         items.push(item);
     }
     Ok(items)

@@ -26,6 +26,7 @@ use tokio::task::JoinSet;
 use super::instance::fail;
 use super::progress::Progress;
 use super::{InstanceResult, RunContext, RunFailure, output, run_instance_interruptible};
+use crate::hint::with_hint;
 use crate::instance::Instance;
 use crate::model::ReplayInput;
 use crate::protocol::{ExitStatus, RecordedStatus};
@@ -342,7 +343,7 @@ async fn run_one(
             };
             match ReplayInput::load(&path) {
                 Ok(replay) => Some(replay),
-                Err(error) => return fail(ctx, instance, error.exit_status(), &error.with_hint()),
+                Err(error) => return fail(ctx, instance, error.exit_status(), &with_hint(&error)),
             }
         }
     };

@@ -112,7 +112,7 @@ pub async fn execute(
         }
     };
     engine.remove_run(&run_id).await;
-    let summary = result.map_err(|e| Failure::new(e.to_string()))?;
+    let summary = result?;
     print_summary(&summary, &output, out);
     Ok(check_expected(expected.as_deref(), &summary))
 }

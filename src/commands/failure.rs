@@ -1,7 +1,7 @@
 //! A run-level failure, as the commands return it and `main` prints it: one line, and maybe a
 //! hint on the next (exit code 1).
 
-use aci::{batch, config, image};
+use aci::batch;
 
 /// A run-level failure: one line, and maybe a hint on the next.
 pub struct Failure {
@@ -31,21 +31,8 @@ impl<E: std::error::Error + 'static> From<E> for Failure {
     fn from(error: E) -> Self {
         Self {
             message: error.to_string(),
-            hint: hint_of(&error).map(str::to_owned),
+            hint: aci::failure::hint_of(&error),
         }
-    }
-}
-
-/// The hint of an error that has one (its `hint()`); their messages do not repeat it.
-fn hint_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a str> {
-    if let Some(error) = error.downcast_ref::<aci::model::ModelError>() {
-        error.hint()
-    } else if let Some(error) = error.downcast_ref::<config::ConfigError>() {
-        error.hint()
-    } else if let Some(error) = error.downcast_ref::<image::ImageError>() {
-        error.hint()
-    } else {
-        None
     }
 }
 

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 
+use aci::hint::with_hint;
 use aci::image;
 use aci::image::env::base_image;
 use aci::image::prune::{PruneScope, prune as prune_images, prune_pulled};
@@ -66,7 +67,7 @@ pub async fn push(args: PushArgs) -> Result<ExitCode, Failure> {
                     tags.push(prepared.env_image.tag);
                 }
             }
-            Err(error) => failed.push((instance.instance_id.clone(), error.to_string())),
+            Err(error) => failed.push((instance.instance_id.clone(), with_hint(&error))),
         }
     }
     let images = push_images(

@@ -64,7 +64,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         }
     };
     remove_containers(&engine, &run_id).await;
-    let verdicts = result.map_err(|e| Failure::new(e.to_string()))?;
+    let verdicts = result?;
     // The ids and the notes (errors quoting paths and build output) come from outside.
     print!("{}", escape_controls_in_lines(&table(&verdicts)));
     println!(

@@ -12,6 +12,7 @@ use serde_yaml::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
 use super::Config;
+use crate::hint::Hint;
 
 /// Why a configuration could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +34,7 @@ pub enum ConfigError {
         location: String,
         /// serde's message, which names the key path.
         message: String,
-        /// The nearest valid key, as a `hint:` line's text ([`ConfigError::hint`]).
+        /// The nearest valid key, as a `hint:` line's text ([`Hint`]).
         hint: Option<String>,
     },
     /// A file (or a `--set` value) nests collections deeper than [`MAX_DEPTH`]: no key of the
@@ -50,12 +51,11 @@ pub enum ConfigError {
     SetSyntax(String),
 }
 
-impl ConfigError {
-    /// What to do about the error, for a `hint:` line under its `error:` line (the message
-    /// does not repeat it): the nearest valid key for an unknown one.
-    pub fn hint(&self) -> Option<&str> {
+/// The nearest valid key for an unknown one.
+impl Hint for ConfigError {
+    fn hint(&self) -> Option<String> {
         match self {
-            ConfigError::Invalid { hint, .. } => hint.as_deref(),
+            ConfigError::Invalid { hint, .. } => hint.clone(),
             _ => None,
         }
     }
@@ -365,10 +365,7 @@ mod tests {
     fn error(layers: &[(&str, &str)], sets: &[&str]) -> String {
         let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
         let error = resolve_text(layers, &sets).unwrap_err();
-        match error.hint() {
-            Some(hint) => format!("{error}\nhint: {hint}"),
-            None => error.to_string(),
-        }
+        crate::hint::with_hint(&error)
     }
 
     #[test]

@@ -72,7 +72,7 @@ mod tests {
                 &summary::SYMPY_SUMMARY,
                 "== tests finished: 8 passed, 2 failed, in 0.08 seconds ==",
             ),
-            (&crate::text::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
+            (&crate::text::pattern::ANSI_ESCAPE, "\x1b[31mFAILED\x1b[0m"),
             (&super::parse::CARGO_TEST_LINE, "test tests::adds ... ok"),
             (&super::parse::SUITE_RAN, "=== 3 passed in 0.1s ==="),
             (&crate::image::spec_env::PACKAGE_NAME, "numpy==1.19.2"),

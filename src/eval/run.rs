@@ -36,6 +36,7 @@ use super::tripwire::{self, Target, Terms};
 use crate::config::EnvConfig;
 use crate::engine::Engine;
 use crate::files::write_atomic;
+use crate::hint::with_hint;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
@@ -146,7 +147,7 @@ impl InstanceDone {
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
     /// Environment images cannot be built (low disk).
-    #[error(transparent)]
+    #[error("{0}")]
     Image(#[from] EnvImageError),
     /// A directory of `--from-logs` could not be read.
     #[error("cannot read the logs in {path}: {source}")]
@@ -368,7 +369,7 @@ impl Job<'_> {
         let prepared = match prepare(docker, self.instance, &request).await {
             Ok(prepared) => prepared,
             Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
-            Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
+            Err(error) => return Ok((self.error_report(&with_hint(&error), None), false)),
         };
         let image = prepared.env_image;
         let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);

@@ -19,6 +19,7 @@ use super::LABEL_IMAGE;
 use super::build_log::{STEP_MARKER, build_logged};
 use super::spec_env;
 use crate::config::EnvConfig;
+use crate::hint::Hint;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
 use crate::sandbox::{RepoSource, SandboxError, SandboxSpec, repo};
@@ -63,7 +64,7 @@ impl EnvImage {
 #[derive(Debug, thiserror::Error)]
 pub enum EnvImageError {
     /// The image to build on does not exist.
-    #[error("{instance_id}: the image {image} does not exist\nhint: run `aci images build`")]
+    #[error("{instance_id}: the image {image} does not exist")]
     MissingBase {
         /// The instance.
         instance_id: String,
@@ -73,8 +74,7 @@ pub enum EnvImageError {
     /// Too little free disk to build. This stops the whole run, not one instance.
     #[error(
         "only {free_gb:.1} GB free on {dir} (the Docker root); building environment images needs \
-         env.min_free_disk_gb = {min_gb} GB\nhint: free space with `aci images prune` (one run's \
-         images: --run-id ID), or lower env.min_free_disk_gb"
+         env.min_free_disk_gb = {min_gb} GB"
     )]
     LowDisk {
         /// The Docker root directory.
@@ -101,6 +101,8 @@ pub enum EnvImageError {
         tag: String,
         /// The daemon's error and the last lines of the build log.
         message: String,
+        /// What to do about it, when the log says (a package pip cannot find).
+        hint: Option<String>,
     },
     /// The daemon failed outside a build.
     #[error("{instance_id}: {source}")]
@@ -111,10 +113,7 @@ pub enum EnvImageError {
         source: SandboxError,
     },
     /// The Python image of the Debian release a spec environment needs does not exist.
-    #[error(
-        "{instance_id}: the image {image} does not exist\nhint: run `aci images build --debian \
-         {release} --lang python`"
-    )]
+    #[error("{instance_id}: the image {image} does not exist")]
     MissingRelease {
         /// The instance.
         instance_id: String,
@@ -126,6 +125,25 @@ pub enum EnvImageError {
     /// The environment cannot be built from the instance's SWE-bench spec.
     #[error(transparent)]
     Spec(#[from] super::spec_env::SpecEnvError),
+}
+
+impl Hint for EnvImageError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::MissingBase { .. } => Some("run `aci images build`".to_owned()),
+            Self::LowDisk { .. } => Some(
+                "free space with `aci images prune` (one run's images: --run-id ID), or lower \
+                 env.min_free_disk_gb"
+                    .to_owned(),
+            ),
+            Self::MissingRelease { release, .. } => Some(format!(
+                "run `aci images build --debian {release} --lang python`"
+            )),
+            Self::Build { hint, .. } => hint.clone(),
+            Self::Spec(error) => error.hint(),
+            Self::Repo { .. } | Self::Docker { .. } => None,
+        }
+    }
 }
 
 impl EnvImageError {
@@ -433,6 +451,7 @@ pub async fn ensure_env_image(
         instance_id: id.clone(),
         tag: tag.clone(),
         message,
+        hint: None,
     })?;
     let image_id = build(runtime, &tag, context, request, id).await?;
     Ok(EnvImage {
@@ -506,6 +525,7 @@ async fn build(
             instance_id: instance_id.to_owned(),
             tag: tag.to_owned(),
             message: shorten_step_error(&message),
+            hint: None,
         })
 }
 

@@ -30,6 +30,7 @@ use super::env::{
 };
 use super::release::DebianRelease;
 use crate::config::EnvConfig;
+use crate::hint::Hint;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
 use crate::sandbox::shell_quote;
@@ -49,7 +50,7 @@ const RECIPE_VERSION: &str = "aci-spec-env-v1";
 /// Where the scripts and the requirements file sit during the build.
 const SCRIPT_DIR: &str = "/tmp/aci-spec";
 /// The suggestion of every error that says aci cannot build an environment.
-const SWEBENCH_HINT: &str = "hint: run it in SWE-bench's prebuilt image with --images swebench";
+const SWEBENCH_HINT: &str = "run it in SWE-bench's prebuilt image with --images swebench";
 
 /// Why an instance's environment cannot be built from its spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,8 +58,7 @@ pub enum SpecEnvError {
     /// The spec's Python is in no Debian release aci builds.
     #[error(
         "{instance_id}: the SWE-bench spec of {repo} {version} asks for Python {python}, which \
-         no Debian release aci builds has (it has {known}); no other Python is substituted\n\
-         {SWEBENCH_HINT}",
+         no Debian release aci builds has (it has {known}); no other Python is substituted",
         known = DebianRelease::pythons()
     )]
     NoRelease {
@@ -74,7 +74,7 @@ pub enum SpecEnvError {
     /// The spec's packages come from conda.
     #[error(
         "{instance_id}: the SWE-bench spec of {repo} {version} installs {what} with conda, \
-         which aci does not use (its environments come from Debian and PyPI)\n{SWEBENCH_HINT}"
+         which aci does not use (its environments come from Debian and PyPI)"
     )]
     Conda {
         /// The instance.
@@ -89,8 +89,7 @@ pub enum SpecEnvError {
     /// The requirements file must be read from the repository, and it cannot be.
     #[error(
         "{instance_id}: the SWE-bench spec of {repo} {version} installs the repository's \
-         requirements file, which {reason}\nhint: give the record a repo_path to a clone of \
-         {repo} that has the commit, or use --images swebench"
+         requirements file, which {reason}"
     )]
     Requirements {
         /// The instance.
@@ -110,6 +109,19 @@ pub enum SpecEnvError {
         /// The table's error.
         source: SpecError,
     },
+}
+
+impl Hint for SpecEnvError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::NoRelease { .. } | Self::Conda { .. } => Some(SWEBENCH_HINT.to_owned()),
+            Self::Requirements { repo, .. } => Some(format!(
+                "give the record a repo_path to a clone of {repo} that has the commit, or use \
+                 --images swebench"
+            )),
+            Self::Table { .. } => None,
+        }
+    }
 }
 
 /// The environment of one (repository, version), as its spec says to build it.
@@ -459,14 +471,12 @@ impl SpecEnv {
 }
 
 /// A failure because pip found no distribution gets the hint that conda may have it.
-fn with_pypi_hint(mut message: String) -> String {
-    if message.contains("No matching distribution found") {
-        message.push_str(
-            "\nhint: a package or pin of the spec is not on PyPI for this Python (some exist \
-             only on conda); use --images swebench",
-        );
-    }
-    message
+fn pypi_hint(message: &str) -> Option<String> {
+    message.contains("No matching distribution found").then(|| {
+        "a package or pin of the spec is not on PyPI for this Python (some exist only on \
+         conda); use --images swebench"
+            .to_owned()
+    })
 }
 
 /// Python code that exits non-zero unless the interpreter is `major.minor` = `python`.
@@ -630,10 +640,11 @@ pub async fn ensure_spec_env(
     {
         return Ok(built);
     }
-    let build_error = |message: String| EnvImageError::Build {
+    let build_error = |message: String, hint: Option<String>| EnvImageError::Build {
         instance_id: instance_id.to_owned(),
         tag: tag.clone(),
         message,
+        hint,
     };
     let labels = BTreeMap::from([
         (LABEL_IMAGE.to_owned(), ENV_IMAGE_KIND.to_owned()),
@@ -647,10 +658,13 @@ pub async fn ensure_spec_env(
     ]);
     let context = spec
         .build_context(&base_info.id, &labels)
-        .map_err(|e| build_error(format!("cannot write the build context: {e}")))?;
+        .map_err(|e| build_error(format!("cannot write the build context: {e}"), None))?;
     let image_id = build_logged(runtime, &tag, context, request, instance_id)
         .await
-        .map_err(|message| build_error(with_pypi_hint(message)))?;
+        .map_err(|message| {
+            let hint = pypi_hint(&message);
+            build_error(message, hint)
+        })?;
     Ok(EnvImage {
         tag,
         id: image_id,

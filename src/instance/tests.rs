@@ -1,4 +1,5 @@
 use super::*;
+use crate::hint::with_hint;
 use serde_json::json;
 
 fn record(id: &str) -> Value {
@@ -345,7 +346,7 @@ fn every_slice_form_follows_python_semantics() {
 fn bad_slices_are_rejected_with_the_reason() {
     let messages: Vec<String> = ["5", "1:2:3:4", "a:3", "::0"]
         .iter()
-        .map(|input| input.parse::<SliceSpec>().unwrap_err().to_string())
+        .map(|input| with_hint(&input.parse::<SliceSpec>().unwrap_err()))
         .collect();
     let hint = "\nhint: use Python slice syntax, e.g. 0:10, -5:, ::2";
     assert_eq!(
@@ -378,7 +379,7 @@ fn shards_are_one_based_contiguous_and_cover_every_item_once() {
 fn bad_shards_are_rejected_with_the_reason() {
     let messages: Vec<String> = ["0/4", "5/4", "1/0", "2", "x/3"]
         .iter()
-        .map(|input| input.parse::<ShardSpec>().unwrap_err().to_string())
+        .map(|input| with_hint(&input.parse::<ShardSpec>().unwrap_err()))
         .collect();
     let hint = "\nhint: write I/N with shards numbered 1..=N, e.g. 1/4";
     assert_eq!(

@@ -11,6 +11,7 @@ mod python_builtins;
 mod python_definitions;
 mod python_indent;
 mod python_names;
+mod python_numbers;
 mod python_scope;
 mod python_strings;
 mod python_syntax;

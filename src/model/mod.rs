@@ -27,6 +27,7 @@ pub use human::HumanModel;
 pub use openai::{OpenAiModel, OpenAiWire};
 pub use replay::{ReplayInput, ReplayModel, ReplayStep};
 
+use crate::hint::Hint;
 use crate::protocol::ExitStatus;
 pub use crate::protocol::Role;
 
@@ -267,7 +268,7 @@ pub enum ModelError {
         message: String,
         /// Requests made.
         attempts: u32,
-        /// What to do about it, where that is known ([`ModelError::hint`]).
+        /// What to do about it, where that is known ([`Hint`](crate::hint::Hint)).
         hint: Option<String>,
     },
     /// The API's answers could not be understood, on every attempt.
@@ -283,7 +284,7 @@ pub enum ModelError {
     Config {
         /// What is wrong.
         message: String,
-        /// What to do about it ([`ModelError::hint`]).
+        /// What to do about it ([`Hint`](crate::hint::Hint)).
         hint: Option<String>,
     },
     /// Input ended or the run was interrupted before an answer came (e.g. the human model's
@@ -325,24 +326,6 @@ impl ModelError {
         }
     }
 
-    /// What to do about the error, for a `hint:` line under its `error:` line; the message
-    /// ([`std::fmt::Display`]) does not repeat it.
-    pub fn hint(&self) -> Option<&str> {
-        match self {
-            ModelError::Api { hint, .. } | ModelError::Config { hint, .. } => hint.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// The message with its hint on a line of its own, as a trajectory or a log line records
-    /// the error.
-    pub fn with_hint(&self) -> String {
-        match self.hint() {
-            Some(hint) => format!("{self}\nhint: {hint}"),
-            None => self.to_string(),
-        }
-    }
-
     pub(crate) fn config(message: impl Into<String>) -> Self {
         ModelError::Config {
             message: message.into(),
@@ -354,6 +337,15 @@ impl ModelError {
         ModelError::Config {
             message: message.into(),
             hint: Some(hint.into()),
+        }
+    }
+}
+
+impl Hint for ModelError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            ModelError::Api { hint, .. } | ModelError::Config { hint, .. } => hint.clone(),
+            _ => None,
         }
     }
 }
@@ -584,7 +576,7 @@ mod tests {
     fn replay_spec_without_input_is_a_config_error() {
         let error = from_spec("replay", &ModelConfig::default(), None).unwrap_err();
         assert_eq!(
-            (error.to_string(), error.hint()),
+            (error.to_string(), error.hint().as_deref()),
             (
                 "the replay model needs actions to replay".to_owned(),
                 Some("pass --replay FILE (or --replay-dir DIR for batch)")

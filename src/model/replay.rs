@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::cost::Ledger;
 use super::{Model, ModelConfig, ModelError, ModelResponse, ModelStats, QueryRequest, Usage};
+use crate::hint::Hint;
 
 /// The action the replay model gives once its steps run out.
 const SUBMIT: &str = "submit";
@@ -277,7 +278,7 @@ mod tests {
         assert!(error.to_string().contains("item 1"), "{error}");
         let error = ReplayInput::parse("just: a map").unwrap_err();
         assert_eq!(
-            error.hint(),
+            error.hint().as_deref(),
             Some("give a list of action strings, or a .traj with trajectory[].action"),
             "{error}"
         );

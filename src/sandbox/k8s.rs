@@ -24,6 +24,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
+use crate::hint::with_hint;
+
 use super::docker::{LABEL_PID, LABEL_PID_START};
 use super::liveness::{ProcessState, Reap, own_start_time, read_process, reap_verdict};
 use super::transport::{Channel, Transport};
@@ -112,7 +114,7 @@ impl K8sRuntime {
     /// pods can be listed.
     pub async fn connect(settings: K8sSettings) -> Result<Self, SandboxError> {
         let config =
-            kubeconfig::load(settings.context.as_deref()).map_err(|e| api_error(e.to_string()))?;
+            kubeconfig::load(settings.context.as_deref()).map_err(|e| api_error(with_hint(&e)))?;
         Self::connect_with(config, settings).await
     }
 

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 
 use crate::config::EnvConfig;
+use crate::hint::Hint;
 use crate::image::env::{EnvImage, EnvImageError, EnvRequest, base_image, ensure_env_image};
 use crate::image::pull::{Notes, PullError, ensure_image, is_built_locally};
 use crate::instance::Instance;
@@ -116,6 +117,15 @@ impl PrepareError {
     /// Whether the run must stop (low disk) rather than only this instance fail.
     pub fn is_run_level(&self) -> bool {
         matches!(self, Self::Env(error) if error.is_run_level())
+    }
+}
+
+impl Hint for PrepareError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::Env(error) => error.hint(),
+            Self::NoRepository { .. } | Self::Image(_) => None,
+        }
     }
 }
 

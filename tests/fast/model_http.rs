@@ -9,6 +9,7 @@ use crate::support;
 
 use std::time::Duration;
 
+use aci::hint::{Hint, with_hint};
 use aci::model::{
     AnthropicModel, AnyModel, ApiKey, MAX_RESPONSE_BYTES, Message, Model, ModelConfig, ModelError,
     OpenAiModel, Price, QueryRequest, ToolCall, from_spec,
@@ -654,7 +655,7 @@ async fn client_errors_fail_at_once_with_a_hint() {
                 1,
                 "{wire:?} {status} is not retried"
             );
-            assert!(error.with_hint().contains(hint), "{error}");
+            assert!(with_hint(&error).contains(hint), "{error}");
             assert_eq!(error.exit_status().as_str(), "exit_api");
             assert_eq!(error.is_run_level(), matches!(status, 401 | 403));
         }
@@ -715,7 +716,7 @@ async fn openai_insufficient_quota_is_not_retried() {
         "{error:?}"
     );
     assert_eq!(
-        error.hint(),
+        error.hint().as_deref(),
         Some("the account is out of quota; retrying will not help")
     );
     assert_eq!(server.request_count(), 1);

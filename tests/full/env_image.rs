@@ -159,6 +159,7 @@ async fn a_failing_setup_command_is_a_build_error_of_that_instance_only() {
         instance_id,
         tag,
         message,
+        ..
     } = &error
     else {
         panic!("expected a build error, got {error}");
@@ -203,7 +204,7 @@ async fn an_instance_whose_image_is_missing_names_it_and_says_how_to_build_it() 
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        aci::hint::with_hint(&error),
         "env-test-1: the image aci-no-such-image:1 does not exist\nhint: run `aci images build`"
     );
 }

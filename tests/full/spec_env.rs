@@ -659,7 +659,7 @@ async fn a_spec_whose_python_no_release_has_fails_its_instance_and_says_so() {
         .await
         .unwrap_err();
     assert!(matches!(error, EnvImageError::Spec(_)), "{error:?}");
-    assert_eq!(error.to_string(), message);
+    assert_eq!(aci::hint::with_hint(&error), message);
 }
 
 #[tokio::test]
@@ -686,6 +686,7 @@ async fn a_pin_pypi_does_not_have_fails_the_build_at_its_step_with_the_last_line
         instance_id,
         tag,
         message,
+        hint,
     } = &error
     else {
         panic!("expected a build error, got {error}");
@@ -705,10 +706,11 @@ async fn a_pin_pypi_does_not_have_fails_the_build_at_its_step_with_the_last_line
         message.contains(&format!("\nbuild log: {}", log.display())),
         "{message}"
     );
-    assert!(
-        message.ends_with(
-            "\nhint: a package or pin of the spec is not on PyPI for this Python (some \
-             exist only on conda); use --images swebench"
+    assert_eq!(
+        hint.as_deref(),
+        Some(
+            "a package or pin of the spec is not on PyPI for this Python (some exist only on \
+             conda); use --images swebench"
         ),
         "{message}"
     );

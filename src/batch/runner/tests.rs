@@ -231,18 +231,28 @@ impl std::io::Write for SharedLog {
 }
 
 #[test]
-fn a_run_failure_takes_its_hint_from_the_line_after_its_message() {
+fn a_run_failure_is_its_error_s_message_and_hint() {
+    let rejected = crate::model::ModelError::Api {
+        status: Some(401),
+        message: "unauthorized".to_owned(),
+        attempts: 1,
+        hint: Some("check the key".to_owned()),
+    };
     assert_eq!(
-        RunFailure::from_text("model API request failed (HTTP 401)\nhint: check the key"),
+        RunFailure::of(&rejected),
         RunFailure {
-            message: "model API request failed (HTTP 401)".to_owned(),
+            message: "model API request failed (HTTP 401) after 1 attempt(s): unauthorized"
+                .to_owned(),
             hint: Some("check the key".to_owned()),
         }
     );
+    let interrupted = crate::model::ModelError::Interrupted {
+        message: "stdin closed".to_owned(),
+    };
     assert_eq!(
-        RunFailure::from_text("no space"),
+        RunFailure::of(&interrupted),
         RunFailure {
-            message: "no space".to_owned(),
+            message: "interrupted: stdin closed".to_owned(),
             hint: None,
         }
     );

@@ -170,7 +170,7 @@ fn only_low_disk_stops_the_run() {
     };
     assert!(low.is_run_level());
     assert_eq!(
-        low.to_string(),
+        crate::hint::with_hint(&low),
         "only 4.2 GB free on /var/lib/docker (the Docker root); building environment images \
          needs env.min_free_disk_gb = 10 GB\nhint: free space with `aci images prune` (one run's \
          images: --run-id ID), or lower env.min_free_disk_gb"
@@ -179,6 +179,7 @@ fn only_low_disk_stops_the_run() {
         instance_id: "a".to_owned(),
         tag: "t".to_owned(),
         message: "m".to_owned(),
+        hint: None,
     };
     assert!(!build.is_run_level());
 }

@@ -19,7 +19,7 @@ fn each_lite_spec_gets_the_release_of_its_python_or_an_error_that_names_it_and_s
     assert_eq!(release("sympy/sympy", "1.1"), Ok(DebianRelease::Bullseye));
     assert_eq!(release("pallets/flask", "2.3"), Ok(DebianRelease::Bookworm));
     assert_eq!(
-        release("django/django", "3.0").unwrap_err().to_string(),
+        crate::hint::with_hint(&release("django/django", "3.0").unwrap_err()),
         "x-1: the SWE-bench spec of django/django 3.0 asks for Python 3.6, which no Debian \
          release aci builds has (it has 3.9 (bullseye), 3.11 (bookworm), 3.13 (trixie)); no \
          other Python is substituted\nhint: run it in SWE-bench's prebuilt image with --images \
@@ -31,9 +31,7 @@ fn each_lite_spec_gets_the_release_of_its_python_or_an_error_that_names_it_and_s
         Err(SpecEnvError::NoRelease { python, .. }) if python == "3.10"
     ));
     assert_eq!(
-        release("matplotlib/matplotlib", "3.5")
-            .unwrap_err()
-            .to_string(),
+        crate::hint::with_hint(&release("matplotlib/matplotlib", "3.5").unwrap_err()),
         "x-1: the SWE-bench spec of matplotlib/matplotlib 3.5 installs the packages of its \
          environment.yml with conda, which aci does not use (its environments come from Debian \
          and PyPI)\nhint: run it in SWE-bench's prebuilt image with --images swebench"

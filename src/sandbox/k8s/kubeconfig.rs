@@ -14,6 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
+use crate::hint::Hint;
+
 /// Where the service account's files are mounted in a pod.
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -23,8 +25,7 @@ pub enum KubeconfigError {
     /// No kubeconfig and not in a pod.
     #[error(
         "no cluster configured: KUBECONFIG is unset, {home} does not exist, and this is not a pod \
-         (KUBERNETES_SERVICE_HOST is unset)\nhint: export KUBECONFIG=/path/to/kubeconfig, e.g. \
-         the one `kind create cluster` writes"
+         (KUBERNETES_SERVICE_HOST is unset)"
     )]
     Missing {
         /// The default kubeconfig path.
@@ -49,6 +50,15 @@ pub enum KubeconfigError {
     /// The kubeconfig lacks or misuses something.
     #[error("kubeconfig: {0}")]
     Invalid(String),
+    /// No context is chosen: none asked for, and the files set no current-context.
+    #[error("kubeconfig: {files} sets no current-context")]
+    NoContext {
+        /// The kubeconfig files, joined with `:`.
+        files: String,
+    },
+    /// The user authenticates with an auth-provider.
+    #[error("kubeconfig: the user uses an auth-provider, which aci does not support")]
+    AuthProvider,
     /// A credential plugin failed.
     #[error("the kubeconfig's exec credential plugin `{command}` failed: {message}")]
     Plugin {
@@ -57,6 +67,25 @@ pub enum KubeconfigError {
         /// What went wrong (its stderr).
         message: String,
     },
+}
+
+impl Hint for KubeconfigError {
+    fn hint(&self) -> Option<String> {
+        let hint = match self {
+            KubeconfigError::Missing { .. } => {
+                "export KUBECONFIG=/path/to/kubeconfig, e.g. the one `kind create cluster` writes"
+            }
+            KubeconfigError::NoContext { .. } => {
+                "choose one with env.k8s.context or `kubectl config use-context NAME`"
+            }
+            KubeconfigError::AuthProvider => {
+                "use the provider's exec plugin (gke-gcloud-auth-plugin, kubelogin, aws eks \
+                 get-token)"
+            }
+            _ => return None,
+        };
+        Some(hint.to_owned())
+    }
 }
 
 /// The cluster aci talks to, resolved.
@@ -332,12 +361,13 @@ pub fn from_kubeconfigs(
         .map(|(path, _)| path.display().to_string())
         .collect::<Vec<_>>()
         .join(":");
-    let name = context.map(str::to_owned).or(current).ok_or_else(|| {
-        KubeconfigError::Invalid(format!(
-            "{shown} sets no current-context\nhint: choose one with env.k8s.context or \
-                 `kubectl config use-context NAME`"
-        ))
-    })?;
+    let name =
+        context
+            .map(str::to_owned)
+            .or(current)
+            .ok_or_else(|| KubeconfigError::NoContext {
+                files: shown.clone(),
+            })?;
     let entry = contexts.get(&name).ok_or_else(|| {
         KubeconfigError::Invalid(format!(
             "no context `{name}` in {shown} (it has: {})",
@@ -408,11 +438,7 @@ fn resolve_user(
     dir: &Path,
 ) -> Result<(), KubeconfigError> {
     if user.auth_provider.is_some() {
-        return Err(KubeconfigError::Invalid(
-            "the user uses an auth-provider, which aci does not support\nhint: use the \
-             provider's exec plugin (gke-gcloud-auth-plugin, kubelogin, aws eks get-token)"
-                .to_owned(),
-        ));
+        return Err(KubeconfigError::AuthProvider);
     }
     let cert = data_or_file(
         user.client_certificate_data.as_deref(),
