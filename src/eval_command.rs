@@ -13,6 +13,7 @@ use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
 use aci::eval::run::{EvalSettings, InstanceDone, InstanceStatus, evaluate};
 use aci::image::prune::{PruneScope, prune, prune_pulled};
 use aci::instance::{self, Instance, Selection, SliceSpec};
+use aci::provision::Provisioner;
 use aci::text::escape_controls;
 
 use crate::cli::EvalArgs;
@@ -37,6 +38,10 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         ))
         .hint("check --id, --filter and --slice"));
     }
+    if args.plan {
+        let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
+        return crate::print_plans(&selected, &config.env, false);
+    }
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     let output = args
         .output
@@ -58,7 +63,8 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
     };
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
-    aci::spec::table(&config.env.specs)?;
+    let provisioner = Arc::new(Provisioner::new());
+    provisioner.table(&config.env.specs)?;
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
     let mut signals = Signals::listen()?;
     let docker = connect_docker().await?;
@@ -70,6 +76,7 @@ pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
         timeout: timeout.duration(),
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
+        provisioner,
     };
     let total = selected.len();
     eprintln!(

@@ -45,6 +45,7 @@ pub mod instance;
 pub mod lint;
 pub mod model;
 pub mod protocol;
+pub mod provision;
 pub mod sandbox;
 pub mod secret;
 pub mod source;

@@ -328,6 +328,18 @@ fn resolve_images_config(
     Ok(config::resolve_with_presets(&presets, files, sets)?)
 }
 
+/// `--plan`: each instance's environment plan as one JSON line on stdout; nothing starts.
+fn print_plans(
+    instances: &[Instance],
+    env: &config::EnvConfig,
+    on_host: bool,
+) -> Result<ExitCode, Failure> {
+    for line in aci::provision::plan_lines(instances, env, on_host)? {
+        println!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn load_instances(path: &Path) -> Result<Vec<Instance>, Failure> {
     let loaded = instance::load_instances_file(path)?;
     for error in &loaded.errors {
@@ -411,7 +423,9 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
     // Listen before anything slow, so an early Ctrl-C is an orderly stop, not a kill.
     let signals = Signals::listen()?;
     let (config, dirs) = resolve_config(&args.agent)?;
-    check_batch_model(&args, &config)?;
+    if !args.plan {
+        check_batch_model(&args, &config)?;
+    }
     let (instances, invalid_records) = load_batch_instances(&args.instances)?;
     let seed = args
         .shuffle
@@ -423,6 +437,10 @@ async fn batch_command(args: BatchArgs) -> Result<ExitCode, Failure> {
         shard: args.shard,
     };
     let selected = instance::select(instances, &selection);
+    if args.plan {
+        let on_host = args.agent.runtime == cli::Runtime::Local;
+        return print_plans(&selected, &config.env, on_host);
+    }
     let ctx_replay_dir = config.model.replay_dir.clone();
     let mut ctx = agent_context(config, dirs, &args.agent).await?;
     let output = ctx.output.clone();
@@ -644,14 +662,20 @@ async fn write_manifest(
     let mut images = std::collections::BTreeMap::new();
     if let Some(docker) = docker {
         for instance in instances {
-            let tag = ctx.image_for(instance);
+            let plan = ctx.plan(instance)?;
+            // The image the instance starts from: for a spec's environment, the Python image
+            // of its release that it is built on.
+            let Some(tag) = plan.image.base() else {
+                continue;
+            };
             if images.contains_key(&tag) {
                 continue;
             }
             let Some(info) = docker.inspect_image(&tag).await? else {
-                // An image from a registry is pulled (or fails) with its instance; its
+                // An image from a registry is pulled (or fails) with its instance, and a
+                // spec's environment without its release's image fails with a hint; the
                 // trajectory records the id it ran in.
-                if !image::pull::is_built_locally(&tag, &ctx.config.env) {
+                if !matches!(plan.image, aci::provision::ImagePlan::Built { .. }) {
                     continue;
                 }
                 return Err(Failure::new(format!("the image {tag} does not exist"))
@@ -834,7 +858,7 @@ async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
     eprintln!(
         "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",
         escape_controls(&instance.instance_id),
-        escape_controls(&ctx.image_for(instance))
+        escape_controls(&ctx.plan(instance)?.image.describe())
     );
     let (end, interrupt) = batch::Interrupt::new();
     let session = batch::run_instance_interruptible(&ctx, instance, None, interrupt);

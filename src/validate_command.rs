@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aci::cluster::Engine;
 use aci::config::Seconds;
 use aci::eval::run::EvalSettings;
-use aci::spec;
+use aci::provision::Provisioner;
 use aci::text::{escape_controls, escape_controls_in_lines};
 use aci::validate::{table, validate as validate_instances};
 
@@ -43,8 +43,12 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let config = crate::resolve_images_config(args.images, &args.configs, &args.sets)?;
+    if args.plan {
+        return crate::print_plans(&instances, &config.env, false);
+    }
     // A spec file that cannot be read stops the run here, not once per instance.
-    spec::table(&config.env.specs)?;
+    let provisioner = Arc::new(Provisioner::new());
+    provisioner.table(&config.env.specs)?;
     std::fs::create_dir_all(&args.output).map_err(|e| {
         Failure::new(format!(
             "cannot create the output directory {}: {e}",
@@ -63,6 +67,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         timeout: timeout.duration(),
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
+        provisioner,
     };
     eprintln!(
         "validating {} instance(s) with {} worker(s) into {}",

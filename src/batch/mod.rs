@@ -24,12 +24,12 @@ use crate::config::{Config, ParserKind};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::protocol::RecordedStatus;
+use crate::provision::{EnvPlan, ProvisionRequest, Provisioned, Provisioner, SpecUse};
 use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::local::LocalSandbox;
-use crate::sandbox::{
-    AnySandbox, OutputLimit, RepoSource, ResourceLimits, SandboxError, SandboxSpec,
-};
-use crate::source::{PrepareError, PrepareRequest, Prepared, prepare, prepare_on_host};
+use crate::sandbox::{AnySandbox, SandboxError};
+use crate::source::PrepareError;
+use crate::spec::SpecError;
 
 /// Where instances run.
 #[derive(Clone)]
@@ -82,6 +82,8 @@ pub struct RunContext {
     /// Where a batch's instances send a pull's or a clone's progress (`None`: nowhere, unless
     /// `turn_lines` prints it).
     pub feed: Option<progress::Feed>,
+    /// Plans and provisions the instances' environments (the cluster's, with `--engine k8s`).
+    pub provisioner: Arc<Provisioner>,
 }
 
 /// Why a run could not even start (tier 3).
@@ -217,6 +219,10 @@ impl RunContext {
             .enabled(&config.aci.commands)
             .map_err(|e| RunError::Config(e.to_string()))?;
         let demonstrations = load_demonstrations(&config, &config_dirs, &prompts)?;
+        let provisioner = match &runtime {
+            Runtime::K8s(run) => Arc::clone(&run.provisioner),
+            Runtime::Docker(_) | Runtime::Local => Arc::new(Provisioner::new()),
+        };
         Ok(Self {
             config,
             config_dirs,
@@ -229,17 +235,20 @@ impl RunContext {
             demonstrations,
             turn_lines: false,
             feed: None,
+            provisioner,
         })
     }
 
-    /// The image an instance runs in: `env.image`, else the instance's `image`, else the image
-    /// of its language (Python when it names none).
-    pub fn image_for(&self, instance: &Instance) -> String {
-        crate::image::env::base_image(instance, &self.config.env)
-    }
-
-    fn spec_for(&self, instance: &Instance) -> SandboxSpec {
-        sandbox_spec(&self.config.env, &self.run_id, instance)
+    /// The environment plan of `instance` under this run's configuration.
+    ///
+    /// # Errors
+    /// A spec file of `env.specs` cannot be read or is invalid.
+    pub fn plan(&self, instance: &Instance) -> Result<EnvPlan, SpecError> {
+        let mut plan = self.provisioner.plan(instance, &self.config.env)?;
+        if matches!(self.runtime, Runtime::Local) {
+            plan.repository = plan.repository.on_host();
+        }
+        Ok(plan)
     }
 
     fn policy(&self) -> StopPolicy {
@@ -285,52 +294,48 @@ impl RunContext {
             line,
             activity: &activity,
         };
-        let request = PrepareRequest {
+        let request = ProvisionRequest {
             env: &self.config.env,
             run_id: &self.run_id,
             on_step,
             notes: &notes,
         };
+        let (env, run_id) = (&self.config.env, self.run_id.as_str());
         match &self.runtime {
             Runtime::Docker(runtime) => {
-                let prepared = prepare(runtime, instance, &request)
+                let provisioned = self
+                    .provisioner
+                    .provision(runtime, instance, &request)
                     .await
                     .map_err(StartError::Prepare)?;
-                let mut spec = self.prepared_spec(&prepared);
-                prepared.env_image.apply_to(&mut spec);
-                let mut info = repository_info(&prepared);
+                let spec = provisioned.sandbox_spec(env, run_id, SpecUse::Agent);
+                let mut info = repository_info(&provisioned);
                 info.insert(
                     "env_image".to_owned(),
-                    env_image_record(&prepared.env_image),
+                    env_image_record(&provisioned.env_image),
                 );
                 Ok((AnySandbox::Docker(runtime.start(&spec).await?), info))
             }
             Runtime::Local => {
-                let prepared = prepare_on_host(instance, &request)
+                let provisioned = self
+                    .provisioner
+                    .provision_on_host(instance, &request)
                     .await
                     .map_err(StartError::Prepare)?;
-                let spec = self.prepared_spec(&prepared);
-                let info = repository_info(&prepared);
+                let spec = provisioned.sandbox_spec(env, run_id, SpecUse::Agent);
+                let info = repository_info(&provisioned);
                 Ok((AnySandbox::Local(LocalSandbox::start(&spec).await?), info))
             }
             Runtime::K8s(run) => {
                 let ahead = run.take(instance, &request).await?;
-                let mut info = repository_info(&ahead.prepared);
+                let mut info = repository_info(&ahead.provisioned);
                 info.insert(
                     "env_image".to_owned(),
-                    env_image_record(&ahead.prepared.env_image),
+                    env_image_record(&ahead.provisioned.env_image),
                 );
                 Ok((AnySandbox::Pod(ahead.pod.ready().await?), info))
             }
         }
-    }
-
-    /// The sandbox spec of a prepared instance, before its environment image (if any) is
-    /// applied.
-    fn prepared_spec<E>(&self, prepared: &Prepared<E>) -> SandboxSpec {
-        let mut spec = self.spec_for(&prepared.instance);
-        spec.checkout.clone_from(&prepared.checkout);
-        spec
     }
 }
 
@@ -356,8 +361,8 @@ impl StartError {
 }
 
 /// What `info.repository` of a trajectory says: where the tree came from, at which commit.
-fn repository_info<E>(prepared: &Prepared<E>) -> serde_json::Map<String, serde_json::Value> {
-    let commit = prepared.instance.base_commit.as_deref();
+fn repository_info<E>(prepared: &Provisioned<E>) -> serde_json::Map<String, serde_json::Value> {
+    let commit = prepared.plan.commit.as_deref();
     let mut info = serde_json::Map::new();
     info.insert("repository".to_owned(), prepared.origin.record(commit));
     info
@@ -371,38 +376,6 @@ fn env_image_record(env_image: &crate::image::env::EnvImage) -> serde_json::Valu
         "env_hash": env_image.env_hash,
         "base_image": env_image.base_image,
     })
-}
-
-/// The sandbox of `instance` under `env`, labelled `run_id`: its image (before the environment
-/// image replaces it), repository, limits, network, variables and output limit.
-pub fn sandbox_spec(
-    env: &crate::config::EnvConfig,
-    run_id: &str,
-    instance: &Instance,
-) -> SandboxSpec {
-    SandboxSpec {
-        run_id: run_id.to_owned(),
-        instance_id: instance.instance_id.clone(),
-        image: crate::image::env::base_image(instance, env),
-        repo: instance.repo_path.as_ref().map(|path| RepoSource {
-            path: path.clone(),
-            commit: instance.base_commit.clone(),
-        }),
-        repo_dir: instance.repo_dir(&env.repo_dir),
-        limits: ResourceLimits::from_env(env),
-        network: env.network,
-        env: env
-            .variables
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        output_limit: OutputLimit {
-            head: env.output_head_bytes,
-            tail: env.output_tail_bytes,
-        },
-        checkout: None,
-        activate: env.activate.clone(),
-    }
 }
 
 /// Resolves a path from a config file against the config files' directories.

@@ -16,11 +16,11 @@ use super::canary::{
     CanaryNames, CanaryPlan, UNTRUSTED_TEST_RUN, add_to_command_line, canary_plan, random_word,
     verify,
 };
-use super::container::{ContainerJob, ContainerRun, EVAL_OUTPUT_LIMIT, run_in_container};
+use super::container::{ContainerJob, ContainerRun, run_in_container};
 use super::grade::{Grade, grade_log};
 use super::infra::{ResetAction, ResetEntry};
 use super::parse::{LogReading, read_test_log};
-use super::plan::{GradingPlan, grading_plan};
+use super::plan::GradingPlan;
 use super::predictions::Prediction;
 use super::reach::{Reach, reaches_into_tests};
 use super::report::{
@@ -28,7 +28,6 @@ use super::report::{
     parse_instance_report, run_summary, run_summary_json,
 };
 use super::script::{EvalScriptSpec, Stages};
-use super::spec;
 use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
@@ -39,8 +38,9 @@ use crate::files::write_atomic;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
-use crate::sandbox::{ResourceLimits, SandboxSpec};
-use crate::source::{PrepareError, PrepareRequest, prepare};
+use crate::provision::{ProvisionRequest, Provisioner, SpecUse};
+use crate::sandbox::SandboxSpec;
+use crate::source::PrepareError;
 use crate::text::{escape_controls, escape_controls_in_lines};
 
 /// Folded into the resume key, so that a report graded under another scheme (before the staged
@@ -65,6 +65,9 @@ pub struct EvalSettings {
     pub env: EnvConfig,
     /// Receives environment image build steps.
     pub on_step: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Plans and provisions the instances' environments (shared by the runs of `aci
+    /// validate`).
+    pub provisioner: Arc<Provisioner>,
 }
 
 /// How one selected instance ended in this run.
@@ -355,21 +358,23 @@ impl Job<'_> {
             line: &*on_step,
             activity: &no_activity,
         };
-        let request = PrepareRequest {
+        let request = ProvisionRequest {
             env: &settings.env,
             run_id: &settings.run_id,
             on_step: &*on_step,
             notes: &notes,
         };
-        let prepared = match prepare(self.shared.engine.docker(), self.instance, &request).await {
+        let provisioner = &settings.provisioner;
+        let docker = self.shared.engine.docker();
+        let prepared = match provisioner.provision(docker, self.instance, &request).await {
             Ok(prepared) => prepared,
             Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
             Err(error) => return Ok((self.error_report(&error.to_string(), None), false)),
         };
-        let image = prepared.env_image;
-        let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
+        let image = &prepared.env_image;
+        let repo_dir = &prepared.plan.repo_dir;
         let stages = Stages::new(&EvalScriptSpec {
-            repo_dir: &repo_dir,
+            repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
             activate: settings.env.activate.as_deref(),
@@ -391,8 +396,14 @@ impl Job<'_> {
         if let Err(reason) = written {
             return Ok((self.error_report(&reason, Some(key)), false));
         }
-        let mut spec = self.sandbox_spec(&image, repo_dir);
-        spec.checkout = prepared.checkout;
+        let mut spec = prepared.sandbox_spec(&settings.env, &settings.run_id, SpecUse::Eval);
+        spec.image = match provisioner.publish(&self.shared.engine, &spec.image).await {
+            Ok(reference) => reference,
+            Err(error) => {
+                let reason = format!("the evaluation container failed: {error}");
+                return Ok((self.error_report(&reason, Some(key)), false));
+            }
+        };
         let base_files = base_files_needed(self.patch);
         let run = match self.trial(&spec, &first, &base_files, None).await {
             Ok(run) => run,
@@ -402,7 +413,7 @@ impl Job<'_> {
         if outcome.grade.resolved {
             outcome = self.confirm(&plan, &stages, &spec, &run, outcome).await;
         }
-        Ok((self.finish(&image, key, &run, outcome), false))
+        Ok((self.finish(image, key, &run, outcome), false))
     }
 
     /// Runs one trial of the patch in fresh sandboxes; `Err` is an infrastructure failure.
@@ -612,33 +623,12 @@ impl Job<'_> {
 
     /// The grading plan (test command, parser, commands before the tests), or why there is none.
     fn plan(&self) -> Result<GradingPlan, String> {
-        let table = spec::table(&self.shared.settings.env.specs).map_err(|e| e.to_string())?;
-        grading_plan(self.instance, &table).map_err(|error| error.to_string())
-    }
-
-    fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {
-        let env = &self.shared.settings.env;
-        let mut spec = SandboxSpec {
-            run_id: self.shared.settings.run_id.clone(),
-            instance_id: self.instance.instance_id.clone(),
-            image: String::new(),
-            repo: None,
-            repo_dir,
-            limits: ResourceLimits::from_env(env),
-            // Tests never get a network, whatever env.network says for agent runs.
-            network: false,
-            env: env
-                .variables
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            output_limit: EVAL_OUTPUT_LIMIT,
-            checkout: None,
-            // eval.sh activates the environment itself, as SWE-bench's does.
-            activate: None,
-        };
-        image.apply_to(&mut spec);
-        spec
+        let settings = &self.shared.settings;
+        let plan = settings
+            .provisioner
+            .plan(self.instance, &settings.env)
+            .map_err(|e| e.to_string())?;
+        plan.grading.map_err(|error| error.to_string())
     }
 
     /// The stored report, when it was graded from inputs with this key and was not an error.
