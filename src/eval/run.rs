@@ -18,11 +18,11 @@ use super::canary::{
 };
 use super::container::{ContainerJob, ContainerRun, run_in_container};
 use super::grade::{Grade, grade_log};
-use super::infra::{ResetAction, ResetEntry};
+use super::infra::ResetEntry;
 use super::parse::{LogReading, read_test_log};
 use super::plan::GradingPlan;
 use super::predictions::Prediction;
-use super::reach::{Reach, reaches_into_tests};
+use super::reach::reaches_into_tests;
 use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, TripwireReport, eval_key, instance_report_json,
     parse_instance_report, run_summary, run_summary_json,
@@ -42,6 +42,9 @@ use crate::provision::{ProvisionRequest, Provisioner, SpecUse};
 use crate::sandbox::SandboxSpec;
 use crate::source::PrepareError;
 use crate::text::{escape_controls, escape_controls_in_lines};
+use lines::{grader_lines, run_log, touches_lines, tripwire_lines};
+
+mod lines;
 
 /// Folded into the resume key, so that a report graded under another scheme (before the staged
 /// sandboxes, the infrastructure reset, the canaries or the tripwire run) is evaluated again.
@@ -703,170 +706,5 @@ struct TripwireRun {
     reset: Vec<ResetEntry>,
 }
 
-/// `run_instance.log`'s lines about the grader's own work: what the scan named, what the
-/// sandboxes did besides the stages, and what the reset put back.
-fn grader_lines(run: &ContainerRun, reaches: &[Reach]) -> String {
-    let mut lines = String::new();
-    for reach in reaches {
-        lines.push_str(&format!(
-            "the patch reaches into the test framework: {}: {}\n",
-            escape_controls(&reach.path),
-            reach.why
-        ));
-    }
-    for note in &run.notes {
-        lines.push_str(&format!("{}\n", escape_controls(note)));
-    }
-    lines.push_str(&reset_lines("before the tests", &run.reset));
-    lines
-}
-
-fn reset_lines(when: &str, reset: &[ResetEntry]) -> String {
-    reset
-        .iter()
-        .map(|entry| {
-            let action = match entry.action {
-                ResetAction::Restored => "restored",
-                ResetAction::Removed => "removed",
-            };
-            format!(
-                "{when}, {action}: {}: {}\n",
-                escape_controls(&entry.path),
-                entry.why
-            )
-        })
-        .collect()
-}
-
-fn tripwire_lines(report: &TripwireReport, reset: &[ResetEntry]) -> String {
-    let mut lines = format!(
-        "tripwire run: {} ({} FAIL_TO_PASS test(s) carried a tripwire{}); its log is \
-         tripwire_output.txt\n",
-        if report.confirmed {
-            "confirmed"
-        } else {
-            "not confirmed"
-        },
-        report.checked.len(),
-        if report.unchecked.is_empty() {
-            String::new()
-        } else {
-            format!(", {} could not be placed", report.unchecked.len())
-        }
-    );
-    lines.push_str(&reset_lines("before the tripwire run's tests", reset));
-    lines
-}
-
-/// One `run_instance.log` line per file of test infrastructure the patch changes:
-/// `the patch changes test infrastructure: <path>: <why>`, the path's control characters
-/// written out ([`escape_controls`]): the patch names it.
-fn touches_lines(touched: &[TouchedFile]) -> String {
-    touched
-        .iter()
-        .map(|file| {
-            format!(
-                "the patch changes test infrastructure: {}: {}\n",
-                escape_controls(&file.path),
-                escape_controls(&file.why)
-            )
-        })
-        .collect()
-}
-
-/// `run_instance.log`: the image, the apply chain's output (its control characters written
-/// out, line by line: it names the patch's files) and what the container reported.
-fn run_log(image: &EnvImage, apply_output: &str, oom_killed: bool, elided: u64) -> String {
-    let mut log = format!(
-        "image: {} ({}){}\n>>>>> apply chain output\n{}",
-        image.tag,
-        image.id,
-        if image.built {
-            ", built by this run"
-        } else {
-            ""
-        },
-        escape_controls_in_lines(apply_output)
-    );
-    if !log.ends_with('\n') {
-        log.push('\n');
-    }
-    if oom_killed {
-        log.push_str("a process was killed for running out of memory (env.memory_mb)\n");
-    }
-    if elided > 0 {
-        log.push_str(&format!(
-            "{elided} bytes of test output were dropped from the middle of test_output.txt\n"
-        ));
-    }
-    log
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A patch naming one conftest.py through git's C quoting of an OSC title sequence and one
-    /// with raw ESC bytes in its header.
-    const PATCH: &str = "diff --git \"a/t/\\033]0;pwned\\007/conftest.py\" \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
-        --- \"a/t/\\033]0;pwned\\007/conftest.py\"\n\
-        +++ \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
-        @@ -1 +1 @@\n-a\n+b\n\
-        diff --git a/t/\x1b[2J/conftest.py b/t/\x1b[2J/conftest.py\n\
-        --- a/t/\x1b[2J/conftest.py\n\
-        +++ b/t/\x1b[2J/conftest.py\n\
-        @@ -1 +1 @@\n-a\n+b\n";
-
-    #[test]
-    fn names_from_a_patch_or_a_record_are_escaped_in_run_instance_log_and_progress_lines() {
-        let touched = test_infrastructure(PATCH, None, &BaseFiles::new());
-        assert_eq!(
-            touched
-                .iter()
-                .map(|file| file.path.as_str())
-                .collect::<Vec<_>>(),
-            ["t/\x1b]0;pwned\x07/conftest.py", "t/\x1b[2J/conftest.py"]
-        );
-        assert_eq!(
-            touches_lines(&touched),
-            "the patch changes test infrastructure: t/\\x1b]0;pwned\\x07/conftest.py: pytest \
-             loads it as a plugin\n\
-             the patch changes test infrastructure: t/\\x1b[2J/conftest.py: pytest loads it \
-             as a plugin\n"
-        );
-        let done = InstanceDone {
-            instance_id: "id\x1b]0;x\x07-1".to_owned(),
-            status: InstanceStatus::Error("cannot read /logs/\x1b[2J/test_output.txt".to_owned()),
-            reused: false,
-            elapsed: Duration::from_millis(1500),
-            touches_tests: touched,
-        };
-        assert_eq!(
-            done.describe(),
-            "id\\x1b]0;x\\x07-1: error: cannot read /logs/\\x1b[2J/test_output.txt (1.5 s); the \
-             patch changes test infrastructure: t/\\x1b]0;pwned\\x07/conftest.py (pytest loads \
-             it as a plugin), t/\\x1b[2J/conftest.py (pytest loads it as a plugin)"
-        );
-    }
-
-    #[test]
-    fn the_apply_chain_output_in_run_instance_log_keeps_its_lines_and_escapes_the_rest() {
-        let image = EnvImage {
-            tag: "aci-env-python:abc".to_owned(),
-            id: "sha256:1".to_owned(),
-            env_hash: String::new(),
-            base_image: String::new(),
-            built: false,
-        };
-        assert_eq!(
-            run_log(
-                &image,
-                "patching file t/\x1b[2J/conftest.py\r\nApplied\n",
-                false,
-                0
-            ),
-            "image: aci-env-python:abc (sha256:1)\n>>>>> apply chain output\n\
-             patching file t/\\x1b[2J/conftest.py\\r\nApplied\n"
-        );
-    }
-}
+mod tests;
