@@ -19,13 +19,16 @@
 //!    placeholders, literal regular expressions and escaped names; the credentials held and
 //!    their scrubbing; the TLS provider; task instances; the lint verdict; SWE-bench's
 //!    specifications, which grading and environments both read.
-//! 2. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
+//! 2. `config`, `trajectory`, `patch` — the configuration schema and its data types; `.traj`
+//!    files; reading a diff.
 //! 3. `sandbox`, `model` — the sandboxes commands run in; the language models.
 //! 4. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
 //! 5. `agent`, `source`, `cluster` — the loop: prompt, parse, act, decide, save; where an
 //!    instance's repository and images come from; where tasks run (`--engine docker|k8s`).
-//! 6. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
-//! 7. `inspect`, `validate` — the trajectory inspector over runs and ablations; checking a
+//! 6. `provision` — the pure environment plan of an instance (its image, repository, layer,
+//!    test command) and the provisioner that carries plans out.
+//! 7. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
+//! 8. `inspect`, `validate` — the trajectory inspector over runs and ablations; checking a
 //!    dataset by grading its gold and empty patches.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -44,6 +47,7 @@ pub mod inspect;
 pub mod instance;
 pub mod lint;
 pub mod model;
+pub mod patch;
 pub mod protocol;
 pub mod provision;
 pub mod sandbox;

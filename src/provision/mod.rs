@@ -5,11 +5,12 @@
 //! cluster's registry) and says what it provisioned. Every command reads the plan or the
 //! provisioner's result; none decides any of it again.
 
+pub mod grading;
 pub mod plan;
 mod provisioner;
 
 pub use plan::{EnvPlan, ImagePlan, LayerPlan, RepoPlan, plan};
-pub use provisioner::{ProvisionRequest, Provisioned, Provisioner, SpecUse};
+pub use provisioner::{EVAL_OUTPUT_LIMIT, ProvisionRequest, Provisioned, Provisioner, SpecUse};
 
 use crate::config::EnvConfig;
 use crate::instance::Instance;
@@ -36,4 +37,22 @@ pub fn plan_lines(
             Ok(plan.to_json().to_string())
         })
         .collect()
+}
+
+/// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,
+/// `harness-verdicts.json`): `ACI_SWEBENCH_DATA`, else `../shared/swebench` beside the crate.
+/// A test that needs it fails, never skips, when it is missing.
+#[cfg(test)]
+pub(crate) fn swebench_data_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("ACI_SWEBENCH_DATA").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/swebench"),
+        std::path::PathBuf::from,
+    );
+    assert!(
+        dir.join("lite.jsonl").is_file(),
+        "the SWE-bench data is missing: {} has no lite.jsonl\nhint: set ACI_SWEBENCH_DATA to \
+         the directory that holds lite.jsonl, harness-logs/ and harness-verdicts.json",
+        dir.display()
+    );
+    dir
 }

@@ -10,20 +10,18 @@
 //! version the spec table has, its spec's environment, and otherwise its language's image in
 //! `env.images`.
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 
+use super::grading::{GradingPlan, PlanError, grading_plan, log_parser};
 use crate::config::{EnvConfig, PullPolicy};
-use crate::eval::parse::ParserName;
-use crate::eval::plan::{GradingPlan, PlanError, grading_plan, log_parser};
 use crate::image::LANGUAGE_IMAGES;
 use crate::image::pull::{image_from_template, is_built_locally};
 use crate::image::release::DebianRelease;
 use crate::image::spec_env::{self, SpecEnvError};
 use crate::instance::Instance;
 use crate::source::mirror;
-use crate::spec::{Packages, SpecTable};
+pub use crate::source::{MirrorPlan, RepoPlan};
+use crate::spec::{Packages, ParserName, SpecTable};
 
 /// Where an image reference was taken from, in the order of precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,77 +181,6 @@ impl ImagePlan {
                 "reference": Value::Null,
                 "from": "spec",
                 "error": error.to_string(),
-            }),
-        }
-    }
-}
-
-/// A bare mirror the repository can be taken from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MirrorPlan {
-    /// `env.repo_url` filled in for the record's repository.
-    pub url: String,
-    /// `env.repo_cache`; `None` when it is unset and there is no home directory.
-    pub cache: Option<PathBuf>,
-}
-
-/// Where the repository comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RepoPlan {
-    /// The record's `repo_path` on the host.
-    HostPath(PathBuf),
-    /// The image, when it holds a git repository at `repo_dir` (checked out at the commit);
-    /// else the mirror.
-    ImageElseMirror {
-        /// The image looked into.
-        image: String,
-        /// Where the repository would be in it.
-        repo_dir: String,
-        /// The mirror tried when the image holds none.
-        mirror: MirrorPlan,
-    },
-    /// A mirror (no image to look into: the local runtime, or an environment that cannot be
-    /// built).
-    Mirror(MirrorPlan),
-}
-
-impl RepoPlan {
-    /// The same plan on the host, where there is no image to look into.
-    pub fn on_host(&self) -> Self {
-        match self {
-            Self::ImageElseMirror { mirror, .. } => Self::Mirror(mirror.clone()),
-            other => other.clone(),
-        }
-    }
-
-    fn to_json(&self, commit: Option<&str>) -> Value {
-        let mirror_json = |mirror: &MirrorPlan| {
-            json!({
-                "url": mirror.url,
-                "cache": mirror.cache.as_ref().map(|path| path.display().to_string()),
-            })
-        };
-        match self {
-            Self::HostPath(path) => json!({
-                "source": "repo_path",
-                "path": path.display().to_string(),
-                "commit": commit,
-            }),
-            Self::ImageElseMirror {
-                image,
-                repo_dir,
-                mirror,
-            } => json!({
-                "source": "image_else_mirror",
-                "image": image,
-                "repo_dir": repo_dir,
-                "commit": commit,
-                "mirror": mirror_json(mirror),
-            }),
-            Self::Mirror(mirror) => json!({
-                "source": "mirror",
-                "commit": commit,
-                "mirror": mirror_json(mirror),
             }),
         }
     }

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use super::plan::{EnvPlan, ImagePlan, plan};
 use crate::cluster::{Cluster, Engine};
 use crate::config::EnvConfig;
-use crate::eval::container::EVAL_OUTPUT_LIMIT;
 use crate::image::LABEL_IMAGE;
 use crate::image::env::{BuildLocks, EnvBase, EnvImage, EnvImageError, EnvRequest};
 use crate::image::pull::{Notes, PullLocks, ensure_image};
@@ -22,6 +21,14 @@ use crate::sandbox::{OutputLimit, RepoSource, ResourceLimits, SandboxError, Sand
 use crate::source::mirror::MirrorStates;
 use crate::source::{FoundRepository, Origin, PrepareError, RepoRequest, SeenImages};
 use crate::spec::{SpecError, SpecTable, TableCache};
+
+/// Output kept per command of an evaluation: the head and the tail around an elision note.
+/// Far above the agent's limit, so that a long test log keeps its start marker, its results
+/// and its end marker and exit code (the log is held in memory only up to this bound).
+pub const EVAL_OUTPUT_LIMIT: OutputLimit = OutputLimit {
+    head: 8 * 1024 * 1024,
+    tail: 8 * 1024 * 1024,
+};
 
 /// Carries out environment plans; holds what one run knows of images, mirrors and builds.
 #[derive(Debug, Default)]

@@ -19,11 +19,12 @@ pub mod mirror;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
 use std::sync::Mutex;
 
 use crate::image::env::EnvImageError;
 use crate::image::pull::{Notes, PullError};
-use crate::provision::plan::{MirrorPlan, RepoPlan};
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::DockerRuntime;
 
@@ -80,6 +81,78 @@ impl Origin {
             map.insert("base_commit".to_owned(), commit.into());
         }
         record
+    }
+}
+
+/// A bare mirror the repository can be taken from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorPlan {
+    /// `env.repo_url` filled in for the record's repository.
+    pub url: String,
+    /// `env.repo_cache`; `None` when it is unset and there is no home directory.
+    pub cache: Option<PathBuf>,
+}
+
+/// Where the repository comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepoPlan {
+    /// The record's `repo_path` on the host.
+    HostPath(PathBuf),
+    /// The image, when it holds a git repository at `repo_dir` (checked out at the commit);
+    /// else the mirror.
+    ImageElseMirror {
+        /// The image looked into.
+        image: String,
+        /// Where the repository would be in it.
+        repo_dir: String,
+        /// The mirror tried when the image holds none.
+        mirror: MirrorPlan,
+    },
+    /// A mirror (no image to look into: the local runtime, or an environment that cannot be
+    /// built).
+    Mirror(MirrorPlan),
+}
+
+impl RepoPlan {
+    /// The same plan on the host, where there is no image to look into.
+    pub fn on_host(&self) -> Self {
+        match self {
+            Self::ImageElseMirror { mirror, .. } => Self::Mirror(mirror.clone()),
+            other => other.clone(),
+        }
+    }
+
+    /// The plan as JSON (the `repository` of `--plan`'s lines), taken at `commit`.
+    pub fn to_json(&self, commit: Option<&str>) -> Value {
+        let mirror_json = |mirror: &MirrorPlan| {
+            json!({
+                "url": mirror.url,
+                "cache": mirror.cache.as_ref().map(|path| path.display().to_string()),
+            })
+        };
+        match self {
+            Self::HostPath(path) => json!({
+                "source": "repo_path",
+                "path": path.display().to_string(),
+                "commit": commit,
+            }),
+            Self::ImageElseMirror {
+                image,
+                repo_dir,
+                mirror,
+            } => json!({
+                "source": "image_else_mirror",
+                "image": image,
+                "repo_dir": repo_dir,
+                "commit": commit,
+                "mirror": mirror_json(mirror),
+            }),
+            Self::Mirror(mirror) => json!({
+                "source": "mirror",
+                "commit": commit,
+                "mirror": mirror_json(mirror),
+            }),
+        }
     }
 }
 

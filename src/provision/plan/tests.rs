@@ -10,7 +10,7 @@ use crate::spec::builtin;
 
 /// One Lite record by id.
 fn lite(id: &str) -> Instance {
-    let path = crate::eval::swebench_data_dir().join("lite.jsonl");
+    let path = crate::provision::swebench_data_dir().join("lite.jsonl");
     let loaded = load_instances_file(&path).unwrap();
     loaded
         .instances
