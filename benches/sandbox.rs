@@ -217,10 +217,9 @@ fn benches(c: &mut Criterion) {
         run_id: &spec.run_id,
         on_step: &quiet,
     };
+    let provisioner = aci::provision::Provisioner::new();
     let env_image = rt
-        .block_on(aci::image::env::ensure_env_image(
-            &runtime, &instance, &request,
-        ))
+        .block_on(provisioner.env_image(&runtime, &instance, &request))
         .unwrap();
     // What a run pays before its first action: find the environment image (the repository is
     // fingerprinted, not read), then create and start the container and open its session.
@@ -230,12 +229,14 @@ fn benches(c: &mut Criterion) {
                 let mut ready = Duration::ZERO;
                 for _ in 0..iters {
                     let start = Instant::now();
-                    let found = aci::image::env::ensure_env_image(&runtime, &instance, &request)
+                    let found = provisioner
+                        .env_image(&runtime, &instance, &request)
                         .await
                         .unwrap();
                     assert!(!found.built);
                     let mut warm = spec.clone();
-                    found.apply_to(&mut warm);
+                    warm.image.clone_from(&found.tag);
+                    warm.repo = None;
                     let s = runtime.start(&warm).await.unwrap();
                     ready += start.elapsed();
                     s.shutdown().await.unwrap();

@@ -252,7 +252,11 @@ pub struct EvalArgs {
     /// The predictions: a JSON list, a JSON dict keyed by instance_id (the preds.json of
     /// `aci batch`), or JSONL; `gold` grades the instances' own patches. An instance named twice
     /// keeps its last prediction, with a warning. Optional with --from-logs.
-    #[arg(long, value_name = "FILE|gold", required_unless_present = "from_logs")]
+    #[arg(
+        long,
+        value_name = "FILE|gold",
+        required_unless_present_any = ["from_logs", "plan"]
+    )]
     pub predictions: Option<String>,
     /// Grade test logs that already exist, with no container: aci's layout
     /// (DIR/<id>/test_output.txt), the SWE-bench harness's 2.x and later
@@ -291,6 +295,11 @@ pub struct EvalArgs {
     /// The engine.
     #[command(flatten)]
     pub cluster: EngineArgs,
+    /// Print each selected instance's environment plan as one JSON line (its image and how it
+    /// is had, where its repository comes from, the layer on top, its test command and log
+    /// parser) and start nothing; needs no Docker daemon.
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// `aci validate`
@@ -322,6 +331,11 @@ pub struct ValidateArgs {
     /// Where the evaluations run.
     #[command(flatten)]
     pub cluster: EngineArgs,
+    /// Print each selected instance's environment plan as one JSON line (its image and how it
+    /// is had, where its repository comes from, the layer on top, its test command and log
+    /// parser) and start nothing; needs no Docker daemon.
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// `aci batch`
@@ -355,6 +369,11 @@ pub struct BatchArgs {
     /// finished (by default they are skipped).
     #[arg(long)]
     pub redo: bool,
+    /// Print each selected instance's environment plan as one JSON line (its image and how it
+    /// is had, where its repository comes from, the layer on top, its test command and log
+    /// parser) and start nothing; needs no Docker daemon.
+    #[arg(long)]
+    pub plan: bool,
     /// Shared options.
     #[command(flatten)]
     pub agent: AgentArgs,

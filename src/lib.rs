@@ -15,19 +15,23 @@
 //! `sandbox::docker` speaks to Docker, and only `sandbox::k8s` to a Kubernetes API server.
 //!
 //! 1. `hint` — what to do about an error, kept apart from its message.
-//! 2. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec` — leaves: atomic
+//! 2. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec`, `error_chain` — leaves:
+//!    atomic
 //!    writes; the data the layers hand each other (roles, exit statuses, predictions);
 //!    placeholders, literal regular expressions and escaped names; the credentials held and
 //!    their scrubbing; the TLS provider; task instances; the lint verdict; SWE-bench's
 //!    specifications, which grading and environments both read.
-//! 3. `config`, `trajectory` — the configuration schema and its data types; `.traj` files.
+//! 3. `config`, `trajectory`, `patch` — the configuration schema and its data types; `.traj`
+//!    files; reading a diff.
 //! 4. `sandbox`, `model` — the sandboxes commands run in; the language models.
 //! 5. `aci`, `image` — the Agent-Computer Interface over a sandbox; environment images.
 //! 6. `agent`, `source`, `engine` — the loop: prompt, parse, act, decide, save; where an
-//!    instance's repository and images come from; where tasks run (Docker, the host, or
-//!    Kubernetes: `--runtime docker|local`, `--engine docker|k8s`).
-//! 7. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
-//! 8. `inspect`, `validate`, `failure` — the trajectory inspector over runs and ablations;
+//!    instance's repository comes from; where tasks run (Docker, the host, or Kubernetes:
+//!    `--runtime docker|local`, `--engine docker|k8s`).
+//! 7. `provision` — the pure environment plan of an instance (its image, repository, layer,
+//!    test command) and the provisioner that carries plans out.
+//! 8. `batch`, `eval`, `ablate` — running instances; grading patches; comparing runs.
+//! 9. `inspect`, `validate`, `failure` — the trajectory inspector over runs and ablations;
 //!    checking a dataset by grading its gold and empty patches; the hint of a failure, found
 //!    along its error's sources.
 
@@ -50,7 +54,9 @@ pub mod inspect;
 pub mod instance;
 pub mod lint;
 pub mod model;
+pub mod patch;
 pub mod protocol;
+pub mod provision;
 pub mod sandbox;
 pub mod secret;
 pub mod source;

@@ -262,27 +262,34 @@ pub fn builtin() -> &'static SpecTable {
     &BUILTIN
 }
 
-/// The built-in table with `files` (`env.specs`) read after it, in order, each repository of
-/// a file replacing the entry of the same name ([`SpecTable::extend`]). Read once per list of
-/// files; without files it is the built-in table.
-///
-/// # Errors
-/// A file cannot be read or is not a valid spec file; the error names the file.
-pub fn table(files: &[PathBuf]) -> Result<Arc<SpecTable>, SpecError> {
-    static TABLES: LazyLock<Mutex<HashMap<Vec<PathBuf>, Arc<SpecTable>>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
-    if let Some(table) = TABLES.lock().ok().and_then(|t| t.get(files).cloned()) {
-        return Ok(table);
+/// The spec tables read so far, by their list of files: the built-in table with `files`
+/// (`env.specs`) read after it, in order, each repository of a file replacing the entry of the
+/// same name ([`SpecTable::extend`]). A field of the [`crate::provision::Provisioner`], so
+/// that each list of files is read once per run.
+#[derive(Debug, Default)]
+pub struct TableCache {
+    tables: Mutex<HashMap<Vec<PathBuf>, Arc<SpecTable>>>,
+}
+
+impl TableCache {
+    /// The table of `files`, read once; without files it is the built-in table.
+    ///
+    /// # Errors
+    /// A file cannot be read or is not a valid spec file; the error names the file.
+    pub fn table(&self, files: &[PathBuf]) -> Result<Arc<SpecTable>, SpecError> {
+        if let Some(table) = self.tables.lock().ok().and_then(|t| t.get(files).cloned()) {
+            return Ok(table);
+        }
+        let mut table = builtin().clone();
+        for path in files {
+            table.extend(read_spec_file(path)?);
+        }
+        let table = Arc::new(table);
+        if let Ok(mut tables) = self.tables.lock() {
+            tables.insert(files.to_vec(), Arc::clone(&table));
+        }
+        Ok(table)
     }
-    let mut table = builtin().clone();
-    for path in files {
-        table.extend(read_spec_file(path)?);
-    }
-    let table = Arc::new(table);
-    if let Ok(mut tables) = TABLES.lock() {
-        tables.insert(files.to_vec(), Arc::clone(&table));
-    }
-    Ok(table)
 }
 
 fn read_spec_file(path: &Path) -> Result<SpecTable, SpecError> {

@@ -253,6 +253,7 @@ fn part(settings: &EvalSettings, name: &str) -> EvalSettings {
         timeout: settings.timeout,
         env: settings.env.clone(),
         on_step: Arc::clone(&settings.on_step),
+        provisioner: Arc::clone(&settings.provisioner),
     }
 }
 

@@ -10,21 +10,21 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
-use super::{StartError, sandbox_spec};
+use super::StartError;
 use crate::config::EnvConfig;
 use crate::engine::Cluster;
 use crate::image::pull::Notes;
 use crate::instance::Instance;
+use crate::provision::{ProvisionRequest, Provisioned, Provisioner, SpecUse};
 use crate::sandbox::SandboxError;
 use crate::sandbox::k8s::PendingPod;
-use crate::source::{PrepareRequest, Prepared, prepare};
 
-/// A pod created for an instance, and what was prepared for it.
+/// A pod created for an instance, and what was provisioned for it.
 pub struct AheadPod {
     /// The pod, maybe still pulling.
     pub pod: PendingPod,
     /// Its repository's origin and its environment image, for the trajectory.
-    pub prepared: Prepared,
+    pub provisioned: Provisioned,
 }
 
 type Preparing = JoinHandle<Result<AheadPod, StartError>>;
@@ -45,6 +45,8 @@ struct Queue {
 pub struct K8sRun {
     /// The cluster and the daemon that builds its images.
     pub cluster: Arc<Cluster>,
+    /// Provisions the instances' environments and publishes their images to the cluster.
+    pub provisioner: Arc<Provisioner>,
     env: EnvConfig,
     run_id: String,
     queue: Mutex<Queue>,
@@ -55,6 +57,7 @@ impl K8sRun {
     pub fn new(cluster: Arc<Cluster>, env: EnvConfig, run_id: String) -> Self {
         Self {
             cluster,
+            provisioner: Arc::new(Provisioner::new()),
             env,
             run_id,
             queue: Mutex::new(Queue::default()),
@@ -79,7 +82,7 @@ impl K8sRun {
     pub async fn take(
         &self,
         instance: &Instance,
-        request: &PrepareRequest<'_>,
+        request: &ProvisionRequest<'_>,
     ) -> Result<AheadPod, StartError> {
         let id = &instance.instance_id;
         let ahead = match self.queue.lock() {
@@ -97,7 +100,7 @@ impl K8sRun {
                     "creating the pod ahead failed: {e}"
                 )))
             })?,
-            None => create_pod(&self.cluster, instance, request, false).await,
+            None => create_pod(&self.cluster, &self.provisioner, instance, request, false).await,
         }
     }
 
@@ -107,18 +110,19 @@ impl K8sRun {
                 break;
             };
             let cluster = Arc::clone(&self.cluster);
+            let provisioner = Arc::clone(&self.provisioner);
             let env = self.env.clone();
             let run_id = self.run_id.clone();
             let id = next.instance_id.clone();
             let handle = tokio::spawn(async move {
                 let notes = Notes::quiet();
-                let request = PrepareRequest {
+                let request = ProvisionRequest {
                     env: &env,
                     run_id: &run_id,
                     on_step: &|_: &str| {},
                     notes: &notes,
                 };
-                create_pod(&cluster, &next, &request, true).await
+                create_pod(&cluster, &provisioner, &next, &request, true).await
             });
             queue.preparing.insert(id, handle);
         }
@@ -143,22 +147,23 @@ impl K8sRun {
     }
 }
 
-/// Prepares the instance as for Docker (its image, its repository, its environment image),
-/// publishes the environment image, and creates the pod.
+/// Provisions the instance as for Docker (its image, its repository, its environment image),
+/// publishes the environment image to the cluster, and creates the pod.
 async fn create_pod(
     cluster: &Cluster,
+    provisioner: &Provisioner,
     instance: &Instance,
-    request: &PrepareRequest<'_>,
+    request: &ProvisionRequest<'_>,
     created_ahead: bool,
 ) -> Result<AheadPod, StartError> {
-    let prepared = prepare(&cluster.docker, instance, request)
+    let provisioned = provisioner
+        .provision(&cluster.docker, instance, request)
         .await
         .map_err(StartError::Prepare)?;
-    let mut spec = sandbox_spec(request.env, request.run_id, &prepared.instance);
-    spec.checkout.clone_from(&prepared.checkout);
-    prepared.env_image.apply_to(&mut spec);
+    let mut spec = provisioned.sandbox_spec(request.env, request.run_id, SpecUse::Agent);
+    spec.image = provisioner.publish_to(cluster, &spec.image).await?;
     let pod = cluster
         .create(&spec, request.env.instance_timeout.get(), created_ahead)
         .await?;
-    Ok(AheadPod { pod, prepared })
+    Ok(AheadPod { pod, provisioned })
 }

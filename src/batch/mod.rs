@@ -26,11 +26,11 @@ use crate::hint::Hint;
 use crate::image::pull::Notes;
 use crate::instance::Instance;
 use crate::protocol::RecordedStatus;
+use crate::provision::{EnvPlan, ProvisionRequest, Provisioned, Provisioner, SpecUse};
 use crate::sandbox::local::LocalSandbox;
-use crate::sandbox::{
-    AnySandbox, OutputLimit, RepoSource, ResourceLimits, SandboxError, SandboxSpec,
-};
-use crate::source::{PrepareError, PrepareRequest, Prepared, prepare, prepare_on_host};
+use crate::sandbox::{AnySandbox, SandboxError};
+use crate::source::PrepareError;
+use crate::spec::SpecError;
 
 /// Everything a run of instances shares.
 pub struct RunContext {
@@ -62,6 +62,8 @@ pub struct RunContext {
     /// Where a batch's instances send a pull's or a clone's progress (`None`: nowhere, unless
     /// `turn_lines` prints it).
     pub feed: Option<progress::Feed>,
+    /// Plans and provisions the instances' environments (the cluster's, with `--engine k8s`).
+    pub provisioner: Arc<Provisioner>,
 }
 
 /// Why a run could not even start (tier 3).
@@ -200,6 +202,10 @@ impl RunContext {
             ))),
             Engine::Docker(_) | Engine::Local => None,
         };
+        let provisioner = match &ahead {
+            Some(run) => Arc::clone(&run.provisioner),
+            None => Arc::new(Provisioner::new()),
+        };
         Ok(Self {
             config,
             config_dirs,
@@ -213,17 +219,20 @@ impl RunContext {
             demonstrations,
             turn_lines: false,
             feed: None,
+            provisioner,
         })
     }
 
-    /// The image an instance runs in: `env.image`, else the instance's `image`, else the image
-    /// of its language (Python when it names none).
-    pub fn image_for(&self, instance: &Instance) -> String {
-        crate::image::env::base_image(instance, &self.config.env)
-    }
-
-    fn spec_for(&self, instance: &Instance) -> SandboxSpec {
-        sandbox_spec(&self.config.env, &self.run_id, instance)
+    /// The environment plan of `instance` under this run's configuration.
+    ///
+    /// # Errors
+    /// A spec file of `env.specs` cannot be read or is invalid.
+    pub fn plan(&self, instance: &Instance) -> Result<EnvPlan, SpecError> {
+        let mut plan = self.provisioner.plan(instance, &self.config.env)?;
+        if matches!(self.engine, Engine::Local) {
+            plan.repository = plan.repository.on_host();
+        }
+        Ok(plan)
     }
 
     fn policy(&self) -> StopPolicy {
@@ -269,32 +278,36 @@ impl RunContext {
             line,
             activity: &activity,
         };
-        let request = PrepareRequest {
+        let request = ProvisionRequest {
             env: &self.config.env,
             run_id: &self.run_id,
             on_step,
             notes: &notes,
         };
+        let (env, run_id) = (&self.config.env, self.run_id.as_str());
         match &self.engine {
             Engine::Docker(runtime) => {
-                let prepared = prepare(runtime, instance, &request)
+                let provisioned = self
+                    .provisioner
+                    .provision(runtime, instance, &request)
                     .await
                     .map_err(StartError::Prepare)?;
-                let mut spec = self.prepared_spec(&prepared);
-                prepared.env_image.apply_to(&mut spec);
-                let mut info = repository_info(&prepared);
+                let spec = provisioned.sandbox_spec(env, run_id, SpecUse::Agent);
+                let mut info = repository_info(&provisioned);
                 info.insert(
                     "env_image".to_owned(),
-                    env_image_record(&prepared.env_image),
+                    env_image_record(&provisioned.env_image),
                 );
                 Ok((AnySandbox::Docker(runtime.start(&spec).await?), info))
             }
             Engine::Local => {
-                let prepared = prepare_on_host(instance, &request)
+                let provisioned = self
+                    .provisioner
+                    .provision_on_host(instance, &request)
                     .await
                     .map_err(StartError::Prepare)?;
-                let spec = self.prepared_spec(&prepared);
-                let info = repository_info(&prepared);
+                let spec = provisioned.sandbox_spec(env, run_id, SpecUse::Agent);
+                let info = repository_info(&provisioned);
                 Ok((AnySandbox::Local(LocalSandbox::start(&spec).await?), info))
             }
             Engine::K8s(_) => {
@@ -302,22 +315,14 @@ impl RunContext {
                     SandboxError::Session("the cluster's run was not set up".to_owned())
                 })?;
                 let ahead = run.take(instance, &request).await?;
-                let mut info = repository_info(&ahead.prepared);
+                let mut info = repository_info(&ahead.provisioned);
                 info.insert(
                     "env_image".to_owned(),
-                    env_image_record(&ahead.prepared.env_image),
+                    env_image_record(&ahead.provisioned.env_image),
                 );
                 Ok((AnySandbox::Pod(ahead.pod.ready().await?), info))
             }
         }
-    }
-
-    /// The sandbox spec of a prepared instance, before its environment image (if any) is
-    /// applied.
-    fn prepared_spec<E>(&self, prepared: &Prepared<E>) -> SandboxSpec {
-        let mut spec = self.spec_for(&prepared.instance);
-        spec.checkout.clone_from(&prepared.checkout);
-        spec
     }
 }
 
@@ -352,8 +357,8 @@ impl StartError {
 }
 
 /// What `info.repository` of a trajectory says: where the tree came from, at which commit.
-fn repository_info<E>(prepared: &Prepared<E>) -> serde_json::Map<String, serde_json::Value> {
-    let commit = prepared.instance.base_commit.as_deref();
+fn repository_info<E>(prepared: &Provisioned<E>) -> serde_json::Map<String, serde_json::Value> {
+    let commit = prepared.plan.commit.as_deref();
     let mut info = serde_json::Map::new();
     info.insert("repository".to_owned(), prepared.origin.record(commit));
     info
@@ -367,38 +372,6 @@ fn env_image_record(env_image: &crate::image::env::EnvImage) -> serde_json::Valu
         "env_hash": env_image.env_hash,
         "base_image": env_image.base_image,
     })
-}
-
-/// The sandbox of `instance` under `env`, labelled `run_id`: its image (before the environment
-/// image replaces it), repository, limits, network, variables and output limit.
-pub fn sandbox_spec(
-    env: &crate::config::EnvConfig,
-    run_id: &str,
-    instance: &Instance,
-) -> SandboxSpec {
-    SandboxSpec {
-        run_id: run_id.to_owned(),
-        instance_id: instance.instance_id.clone(),
-        image: crate::image::env::base_image(instance, env),
-        repo: instance.repo_path.as_ref().map(|path| RepoSource {
-            path: path.clone(),
-            commit: instance.base_commit.clone(),
-        }),
-        repo_dir: instance.repo_dir(&env.repo_dir),
-        limits: ResourceLimits::from_env(env),
-        network: env.network,
-        env: env
-            .variables
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        output_limit: OutputLimit {
-            head: env.output_head_bytes,
-            tail: env.output_tail_bytes,
-        },
-        checkout: None,
-        activate: env.activate.clone(),
-    }
 }
 
 /// Resolves a path from a config file against the config files' directories.

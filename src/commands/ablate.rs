@@ -139,6 +139,7 @@ impl aci::ablate::Steps for InProcess<'_> {
             seed: None,
             shard: None,
             redo: false,
+            plan: false,
             agent: AgentArgs {
                 config: ConfigArgs {
                     configs: layers.to_vec(),
@@ -166,6 +167,7 @@ impl aci::ablate::Steps for InProcess<'_> {
             instances: args.instances.clone(),
             predictions: Some(preds.display().to_string()),
             from_logs: None,
+            plan: false,
             workers: self.eval_workers(),
             run_id: None,
             output: Some(eval.to_owned()),

@@ -48,7 +48,9 @@ pub enum BatchEnd {
 /// Runs the batch of `args`, stopped by `stop`, with its summary table on `out`.
 pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd, Failure> {
     let settings = agent_settings(&args.agent)?;
-    check_batch_model(args, &settings.config)?;
+    if !args.plan {
+        check_batch_model(args, &settings.config)?;
+    }
     let (instances, invalid_records) = load_batch_instances(&args.instances)?;
     let seed = args
         .shuffle
@@ -60,6 +62,11 @@ pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd,
         shard: args.shard,
     };
     let selected = instance::select(instances, &selection);
+    if args.plan {
+        let on_host = args.agent.runtime == aci::engine::Kind::Local;
+        super::print_plans(&selected, &settings.config.env, on_host)?;
+        return Ok(BatchEnd::Done);
+    }
     let ctx_replay_dir = settings.config.model.replay_dir.clone();
     let mut ctx = agent_context(settings, &args.agent).await?;
     let output = ctx.output.clone();

@@ -12,6 +12,7 @@ use aci::eval::predictions::{Prediction, gold_predictions, parse_predictions};
 use aci::eval::report::{RunSummary, expected_but_unresolved, parse_expected};
 use aci::eval::run::{EvalSettings, InstanceDone, InstanceStatus, evaluate};
 use aci::instance::{self, Instance, Selection};
+use aci::provision::Provisioner;
 use aci::text::escape_controls;
 
 use aci::batch::Interrupt;
@@ -51,6 +52,10 @@ pub async fn execute(
         ))
         .hint("check --id, --filter and --slice"));
     }
+    if args.plan {
+        let config = settings::resolve(&args.config, None)?.config;
+        return super::print_plans(&selected, &config.env, false);
+    }
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     let output = args
         .output
@@ -72,7 +77,8 @@ pub async fn execute(
     };
     let config = settings::resolve(&args.config, None)?.config;
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
-    aci::spec::table(&config.env.specs)?;
+    let provisioner = Arc::new(Provisioner::new());
+    provisioner.table(&config.env.specs)?;
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
     let mut stop = match stop {
         Some(stop) => stop,
@@ -87,6 +93,7 @@ pub async fn execute(
         timeout: timeout.duration(),
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
+        provisioner,
     };
     let total = selected.len();
     eprintln!(

@@ -1,15 +1,14 @@
 //! `aci images build`, `aci images push` and `aci images prune`: the images aci runs tasks in.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use aci::hint::with_hint;
 use aci::image;
-use aci::image::env::base_image;
 use aci::image::prune::{PruneScope, prune as prune_images, prune_pulled};
 use aci::image::pull::Notes;
 use aci::image::push::{Published, base_images, credentials_for, push_images};
-use aci::source::{PrepareRequest, prepare};
+use aci::provision::{ProvisionRequest, Provisioner};
 use aci::text::escape_controls;
 
 use super::{Failure, connect_docker, load_instances, settings};
@@ -49,19 +48,28 @@ pub async fn push(args: PushArgs) -> Result<ExitCode, Failure> {
     let docker = connect_docker().await?;
     let credentials = credentials_for(&args.registry).map_err(|e| Failure::new(e.to_string()))?;
     let mut progress = |line: &str| eprintln!("{}", escape_controls(line));
-    let bases: BTreeSet<String> = instances.iter().map(|i| base_image(i, env)).collect();
+    // Each instance's base image (for a spec's environment, its release's Python image) and
+    // the Debian base under it, as its plan says.
+    let provisioner = Provisioner::new();
+    let mut bases = BTreeMap::new();
+    for instance in &instances {
+        let image = provisioner.plan(instance, env)?.image;
+        if let Some(base) = image.base() {
+            bases.insert(base, image.debian_base());
+        }
+    }
     let mut tags = base_images(&docker, &bases, &mut progress).await?;
     let mut failed = Vec::new();
     let quiet = |_: &str| {};
     let notes = Notes::quiet();
-    let request = PrepareRequest {
+    let request = ProvisionRequest {
         env,
         run_id: "aci-images-push",
         on_step: &quiet,
         notes: &notes,
     };
     for instance in &instances {
-        match prepare(&docker, instance, &request).await {
+        match provisioner.provision(&docker, instance, &request).await {
             Ok(prepared) => {
                 if !tags.contains(&prepared.env_image.tag) {
                     tags.push(prepared.env_image.tag);

@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use aci::batch::{RunContext, output};
-use aci::image;
 use aci::instance::Instance;
 use aci::sandbox::docker::DockerRuntime;
 
@@ -23,14 +22,20 @@ pub async fn write_manifest(
     let mut images = std::collections::BTreeMap::new();
     if let Some(docker) = docker {
         for instance in instances {
-            let tag = ctx.image_for(instance);
+            let plan = ctx.plan(instance)?;
+            // The image the instance starts from: for a spec's environment, the Python image
+            // of its release that it is built on.
+            let Some(tag) = plan.image.base() else {
+                continue;
+            };
             if images.contains_key(&tag) {
                 continue;
             }
             let Some(info) = docker.inspect_image(&tag).await? else {
-                // An image from a registry is pulled (or fails) with its instance; its
+                // An image from a registry is pulled (or fails) with its instance, and a
+                // spec's environment without its release's image fails with a hint; the
                 // trajectory records the id it ran in.
-                if !image::pull::is_built_locally(&tag, &ctx.config.env) {
+                if !matches!(plan.image, aci::provision::ImagePlan::Built { .. }) {
                     continue;
                 }
                 return Err(Failure::new(format!("the image {tag} does not exist"))

@@ -142,3 +142,15 @@ impl Out {
 pub fn shown(path: &Path) -> String {
     escape_controls(&path.display().to_string())
 }
+
+/// `--plan`: each instance's environment plan as one JSON line on stdout; nothing starts.
+pub fn print_plans(
+    instances: &[aci::instance::Instance],
+    env: &aci::config::EnvConfig,
+    on_host: bool,
+) -> Result<std::process::ExitCode, Failure> {
+    for line in aci::provision::plan_lines(instances, env, on_host)? {
+        println!("{line}");
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}

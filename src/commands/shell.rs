@@ -44,7 +44,7 @@ pub async fn shell(args: ShellArgs) -> Result<ExitCode, Failure> {
     eprintln!(
         "aci shell: {} in {}; type ACI or shell commands, Ctrl-D to end",
         escape_controls(&instance.instance_id),
-        escape_controls(&ctx.image_for(instance))
+        escape_controls(&ctx.plan(instance)?.image.describe())
     );
     let (end, interrupt) = batch::Interrupt::new();
     let session = batch::run_instance_interruptible(&ctx, instance, None, interrupt);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aci::config::Seconds;
 use aci::engine::Engine;
 use aci::eval::run::EvalSettings;
-use aci::spec;
+use aci::provision::Provisioner;
 use aci::text::{escape_controls, escape_controls_in_lines};
 use aci::validate::{table, validate as validate_instances};
 
@@ -30,8 +30,12 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let config = settings::resolve(&args.config, None)?.config;
+    if args.plan {
+        return super::print_plans(&instances, &config.env, false);
+    }
     // A spec file that cannot be read stops the run here, not once per instance.
-    spec::table(&config.env.specs)?;
+    let provisioner = Arc::new(Provisioner::new());
+    provisioner.table(&config.env.specs)?;
     create_output_dir(&args.output)?;
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
@@ -45,6 +49,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         timeout: timeout.duration(),
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
+        provisioner,
     };
     eprintln!(
         "validating {} instance(s) with {} worker(s) into {}",

@@ -1,18 +1,14 @@
 //! A Kubernetes cluster as an engine ([`super::Engine::K8s`]): its pods, and the local daemon
 //! that builds its images.
 //!
-//! Images are built and hashed by the local daemon either way ([`crate::image`]); with a
-//! cluster they are then published ([`Cluster::publish`]): pushed as `<registry>/<tag>` when the
-//! registry lacks them, so that the nodes can pull them. Without a registry the nodes are
-//! expected to have the images under their local tags (`kind load docker-image`).
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! The engine runs what the provisioner prepared and prepares nothing: images are built and
+//! hashed by the local daemon either way, and for a cluster published by the provisioner
+//! ([`crate::provision::Provisioner::publish`]): pushed as `<registry>/<tag>` when the registry
+//! lacks them, so that the nodes can pull them. Without a registry the nodes are expected to
+//! have the images under their local tags (`kind load docker-image`).
 
 use crate::config::EnvConfig;
-use crate::image::LABEL_IMAGE;
-use crate::image::push::publish_one;
-use crate::sandbox::docker::{DockerError, DockerRuntime, RegistryLogin};
+use crate::sandbox::docker::{DockerRuntime, RegistryLogin};
 use crate::sandbox::k8s::manifest::PullPolicy;
 use crate::sandbox::k8s::status::StartLimits;
 use crate::sandbox::k8s::{K8sRuntime, K8sSettings, PendingPod, PodSandbox};
@@ -55,9 +51,6 @@ pub struct Cluster {
     pub registry: Option<String>,
     /// Credentials for the registry, from `docker login`.
     pub credentials: Option<RegistryLogin>,
-    /// Local tags known to be in the registry, by reference; one lock per tag so that two
-    /// tasks needing the same image push it once.
-    published: Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>,
 }
 
 impl Cluster {
@@ -75,7 +68,6 @@ impl Cluster {
                 .map(|r| r.trim_end_matches('/').to_owned())
                 .filter(|r| !r.is_empty()),
             credentials,
-            published: Mutex::new(HashMap::new()),
         }
     }
 
@@ -87,54 +79,15 @@ impl Cluster {
         }
     }
 
-    /// Makes the local image `tag` pullable by the nodes and returns the reference to pull.
-    /// An image aci built (labelled `aci.image`) is pushed to the registry unless the registry
-    /// already has that tag with the same digest; any other image (an instance's own, from a
-    /// public registry) is pulled by the nodes from where it came.
-    pub async fn publish(&self, tag: &str) -> Result<String, SandboxError> {
-        let Some(_) = &self.registry else {
-            return Ok(tag.to_owned());
-        };
-        let info = self.docker.inspect_image(tag).await?.ok_or_else(|| {
-            SandboxError::Docker(DockerError::other(format!(
-                "the image {tag} does not exist\nhint: run `aci images build`"
-            )))
-        })?;
-        if !info.labels.contains_key(LABEL_IMAGE) {
-            return Ok(tag.to_owned());
-        }
-        let reference = self.reference(tag);
-        let lock = {
-            let mut published = self.published.lock().map_err(|_| {
-                SandboxError::Docker(DockerError::other("the image registry lock is poisoned"))
-            })?;
-            Arc::clone(published.entry(reference.clone()).or_default())
-        };
-        let mut done = lock.lock().await;
-        if !*done {
-            publish_one(
-                &self.docker,
-                tag,
-                &reference,
-                &info.digests,
-                self.credentials.as_ref(),
-            )
-            .await?;
-            *done = true;
-        }
-        Ok(reference)
-    }
-
-    /// Creates the pod of `spec` (its image published first) without waiting for it.
+    /// Creates the pod of `spec` without waiting for it. Its image is the reference the nodes
+    /// pull, published by the provisioner ([`crate::provision::Provisioner::publish`]).
     pub async fn create(
         &self,
         spec: &SandboxSpec,
         task_secs: f64,
         created_ahead: bool,
     ) -> Result<PendingPod, SandboxError> {
-        let mut spec = spec.clone();
-        spec.image = self.publish(&spec.image).await?;
-        self.k8s.create(&spec, task_secs, created_ahead).await
+        self.k8s.create(spec, task_secs, created_ahead).await
     }
 
     /// Starts the pod of `spec` and opens its shell.

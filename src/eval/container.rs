@@ -31,18 +31,12 @@ use super::suspicious::BaseFiles;
 use super::tree::{WorkTree, carry, carry_where, is_own_module};
 use super::tripwire::{self, Target, Terms, TripwirePlan};
 use crate::engine::Engine;
-use crate::sandbox::{ExecOutput, FileErrorKind, OutputLimit, Sandbox, SandboxError, SandboxSpec};
+use crate::sandbox::{ExecOutput, FileErrorKind, Sandbox, SandboxError, SandboxSpec};
 use infrastructure::{reset_infrastructure, save_infrastructure};
 
 mod infrastructure;
 
-/// Output kept per command: the head and the tail around an elision note. Far above the
-/// agent's limit, so that a long test log keeps its start marker, its results and its end
-/// marker and exit code (the log is held in memory only up to this bound).
-pub const EVAL_OUTPUT_LIMIT: OutputLimit = OutputLimit {
-    head: 8 * 1024 * 1024,
-    tail: 8 * 1024 * 1024,
-};
+pub use crate::provision::EVAL_OUTPUT_LIMIT;
 /// How long the apply chain may take.
 pub const APPLY_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long one of the grader's own steps (saving, resetting, carrying the tree) may take.

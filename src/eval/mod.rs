@@ -16,7 +16,7 @@ pub mod grade;
 pub mod infra;
 pub mod logs;
 pub mod parse;
-pub mod plan;
+pub use crate::provision::grading as plan;
 pub mod predictions;
 pub mod reach;
 pub mod report;
@@ -27,23 +27,8 @@ pub mod suspicious;
 pub mod tree;
 pub mod tripwire;
 
-/// The directory of the real SWE-bench data the tests read (`lite.jsonl`, `harness-logs/`,
-/// `harness-verdicts.json`): `ACI_SWEBENCH_DATA`, else `../shared/swebench` beside the crate.
-/// A test that needs it fails, never skips, when it is missing.
 #[cfg(test)]
-pub(crate) fn swebench_data_dir() -> std::path::PathBuf {
-    let dir = std::env::var_os("ACI_SWEBENCH_DATA").map_or_else(
-        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/swebench"),
-        std::path::PathBuf::from,
-    );
-    assert!(
-        dir.join("lite.jsonl").is_file(),
-        "the SWE-bench data is missing: {} has no lite.jsonl\nhint: set ACI_SWEBENCH_DATA to \
-         the directory that holds lite.jsonl, harness-logs/ and harness-verdicts.json",
-        dir.display()
-    );
-    dir
-}
+pub(crate) use crate::provision::swebench_data_dir;
 
 #[cfg(test)]
 mod tests {

@@ -16,19 +16,18 @@ use super::canary::{
     CanaryNames, CanaryPlan, UNTRUSTED_TEST_RUN, add_to_command_line, canary_plan, random_word,
     verify,
 };
-use super::container::{ContainerJob, ContainerRun, EVAL_OUTPUT_LIMIT, run_in_container};
+use super::container::{ContainerJob, ContainerRun, run_in_container};
 use super::grade::{Grade, grade_log};
-use super::infra::{ResetAction, ResetEntry};
+use super::infra::ResetEntry;
 use super::parse::{LogReading, read_test_log};
-use super::plan::{GradingPlan, grading_plan};
+use super::plan::GradingPlan;
 use super::predictions::Prediction;
-use super::reach::{Reach, reaches_into_tests};
+use super::reach::reaches_into_tests;
 use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, TripwireReport, eval_key, instance_report_json,
     parse_instance_report, run_summary, run_summary_json,
 };
 use super::script::{EvalScriptSpec, Stages};
-use super::spec;
 use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
@@ -40,9 +39,13 @@ use crate::hint::with_hint;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
-use crate::sandbox::{ResourceLimits, SandboxSpec};
-use crate::source::{PrepareError, PrepareRequest, prepare};
+use crate::provision::{ProvisionRequest, Provisioner, SpecUse};
+use crate::sandbox::SandboxSpec;
+use crate::source::PrepareError;
 use crate::text::{escape_controls, escape_controls_in_lines};
+use lines::{grader_lines, run_log, touches_lines, tripwire_lines};
+
+mod lines;
 
 /// Folded into the resume key, so that a report graded under another scheme (before the staged
 /// sandboxes, the infrastructure reset, the canaries or the tripwire run) is evaluated again.
@@ -66,6 +69,9 @@ pub struct EvalSettings {
     pub env: EnvConfig,
     /// Receives environment image build steps.
     pub on_step: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Plans and provisions the instances' environments (shared by the runs of `aci
+    /// validate`).
+    pub provisioner: Arc<Provisioner>,
 }
 
 /// How one selected instance ended in this run.
@@ -356,7 +362,7 @@ impl Job<'_> {
             line: &*on_step,
             activity: &no_activity,
         };
-        let request = PrepareRequest {
+        let request = ProvisionRequest {
             env: &settings.env,
             run_id: &settings.run_id,
             on_step: &*on_step,
@@ -366,15 +372,16 @@ impl Job<'_> {
             let error = "no Docker daemon builds this engine's images";
             return Ok((self.error_report(error, None), false));
         };
-        let prepared = match prepare(docker, self.instance, &request).await {
+        let provisioner = &settings.provisioner;
+        let prepared = match provisioner.provision(docker, self.instance, &request).await {
             Ok(prepared) => prepared,
             Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
             Err(error) => return Ok((self.error_report(&with_hint(&error), None), false)),
         };
-        let image = prepared.env_image;
-        let repo_dir = self.instance.repo_dir(&settings.env.repo_dir);
+        let image = &prepared.env_image;
+        let repo_dir = &prepared.plan.repo_dir;
         let stages = Stages::new(&EvalScriptSpec {
-            repo_dir: &repo_dir,
+            repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
             activate: settings.env.activate.as_deref(),
@@ -396,8 +403,14 @@ impl Job<'_> {
         if let Err(reason) = written {
             return Ok((self.error_report(&reason, Some(key)), false));
         }
-        let mut spec = self.sandbox_spec(&image, repo_dir);
-        spec.checkout = prepared.checkout;
+        let mut spec = prepared.sandbox_spec(&settings.env, &settings.run_id, SpecUse::Eval);
+        spec.image = match provisioner.publish(&self.shared.engine, &spec.image).await {
+            Ok(reference) => reference,
+            Err(error) => {
+                let reason = format!("the evaluation container failed: {error}");
+                return Ok((self.error_report(&reason, Some(key)), false));
+            }
+        };
         let base_files = base_files_needed(self.patch);
         let run = match self.trial(&spec, &first, &base_files, None).await {
             Ok(run) => run,
@@ -407,7 +420,7 @@ impl Job<'_> {
         if outcome.grade.resolved {
             outcome = self.confirm(&plan, &stages, &spec, &run, outcome).await;
         }
-        Ok((self.finish(&image, key, &run, outcome), false))
+        Ok((self.finish(image, key, &run, outcome), false))
     }
 
     /// Runs one trial of the patch in fresh sandboxes; `Err` is an infrastructure failure.
@@ -617,33 +630,12 @@ impl Job<'_> {
 
     /// The grading plan (test command, parser, commands before the tests), or why there is none.
     fn plan(&self) -> Result<GradingPlan, String> {
-        let table = spec::table(&self.shared.settings.env.specs).map_err(|e| e.to_string())?;
-        grading_plan(self.instance, &table).map_err(|error| error.to_string())
-    }
-
-    fn sandbox_spec(&self, image: &EnvImage, repo_dir: String) -> SandboxSpec {
-        let env = &self.shared.settings.env;
-        let mut spec = SandboxSpec {
-            run_id: self.shared.settings.run_id.clone(),
-            instance_id: self.instance.instance_id.clone(),
-            image: String::new(),
-            repo: None,
-            repo_dir,
-            limits: ResourceLimits::from_env(env),
-            // Tests never get a network, whatever env.network says for agent runs.
-            network: false,
-            env: env
-                .variables
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            output_limit: EVAL_OUTPUT_LIMIT,
-            checkout: None,
-            // eval.sh activates the environment itself, as SWE-bench's does.
-            activate: None,
-        };
-        image.apply_to(&mut spec);
-        spec
+        let settings = &self.shared.settings;
+        let plan = settings
+            .provisioner
+            .plan(self.instance, &settings.env)
+            .map_err(|e| e.to_string())?;
+        plan.grading.map_err(|error| error.to_string())
     }
 
     /// The stored report, when it was graded from inputs with this key and was not an error.
@@ -718,170 +710,5 @@ struct TripwireRun {
     reset: Vec<ResetEntry>,
 }
 
-/// `run_instance.log`'s lines about the grader's own work: what the scan named, what the
-/// sandboxes did besides the stages, and what the reset put back.
-fn grader_lines(run: &ContainerRun, reaches: &[Reach]) -> String {
-    let mut lines = String::new();
-    for reach in reaches {
-        lines.push_str(&format!(
-            "the patch reaches into the test framework: {}: {}\n",
-            escape_controls(&reach.path),
-            reach.why
-        ));
-    }
-    for note in &run.notes {
-        lines.push_str(&format!("{}\n", escape_controls(note)));
-    }
-    lines.push_str(&reset_lines("before the tests", &run.reset));
-    lines
-}
-
-fn reset_lines(when: &str, reset: &[ResetEntry]) -> String {
-    reset
-        .iter()
-        .map(|entry| {
-            let action = match entry.action {
-                ResetAction::Restored => "restored",
-                ResetAction::Removed => "removed",
-            };
-            format!(
-                "{when}, {action}: {}: {}\n",
-                escape_controls(&entry.path),
-                entry.why
-            )
-        })
-        .collect()
-}
-
-fn tripwire_lines(report: &TripwireReport, reset: &[ResetEntry]) -> String {
-    let mut lines = format!(
-        "tripwire run: {} ({} FAIL_TO_PASS test(s) carried a tripwire{}); its log is \
-         tripwire_output.txt\n",
-        if report.confirmed {
-            "confirmed"
-        } else {
-            "not confirmed"
-        },
-        report.checked.len(),
-        if report.unchecked.is_empty() {
-            String::new()
-        } else {
-            format!(", {} could not be placed", report.unchecked.len())
-        }
-    );
-    lines.push_str(&reset_lines("before the tripwire run's tests", reset));
-    lines
-}
-
-/// One `run_instance.log` line per file of test infrastructure the patch changes:
-/// `the patch changes test infrastructure: <path>: <why>`, the path's control characters
-/// written out ([`escape_controls`]): the patch names it.
-fn touches_lines(touched: &[TouchedFile]) -> String {
-    touched
-        .iter()
-        .map(|file| {
-            format!(
-                "the patch changes test infrastructure: {}: {}\n",
-                escape_controls(&file.path),
-                escape_controls(&file.why)
-            )
-        })
-        .collect()
-}
-
-/// `run_instance.log`: the image, the apply chain's output (its control characters written
-/// out, line by line: it names the patch's files) and what the container reported.
-fn run_log(image: &EnvImage, apply_output: &str, oom_killed: bool, elided: u64) -> String {
-    let mut log = format!(
-        "image: {} ({}){}\n>>>>> apply chain output\n{}",
-        image.tag,
-        image.id,
-        if image.built {
-            ", built by this run"
-        } else {
-            ""
-        },
-        escape_controls_in_lines(apply_output)
-    );
-    if !log.ends_with('\n') {
-        log.push('\n');
-    }
-    if oom_killed {
-        log.push_str("a process was killed for running out of memory (env.memory_mb)\n");
-    }
-    if elided > 0 {
-        log.push_str(&format!(
-            "{elided} bytes of test output were dropped from the middle of test_output.txt\n"
-        ));
-    }
-    log
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A patch naming one conftest.py through git's C quoting of an OSC title sequence and one
-    /// with raw ESC bytes in its header.
-    const PATCH: &str = "diff --git \"a/t/\\033]0;pwned\\007/conftest.py\" \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
-        --- \"a/t/\\033]0;pwned\\007/conftest.py\"\n\
-        +++ \"b/t/\\033]0;pwned\\007/conftest.py\"\n\
-        @@ -1 +1 @@\n-a\n+b\n\
-        diff --git a/t/\x1b[2J/conftest.py b/t/\x1b[2J/conftest.py\n\
-        --- a/t/\x1b[2J/conftest.py\n\
-        +++ b/t/\x1b[2J/conftest.py\n\
-        @@ -1 +1 @@\n-a\n+b\n";
-
-    #[test]
-    fn names_from_a_patch_or_a_record_are_escaped_in_run_instance_log_and_progress_lines() {
-        let touched = test_infrastructure(PATCH, None, &BaseFiles::new());
-        assert_eq!(
-            touched
-                .iter()
-                .map(|file| file.path.as_str())
-                .collect::<Vec<_>>(),
-            ["t/\x1b]0;pwned\x07/conftest.py", "t/\x1b[2J/conftest.py"]
-        );
-        assert_eq!(
-            touches_lines(&touched),
-            "the patch changes test infrastructure: t/\\x1b]0;pwned\\x07/conftest.py: pytest \
-             loads it as a plugin\n\
-             the patch changes test infrastructure: t/\\x1b[2J/conftest.py: pytest loads it \
-             as a plugin\n"
-        );
-        let done = InstanceDone {
-            instance_id: "id\x1b]0;x\x07-1".to_owned(),
-            status: InstanceStatus::Error("cannot read /logs/\x1b[2J/test_output.txt".to_owned()),
-            reused: false,
-            elapsed: Duration::from_millis(1500),
-            touches_tests: touched,
-        };
-        assert_eq!(
-            done.describe(),
-            "id\\x1b]0;x\\x07-1: error: cannot read /logs/\\x1b[2J/test_output.txt (1.5 s); the \
-             patch changes test infrastructure: t/\\x1b]0;pwned\\x07/conftest.py (pytest loads \
-             it as a plugin), t/\\x1b[2J/conftest.py (pytest loads it as a plugin)"
-        );
-    }
-
-    #[test]
-    fn the_apply_chain_output_in_run_instance_log_keeps_its_lines_and_escapes_the_rest() {
-        let image = EnvImage {
-            tag: "aci-env-python:abc".to_owned(),
-            id: "sha256:1".to_owned(),
-            env_hash: String::new(),
-            base_image: String::new(),
-            built: false,
-        };
-        assert_eq!(
-            run_log(
-                &image,
-                "patching file t/\x1b[2J/conftest.py\r\nApplied\n",
-                false,
-                0
-            ),
-            "image: aci-env-python:abc (sha256:1)\n>>>>> apply chain output\n\
-             patching file t/\\x1b[2J/conftest.py\\r\nApplied\n"
-        );
-    }
-}
+mod tests;

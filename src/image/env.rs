@@ -13,6 +13,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use super::release::DebianRelease;
+use crate::spec::{SpecEntry, SpecTable};
+
 use sha2::{Digest, Sha256};
 
 use super::LABEL_IMAGE;
@@ -22,7 +25,7 @@ use crate::config::EnvConfig;
 use crate::hint::Hint;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
-use crate::sandbox::{RepoSource, SandboxError, SandboxSpec, repo};
+use crate::sandbox::{RepoSource, SandboxError, repo};
 use crate::text::{literal_regex, safe_name};
 
 /// `aci.image` value of an environment image.
@@ -49,15 +52,6 @@ pub struct EnvImage {
     pub base_image: String,
     /// Whether this call built it (`false`: it was there already).
     pub built: bool,
-}
-
-impl EnvImage {
-    /// Points a sandbox spec at this image: the image already holds the repository and its
-    /// baseline, so nothing is copied in (`repo = None` → the baseline is the image's `HEAD`).
-    pub fn apply_to(&self, spec: &mut SandboxSpec) {
-        spec.image.clone_from(&self.tag);
-        spec.repo = None;
-    }
 }
 
 /// Why an environment image could not be had.
@@ -151,23 +145,6 @@ impl EnvImageError {
     pub fn is_run_level(&self) -> bool {
         matches!(self, Self::LowDisk { .. })
     }
-}
-
-/// The image an instance's environment is built on: `env.image`, else the instance's `image`
-/// (or SWE-smith's `image_name`), else `env.image_template` filled in for it, else the image
-/// of its language in `env.images` (Python when it names none).
-pub fn base_image(instance: &Instance, env: &EnvConfig) -> String {
-    if let Some(image) = env.image.as_deref().or(instance.own_image()) {
-        return image.to_owned();
-    }
-    if let Some(template) = &env.image_template {
-        return super::pull::image_from_template(template, instance);
-    }
-    let language = instance.language.as_deref().unwrap_or("python");
-    env.images
-        .get(language)
-        .cloned()
-        .unwrap_or_else(|| format!("aci-{language}:bookworm"))
 }
 
 /// The Dockerfile of an environment image: three steps, since each step of the classic builder
@@ -303,21 +280,28 @@ pub(super) struct BuildLock {
     _file: Option<std::fs::File>,
 }
 
-/// Waits until no other build of the environment `name` (`env-<hash>`, `spec-<hash>`) runs,
-/// then holds it: two instances that share an environment build it once, the others waiting
-/// and then finding it. Another aci process building the same environment at the same time
-/// would tag a second, different image over the first, so processes wait on a lock file too.
-pub(super) async fn lock_build(name: &str) -> BuildLock {
-    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
-    let lock = match LOCKS.lock() {
-        Ok(mut locks) => locks.entry(name.to_owned()).or_default().clone(),
-        Err(_) => Arc::new(tokio::sync::Mutex::new(())),
-    };
-    let guard = lock.lock_owned().await;
-    BuildLock {
-        _guard: guard,
-        _file: lock_file(name).await,
+/// The builds of environments under way in this process, by name (`env-<hash>`,
+/// `spec-<hash>`). A field of the [`crate::provision::Provisioner`].
+#[derive(Debug, Default)]
+pub struct BuildLocks {
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl BuildLocks {
+    /// Waits until no other build of the environment `name` runs, then holds it: two
+    /// instances that share an environment build it once, the others waiting and then finding
+    /// it. Another aci process building the same environment at the same time would tag a
+    /// second, different image over the first, so processes wait on a lock file too.
+    pub(super) async fn lock(&self, name: &str) -> BuildLock {
+        let lock = match self.locks.lock() {
+            Ok(mut locks) => locks.entry(name.to_owned()).or_default().clone(),
+            Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+        };
+        let guard = lock.lock_owned().await;
+        BuildLock {
+            _guard: guard,
+            _file: lock_file(name).await,
+        }
     }
 }
 
@@ -361,6 +345,24 @@ pub(super) async fn built_env_image(
     }))
 }
 
+/// What an environment image is built on: an image as it is, or the environment of a
+/// SWE-bench spec ([`super::spec_env`]), built first.
+#[derive(Debug, Clone, Copy)]
+pub enum EnvBase<'a> {
+    /// An image (its reference), with the record's setup.
+    Image(&'a str),
+    /// A spec's environment on the Python image of `release`, with the spec's pre-install and
+    /// install as the setup.
+    Spec {
+        /// The spec entry.
+        entry: SpecEntry<'a>,
+        /// The table it is from (its requirement replacements).
+        table: &'a SpecTable,
+        /// The release whose Python the spec asks for.
+        release: DebianRelease,
+    },
+}
+
 /// What [`ensure_env_image`] needs besides the instance.
 pub struct EnvRequest<'a> {
     /// Images, repo_dir, the disk threshold and the build's time limit (`build_timeout`).
@@ -371,7 +373,8 @@ pub struct EnvRequest<'a> {
     pub on_step: &'a (dyn Fn(&str) + Send + Sync),
 }
 
-/// Finds or builds the environment image of `instance`.
+/// Finds or builds the environment image of `instance` on `base` (what its plan says it is
+/// built on: [`crate::provision::Provisioner::env_image`]).
 ///
 /// Without a `repo_path` and without `setup` there is nothing to add, and the base image is
 /// returned as it is. Otherwise the image tagged with the environment hash is reused when its
@@ -384,6 +387,8 @@ pub struct EnvRequest<'a> {
 pub async fn ensure_env_image(
     runtime: &DockerRuntime,
     instance: &Instance,
+    base: EnvBase<'_>,
+    locks: &BuildLocks,
     request: &EnvRequest<'_>,
 ) -> Result<EnvImage, EnvImageError> {
     let id = &instance.instance_id;
@@ -391,14 +396,17 @@ pub async fn ensure_env_image(
         instance_id: id.clone(),
         source,
     };
-    // A SWE-bench record with neither an image nor a setup: its spec's environment is the
-    // base, and the spec's pre-install and install steps are the setup.
-    let (base, setup) = match spec_env::for_instance(instance, request.env).await? {
-        Some(spec) => {
-            let env = spec_env::ensure_spec_env(runtime, &spec, id, request).await?;
+    let (base, setup) = match base {
+        EnvBase::Spec {
+            entry,
+            table,
+            release,
+        } => {
+            let spec = spec_env::for_entry(instance, &entry, table, release).await?;
+            let env = spec_env::ensure_spec_env(runtime, &spec, id, locks, request).await?;
             (env.tag, spec.repo_setup())
         }
-        None => (base_image(instance, request.env), instance.setup.clone()),
+        EnvBase::Image(image) => (image.to_owned(), instance.setup.clone()),
     };
     let base_info = runtime
         .inspect_image(&base)
@@ -421,7 +429,7 @@ pub async fn ensure_env_image(
     let fingerprint = repository_fingerprint(instance).await?;
     let hash = env_hash(&base_info.id, &fingerprint, &repo_dir, &setup);
     let tag = env_tag(instance, &hash);
-    let _lock = lock_build(&format!("env-{hash}")).await;
+    let _lock = locks.lock(&format!("env-{hash}")).await;
     if let Some(built) = built_env_image(runtime, &tag, &hash, &base)
         .await
         .map_err(docker_error)?

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::config::{EnvConfig, PullPolicy};
@@ -239,13 +239,19 @@ fn megabytes(bytes: u64) -> String {
 }
 
 /// One lock per image, and the images this process has pulled already (so `always` pulls an
-/// image once per run, however many instances use it).
-fn pull_lock(image: &str) -> Arc<tokio::sync::Mutex<bool>> {
-    static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
-    match LOCKS.lock() {
-        Ok(mut locks) => locks.entry(image.to_owned()).or_default().clone(),
-        Err(_) => Arc::new(tokio::sync::Mutex::new(false)),
+/// image once per run, however many instances use it). A field of the
+/// [`crate::provision::Provisioner`].
+#[derive(Debug, Default)]
+pub struct PullLocks {
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>,
+}
+
+impl PullLocks {
+    fn lock(&self, image: &str) -> Arc<tokio::sync::Mutex<bool>> {
+        match self.locks.lock() {
+            Ok(mut locks) => locks.entry(image.to_owned()).or_default().clone(),
+            Err(_) => Arc::new(tokio::sync::Mutex::new(false)),
+        }
     }
 }
 
@@ -260,8 +266,9 @@ pub async fn ensure_image(
     policy: PullPolicy,
     instance_id: &str,
     notes: &Notes<'_>,
+    locks: &PullLocks,
 ) -> Result<ImageInfo, PullError> {
-    let lock = pull_lock(image);
+    let lock = locks.lock(image);
     let mut pulled_here = lock.lock().await;
     let present = runtime
         .inspect_image(image)

@@ -6,7 +6,7 @@
 //! Credentials are `docker login`'s: `$DOCKER_CONFIG/config.json` (or `~/.docker/config.json`),
 //! its `auths`, `credHelpers` and `credsStore`.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use super::pull::{docker_config_path, login_for, remember_login, scrubbed};
 use super::{BuiltImage, ImageError, LABEL_IMAGE, LANGUAGE_IMAGES, build};
@@ -38,25 +38,18 @@ pub struct PushedImage {
     pub state: Published,
 }
 
-/// The Debian base image under a language image aci builds: `aci-<lang>:<release>` sits on
-/// `aci-base:<release>`.
-pub fn base_of(language_tag: &str) -> Option<String> {
-    let (name, release) = language_tag.split_once(':')?;
-    let language = name.strip_prefix("aci-")?;
-    (language != "base" && !language.starts_with("env-")).then(|| format!("aci-base:{release}"))
-}
-
-/// The images under `bases` (the instances' base images), in push order: each Debian base,
-/// then the language images, then the other bases. aci's language images are built when
-/// missing or out of date, and their base with them.
+/// The images under `bases` (the instances' base images, each with the Debian base its plan
+/// says it sits on), in push order: each Debian base, then the language images, then the
+/// other bases. aci's language images are built when missing or out of date, and their base
+/// with them.
 pub async fn base_images(
     docker: &DockerRuntime,
-    bases: &BTreeSet<String>,
+    bases: &BTreeMap<String, Option<String>>,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Vec<String>, PushError> {
     let languages: Vec<_> = LANGUAGE_IMAGES
         .iter()
-        .filter(|image| bases.contains(image.tag))
+        .filter(|image| bases.contains_key(image.tag))
         .copied()
         .collect();
     let built: Vec<BuiltImage> = if languages.is_empty() {
@@ -65,10 +58,10 @@ pub async fn base_images(
         build(docker, &languages, false, progress).await?
     };
     let mut tags: Vec<String> = built.into_iter().map(|image| image.tag).collect();
-    for base in bases {
-        for tag in base_of(base).into_iter().chain([base.clone()]) {
-            if !tags.contains(&tag) {
-                tags.push(tag);
+    for (base, debian_base) in bases {
+        for tag in debian_base.iter().chain([base]) {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
             }
         }
     }
@@ -231,24 +224,4 @@ fn helper_credentials(helper: &str, host: &str) -> Result<RegistryLogin, PushErr
             identity_token: None,
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_language_image_sits_on_the_base_of_its_release() {
-        assert_eq!(
-            base_of("aci-python:bookworm").as_deref(),
-            Some("aci-base:bookworm")
-        );
-        assert_eq!(
-            base_of("aci-rust:trixie").as_deref(),
-            Some("aci-base:trixie")
-        );
-        assert_eq!(base_of("aci-base:bookworm"), None);
-        assert_eq!(base_of("aci-env-python:0123"), None);
-        assert_eq!(base_of("swebench/sweb.eval.x86_64.a:latest"), None);
-    }
 }

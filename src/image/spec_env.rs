@@ -25,11 +25,10 @@ use sha2::{Digest, Sha256};
 use super::LABEL_IMAGE;
 use super::build_log::{STEP_MARKER, build_logged};
 use super::env::{
-    ENV_IMAGE_KIND, EnvImage, EnvImageError, EnvRequest, LABEL_BASE_IMAGE, LABEL_ENV_HASH,
-    append_file, built_env_image, label_line, lock_build,
+    BuildLocks, ENV_IMAGE_KIND, EnvImage, EnvImageError, EnvRequest, LABEL_BASE_IMAGE,
+    LABEL_ENV_HASH, append_file, built_env_image, label_line,
 };
 use super::release::DebianRelease;
-use crate::config::EnvConfig;
 use crate::hint::Hint;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
@@ -154,17 +153,6 @@ pub struct BuildStep {
     pub file: String,
     /// The script.
     pub script: String,
-}
-
-/// Whether an instance's environment comes from its spec: no image (`env.image`, the
-/// record's `image` or `image_name`, `env.image_template`), no `setup`, and a Python task (or
-/// one that names no language).
-pub fn applies(instance: &Instance, env: &EnvConfig) -> bool {
-    instance.own_image().is_none()
-        && env.image.is_none()
-        && env.image_template.is_none()
-        && instance.setup.is_empty()
-        && matches!(instance.language.as_deref(), None | Some("python"))
 }
 
 /// The release for a spec entry, and the check that its packages are not conda's.
@@ -509,33 +497,22 @@ fn quote_all(items: &[String]) -> String {
         .join(" ")
 }
 
-/// The spec environment of `instance`, when its environment comes from its spec ([`applies`],
-/// and the table has its repository and version); `None` otherwise.
+/// The environment of `entry` (its release checked by [`check`]) for `instance`, with the
+/// requirements file read from the instance's repository when the spec installs one.
 ///
 /// # Errors
-/// The spec table cannot be read, the spec's Python is in no release, its packages are
-/// conda's, or its requirements file cannot be read from the repository.
-pub async fn for_instance(
+/// The requirements file cannot be read from the repository.
+pub async fn for_entry(
     instance: &Instance,
-    env: &EnvConfig,
-) -> Result<Option<SpecEnv>, SpecEnvError> {
-    if !applies(instance, env) {
-        return Ok(None);
-    }
-    let id = &instance.instance_id;
-    let table = spec::table(&env.specs).map_err(|source| SpecEnvError::Table {
-        instance_id: id.clone(),
-        source,
-    })?;
-    let Ok(entry) = table.lookup(&instance.repo, &instance.version) else {
-        return Ok(None);
-    };
-    let release = check(id, &entry)?;
+    entry: &SpecEntry<'_>,
+    table: &spec::SpecTable,
+    release: DebianRelease,
+) -> Result<SpecEnv, SpecEnvError> {
     let requirements = match entry.spec.packages {
-        Packages::RequirementsTxt => Some(read_requirements(instance, &entry, &table).await?),
+        Packages::RequirementsTxt => Some(read_requirements(instance, entry, table).await?),
         _ => None,
     };
-    Ok(Some(spec_env(&entry, release, requirements)))
+    Ok(spec_env(entry, release, requirements))
 }
 
 /// The requirements file at `environment_setup_commit` (else `base_commit`) of the instance's
@@ -615,6 +592,7 @@ pub async fn ensure_spec_env(
     runtime: &DockerRuntime,
     spec: &SpecEnv,
     instance_id: &str,
+    locks: &BuildLocks,
     request: &EnvRequest<'_>,
 ) -> Result<EnvImage, EnvImageError> {
     let docker_error = |source| EnvImageError::Docker {
@@ -633,7 +611,7 @@ pub async fn ensure_spec_env(
         })?;
     let hash = spec.env_hash(&base_info.id);
     let tag = spec.tag(&hash);
-    let _lock = lock_build(&format!("spec-{hash}")).await;
+    let _lock = locks.lock(&format!("spec-{hash}")).await;
     if let Some(built) = built_env_image(runtime, &tag, &hash, &base)
         .await
         .map_err(docker_error)?

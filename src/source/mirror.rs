@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::image::pull::Notes;
@@ -78,12 +78,19 @@ struct MirrorState {
     fetched: HashSet<String>,
 }
 
-fn mirror_state(path: &Path) -> Arc<tokio::sync::Mutex<MirrorState>> {
-    static STATES: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<MirrorState>>>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
-    match STATES.lock() {
-        Ok(mut states) => states.entry(path.to_owned()).or_default().clone(),
-        Err(_) => Arc::new(tokio::sync::Mutex::new(MirrorState::default())),
+/// What this process knows of each mirror, by its path. A field of the
+/// [`crate::provision::Provisioner`].
+#[derive(Debug, Default)]
+pub struct MirrorStates {
+    states: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<MirrorState>>>>,
+}
+
+impl MirrorStates {
+    fn state(&self, path: &Path) -> Arc<tokio::sync::Mutex<MirrorState>> {
+        match self.states.lock() {
+            Ok(mut states) => states.entry(path.to_owned()).or_default().clone(),
+            Err(_) => Arc::new(tokio::sync::Mutex::new(MirrorState::default())),
+        }
     }
 }
 
@@ -155,6 +162,7 @@ pub struct MirrorRequest<'a> {
 pub async fn ensure_commit(
     request: &MirrorRequest<'_>,
     notes: &Notes<'_>,
+    states: &MirrorStates,
 ) -> Result<PathBuf, MirrorError> {
     check_repo_url(&request.url).map_err(|reason| MirrorError::Url {
         url: request.url.clone(),
@@ -162,7 +170,7 @@ pub async fn ensure_commit(
         reason,
     })?;
     let path = mirror_path(request.cache, request.repo);
-    let state = mirror_state(&path);
+    let state = states.state(&path);
     let mut state = state.lock().await;
     if let Some(failed) = &state.clone_failed {
         return Err(failed.clone());
@@ -396,7 +404,7 @@ mod tests {
             commit,
             instance_id: "o__n-1",
         };
-        ensure_commit(&request, &Notes::quiet()).await
+        ensure_commit(&request, &Notes::quiet(), &MirrorStates::default()).await
     }
 
     /// `--upload-pack=CMD` as a commit ran CMD on the host through `git fetch origin <commit>`

@@ -11,23 +11,21 @@
 //!    `base_commit` is taken as a `repo_path`'s would be.
 //!
 //! When none applies, or the commit is not there, the instance fails before its agent starts
-//! with one line: what was tried, and how to fix it. [`prepare`] does all of it for a run or an
-//! evaluation: the image (pulled as `env.pull` says), the repository, and the environment
-//! image.
+//! with one line: what was tried, and how to fix it. Which of these an instance has is its
+//! plan's ([`crate::provision::RepoPlan`]); [`find_repository`] carries it out for the
+//! [`crate::provision::Provisioner`].
 
 pub mod mirror;
-#[cfg(test)]
-mod tests;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex};
+use std::path::{Path, PathBuf};
 
-use crate::config::EnvConfig;
+use serde_json::{Value, json};
+use std::sync::Mutex;
+
 use crate::hint::Hint;
-use crate::image::env::{EnvImage, EnvImageError, EnvRequest, base_image, ensure_env_image};
-use crate::image::pull::{Notes, PullError, ensure_image, is_built_locally};
-use crate::instance::Instance;
+use crate::image::env::EnvImageError;
+use crate::image::pull::{Notes, PullError};
 use crate::sandbox::SandboxError;
 use crate::sandbox::docker::DockerRuntime;
 
@@ -58,6 +56,15 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// The repository's directory on the host (the record's, or the mirror), when it is not
+    /// inside the image.
+    pub fn host_path(&self) -> Option<&Path> {
+        match self {
+            Self::RepoPath(path) | Self::Mirror { path, .. } => Some(path),
+            Self::Image { .. } => None,
+        }
+    }
+
     /// The trajectory's `info.repository`: where the tree came from, and at which commit.
     pub fn record(&self, base_commit: Option<&str>) -> serde_json::Value {
         let mut record = match self {
@@ -78,20 +85,76 @@ impl Origin {
     }
 }
 
-/// An instance ready to start: its repository found, its image there. `E` is what it starts
-/// in: an [`EnvImage`] from [`prepare`] (Docker, and images for a cluster), `()` from
-/// [`prepare_on_host`] (the local runtime). So a container with no environment image, which
-/// would leave nothing to run the agent's commands in but the host, cannot be expressed.
-#[derive(Debug, Clone)]
-pub struct Prepared<E = EnvImage> {
-    /// The instance, with `repo_path` pointing at the mirror when the repository came from one.
-    pub instance: Instance,
-    /// The environment image to start.
-    pub env_image: E,
-    /// The commit the image's repository must be checked out at (repository from the image).
-    pub checkout: Option<String>,
-    /// Where the repository came from.
-    pub origin: Origin,
+/// A bare mirror the repository can be taken from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorPlan {
+    /// `env.repo_url` filled in for the record's repository.
+    pub url: String,
+    /// `env.repo_cache`; `None` when it is unset and there is no home directory.
+    pub cache: Option<PathBuf>,
+}
+
+/// Where the repository comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepoPlan {
+    /// The record's `repo_path` on the host.
+    HostPath(PathBuf),
+    /// The image, when it holds a git repository at `repo_dir` (checked out at the commit);
+    /// else the mirror.
+    ImageElseMirror {
+        /// The image looked into.
+        image: String,
+        /// Where the repository would be in it.
+        repo_dir: String,
+        /// The mirror tried when the image holds none.
+        mirror: MirrorPlan,
+    },
+    /// A mirror (no image to look into: the local runtime, or an environment that cannot be
+    /// built).
+    Mirror(MirrorPlan),
+}
+
+impl RepoPlan {
+    /// The same plan on the host, where there is no image to look into.
+    pub fn on_host(&self) -> Self {
+        match self {
+            Self::ImageElseMirror { mirror, .. } => Self::Mirror(mirror.clone()),
+            other => other.clone(),
+        }
+    }
+
+    /// The plan as JSON (the `repository` of `--plan`'s lines), taken at `commit`.
+    pub fn to_json(&self, commit: Option<&str>) -> Value {
+        let mirror_json = |mirror: &MirrorPlan| {
+            json!({
+                "url": mirror.url,
+                "cache": mirror.cache.as_ref().map(|path| path.display().to_string()),
+            })
+        };
+        match self {
+            Self::HostPath(path) => json!({
+                "source": "repo_path",
+                "path": path.display().to_string(),
+                "commit": commit,
+            }),
+            Self::ImageElseMirror {
+                image,
+                repo_dir,
+                mirror,
+            } => json!({
+                "source": "image_else_mirror",
+                "image": image,
+                "repo_dir": repo_dir,
+                "commit": commit,
+                "mirror": mirror_json(mirror),
+            }),
+            Self::Mirror(mirror) => json!({
+                "source": "mirror",
+                "commit": commit,
+                "mirror": mirror_json(mirror),
+            }),
+        }
+    }
 }
 
 /// Why an instance cannot start. Only [`PrepareError::is_run_level`] errors stop a run.
@@ -129,127 +192,98 @@ impl Hint for PrepareError {
     }
 }
 
-/// What [`prepare`] needs besides the instance.
-pub struct PrepareRequest<'a> {
-    /// Images, repo_dir, the mirror cache, pull policy, build limits.
-    pub env: &'a EnvConfig,
-    /// Recorded on environment images built now.
-    pub run_id: &'a str,
-    /// Receives an environment image build's steps.
-    pub on_step: &'a (dyn Fn(&str) + Send + Sync),
-    /// Receives the progress of pulls and clones.
+/// The repository found: where it came from, and the commit the image's must be checked out
+/// at (when it came from the image).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundRepository {
+    /// Where it came from.
+    pub origin: Origin,
+    /// The commit to check out in the image's repository.
+    pub checkout: Option<String>,
+}
+
+/// What [`find_repository`] needs besides the plan.
+pub struct RepoRequest<'a> {
+    /// The daemon, to look into the image; `None` on the host (the local runtime).
+    pub runtime: Option<&'a DockerRuntime>,
+    /// The instance, for messages.
+    pub instance_id: &'a str,
+    /// The record's repository (`owner/name`), for the mirror's name.
+    pub repo: &'a str,
+    /// The commit wanted.
+    pub commit: Option<&'a str>,
+    /// Receives the progress of clones.
     pub notes: &'a Notes<'a>,
+    /// What is known of the images looked into.
+    pub seen: &'a SeenImages,
+    /// What is known of the mirrors.
+    pub mirrors: &'a mirror::MirrorStates,
 }
 
-/// Finds everything `instance` needs to start on Docker, in the order of this module's header:
-/// its image (pulled as `env.pull` says, unless it is one of aci's language images), its
-/// repository, and its environment image.
+/// Finds the repository as `plan` says, in the order of this module's header. An image that
+/// is not here is `missing_image`'s error.
 ///
 /// # Errors
-/// [`PrepareError`]: no repository, no image, or no environment image.
-pub async fn prepare(
-    runtime: &DockerRuntime,
-    instance: &Instance,
-    request: &PrepareRequest<'_>,
-) -> Result<Prepared, PrepareError> {
-    let found = find_repository(Some(runtime), instance, request).await?;
-    let env_request = EnvRequest {
-        env: request.env,
-        run_id: request.run_id,
-        on_step: request.on_step,
-    };
-    let env_image = ensure_env_image(runtime, &found.instance, &env_request).await?;
-    Ok(Prepared {
-        instance: found.instance,
-        env_image,
-        checkout: found.checkout,
-        origin: found.origin,
-    })
-}
-
-/// Finds the repository of `instance` for the local runtime, which has no image: its
-/// `repo_path`, else a mirror clone.
-///
-/// # Errors
-/// [`PrepareError::NoRepository`]: neither has it.
-pub async fn prepare_on_host(
-    instance: &Instance,
-    request: &PrepareRequest<'_>,
-) -> Result<Prepared<()>, PrepareError> {
-    find_repository(None, instance, request).await
-}
-
-/// The instance's repository (and, with `runtime`, its image), without an environment image.
-async fn find_repository(
-    runtime: Option<&DockerRuntime>,
-    instance: &Instance,
-    request: &PrepareRequest<'_>,
-) -> Result<Prepared<()>, PrepareError> {
-    let env = request.env;
-    let mut instance = instance.clone();
-    let mut tried = Vec::new();
-    let mut origin = instance.repo_path.clone().map(Origin::RepoPath);
-    if origin.is_none() {
-        tried.push("no repo_path".to_owned());
-    }
-    let mut checkout = None;
-    let image = runtime.map(|_| base_image(&instance, env));
-    if let (Some(runtime), Some(image)) = (runtime, &image) {
-        if !is_built_locally(image, env) {
-            ensure_image(
-                runtime,
-                image,
-                env.pull,
-                &instance.instance_id,
-                request.notes,
-            )
-            .await?;
+/// [`PrepareError`]: no source has the repository, or the image to look into is missing.
+pub async fn find_repository(
+    plan: &RepoPlan,
+    request: &RepoRequest<'_>,
+    missing_image: impl FnOnce(&str) -> EnvImageError,
+) -> Result<FoundRepository, PrepareError> {
+    let mut tried = vec!["no repo_path".to_owned()];
+    let mirror = match (plan, request.runtime) {
+        (RepoPlan::HostPath(path), _) => {
+            return Ok(FoundRepository {
+                origin: Origin::RepoPath(path.clone()),
+                checkout: None,
+            });
         }
-        let repo_dir = instance.repo_dir(&env.repo_dir);
-        if origin.is_none() {
-            match holds_repository(runtime, image, &repo_dir).await {
+        (
+            RepoPlan::ImageElseMirror {
+                image,
+                repo_dir,
+                mirror,
+            },
+            Some(runtime),
+        ) => {
+            match holds_repository(runtime, request.seen, image, repo_dir).await {
                 Ok(Some(true)) => {
-                    checkout.clone_from(&instance.base_commit);
-                    origin = Some(Origin::Image {
-                        image: image.clone(),
-                        repo_dir,
+                    return Ok(FoundRepository {
+                        origin: Origin::Image {
+                            image: image.clone(),
+                            repo_dir: repo_dir.clone(),
+                        },
+                        checkout: request.commit.map(str::to_owned),
                     });
                 }
                 Ok(Some(false)) => {
                     tried.push(format!("the image {image} holds none at {repo_dir}"));
                 }
-                Ok(None) => {
-                    return Err(PrepareError::Env(EnvImageError::MissingBase {
-                        instance_id: instance.instance_id.clone(),
-                        image: image.clone(),
-                    }));
-                }
+                Ok(None) => return Err(PrepareError::Env(missing_image(image))),
                 Err(error) => tried.push(format!("cannot look into the image {image}: {error}")),
             }
+            mirror
         }
-    } else if origin.is_none() {
-        tried.push("no image (--runtime local)".to_owned());
-    }
-    let origin = match origin {
-        Some(origin) => origin,
-        None => from_mirror(&mut instance, env, request.notes, &mut tried).await?,
+        (RepoPlan::ImageElseMirror { mirror, .. } | RepoPlan::Mirror(mirror), None) => {
+            tried.push("no image (--runtime local)".to_owned());
+            mirror
+        }
+        (RepoPlan::Mirror(mirror), Some(_)) => mirror,
     };
-    Ok(Prepared {
-        instance,
-        env_image: (),
-        checkout,
+    let origin = from_mirror(mirror, request, &mut tried).await?;
+    Ok(FoundRepository {
         origin,
+        checkout: None,
     })
 }
 
-/// The repository from the mirror cache: `instance.repo_path` set to the mirror.
+/// The repository from the mirror cache.
 async fn from_mirror(
-    instance: &mut Instance,
-    env: &EnvConfig,
-    notes: &Notes<'_>,
+    mirror: &MirrorPlan,
+    request: &RepoRequest<'_>,
     tried: &mut Vec<String>,
 ) -> Result<Origin, PrepareError> {
-    let commit = instance.base_commit.clone().unwrap_or_default();
+    let commit = request.commit.unwrap_or_default().to_owned();
     let no_repository = |tried: &[String]| PrepareError::NoRepository {
         commit: commit.clone(),
         tried: tried.join("; "),
@@ -258,23 +292,20 @@ async fn from_mirror(
         tried.push("no base_commit to take from a clone".to_owned());
         return Err(no_repository(tried));
     }
-    let Some(cache) = env.repo_cache_dir() else {
+    let Some(cache) = &mirror.cache else {
         tried.push("no mirror cache (env.repo_cache is unset and there is no HOME)".to_owned());
         return Err(no_repository(tried));
     };
-    let url = mirror::repo_url(&env.repo_url, &instance.repo);
-    let request = mirror::MirrorRequest {
-        repo: &instance.repo,
+    let url = mirror.url.clone();
+    let mirror_request = mirror::MirrorRequest {
+        repo: request.repo,
         url: url.clone(),
-        cache: &cache,
+        cache,
         commit: &commit,
-        instance_id: &instance.instance_id,
+        instance_id: request.instance_id,
     };
-    match mirror::ensure_commit(&request, notes).await {
-        Ok(path) => {
-            instance.repo_path = Some(path.clone());
-            Ok(Origin::Mirror { url, path })
-        }
+    match mirror::ensure_commit(&mirror_request, request.notes, request.mirrors).await {
+        Ok(path) => Ok(Origin::Mirror { url, path }),
         Err(error) => {
             tried.push(error.to_string());
             Err(no_repository(tried))
@@ -282,25 +313,36 @@ async fn from_mirror(
     }
 }
 
+/// Whether each image (by id) holds a git repository at a directory, as found so far. A
+/// field of the [`crate::provision::Provisioner`].
+#[derive(Debug, Default)]
+pub struct SeenImages {
+    seen: Mutex<HashMap<(String, String), bool>>,
+}
+
 /// Whether `image` holds a git repository at `repo_dir` (its `.git/HEAD`), read without
 /// running the image, once per image id; `None` when the image is not here.
 async fn holds_repository(
     runtime: &DockerRuntime,
+    seen: &SeenImages,
     image: &str,
     repo_dir: &str,
 ) -> Result<Option<bool>, SandboxError> {
-    static SEEN: LazyLock<Mutex<HashMap<(String, String), bool>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
     let Some(info) = runtime.inspect_image(image).await? else {
         return Ok(None);
     };
     let key = (info.id.clone(), repo_dir.to_owned());
-    if let Some(known) = SEEN.lock().ok().and_then(|seen| seen.get(&key).copied()) {
+    if let Some(known) = seen
+        .seen
+        .lock()
+        .ok()
+        .and_then(|seen| seen.get(&key).copied())
+    {
         return Ok(Some(known));
     }
     let head = format!("{}/.git/HEAD", repo_dir.trim_end_matches('/'));
     let holds = runtime.image_file(&info.id, &head).await?.is_some();
-    if let Ok(mut seen) = SEEN.lock() {
+    if let Ok(mut seen) = seen.seen.lock() {
         seen.insert(key, holds);
     }
     Ok(Some(holds))

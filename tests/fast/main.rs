@@ -16,6 +16,7 @@ mod inspect;
 mod layering;
 mod lint_corpus;
 mod model_http;
+mod plan;
 mod record_fields;
 mod selection;
 mod swebench_logs;

@@ -10,8 +10,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use aci::config::EnvConfig;
-use aci::image::env::{EnvImageError, EnvRequest, ensure_env_image};
+use aci::image::env::{EnvImageError, EnvRequest};
 use aci::instance::{Instance, parse_instances};
+use aci::provision::Provisioner;
 use aci::sandbox::{RepoSource, Sandbox};
 
 const SHORT: Duration = Duration::from_secs(60);
@@ -57,7 +58,8 @@ async fn an_env_image_is_built_once_has_the_sandbox_baseline_and_hides_setup_out
         run_id: &run_id,
         on_step: &quiet,
     };
-    let first = ensure_env_image(&runtime, &instance, &request)
+    let first = Provisioner::new()
+        .env_image(&runtime, &instance, &request)
         .await
         .unwrap();
     assert!(first.built);
@@ -69,7 +71,8 @@ async fn an_env_image_is_built_once_has_the_sandbox_baseline_and_hides_setup_out
     assert_eq!(info.labels["aci.env_hash"], first.env_hash);
     assert_eq!(info.labels["aci.base_image"], "aci-python:bookworm");
 
-    let second = ensure_env_image(&runtime, &instance, &request)
+    let second = Provisioner::new()
+        .env_image(&runtime, &instance, &request)
         .await
         .unwrap();
     assert!(!second.built);
@@ -87,7 +90,8 @@ async fn an_env_image_is_built_once_has_the_sandbox_baseline_and_hides_setup_out
     });
     let copied = runtime.start(&copied_spec).await.unwrap();
     let mut from_image_spec = support::spec("env-image", None);
-    first.apply_to(&mut from_image_spec);
+    from_image_spec.image.clone_from(&first.tag);
+    from_image_spec.repo = None;
     let mut from_image = runtime.start(&from_image_spec).await.unwrap();
     assert_eq!(copied.baseline(), from_image.baseline());
     let status = from_image
@@ -151,7 +155,8 @@ async fn a_failing_setup_command_is_a_build_error_of_that_instance_only() {
         run_id: "test-env-failing",
         on_step: &quiet,
     };
-    let error = ensure_env_image(&runtime, &instance, &request)
+    let error = Provisioner::new()
+        .env_image(&runtime, &instance, &request)
         .await
         .unwrap_err();
     assert!(!error.is_run_level());
@@ -200,7 +205,8 @@ async fn an_instance_whose_image_is_missing_names_it_and_says_how_to_build_it() 
         run_id: "test-env-missing",
         on_step: &quiet,
     };
-    let error = ensure_env_image(&runtime, &instance, &request)
+    let error = Provisioner::new()
+        .env_image(&runtime, &instance, &request)
         .await
         .unwrap_err();
     assert_eq!(

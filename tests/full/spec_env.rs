@@ -13,9 +13,10 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use aci::config::EnvConfig;
-use aci::image::env::{EnvImageError, EnvRequest, ensure_env_image};
+use aci::image::env::{EnvImageError, EnvRequest};
 use aci::image::release::DebianRelease;
 use aci::instance::{Instance, parse_instances};
+use aci::provision::Provisioner;
 use aci::sandbox::Sandbox;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -538,7 +539,10 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
         on_step: &quiet,
     };
     let first = instance(&record);
-    let image = ensure_env_image(&runtime, &first, &request).await.unwrap();
+    let image = Provisioner::new()
+        .env_image(&runtime, &first, &request)
+        .await
+        .unwrap();
     assert!(!image.built, "aci validate built it already");
     assert!(
         image
@@ -548,7 +552,8 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
         image.base_image
     );
     let mut spec = support::spec("spec-env-agent", None);
-    image.apply_to(&mut spec);
+    spec.image.clone_from(&image.tag);
+    spec.repo = None;
     let mut sandbox = runtime.start(&spec).await.unwrap();
     let out = sandbox
         .run_merged(
@@ -584,7 +589,8 @@ async fn a_project_from_pypi_validates_with_gold_and_fails_without_in_the_venv_o
     let mut second = record.clone();
     second["instance_id"] = json!("jpvanhal__inflection-2");
     second["base_commit"] = json!(git(&task.repo, &["rev-parse", "HEAD"]).trim());
-    let second = ensure_env_image(&runtime, &instance(&second), &request)
+    let second = Provisioner::new()
+        .env_image(&runtime, &instance(&second), &request)
         .await
         .unwrap();
     assert!(second.built);
@@ -655,7 +661,8 @@ async fn a_spec_whose_python_no_release_has_fails_its_instance_and_says_so() {
         run_id: "test-py310",
         on_step: &quiet,
     };
-    let error = ensure_env_image(&runtime, &instance(&record), &request)
+    let error = Provisioner::new()
+        .env_image(&runtime, &instance(&record), &request)
         .await
         .unwrap_err();
     assert!(matches!(error, EnvImageError::Spec(_)), "{error:?}");
@@ -679,7 +686,8 @@ async fn a_pin_pypi_does_not_have_fails_the_build_at_its_step_with_the_last_line
         run_id: "test-bad-pin",
         on_step: &quiet,
     };
-    let error = ensure_env_image(&runtime, &instance(&record), &request)
+    let error = Provisioner::new()
+        .env_image(&runtime, &instance(&record), &request)
         .await
         .unwrap_err();
     let EnvImageError::Build {

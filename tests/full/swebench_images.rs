@@ -782,7 +782,30 @@ fn every_swe_bench_lite_record_fails_before_its_agent_when_its_repository_cannot
         summary_rows(&batch.stdout),
         rows(&[("exit_environment_error", 300), ("total", 300)])
     );
+    // What each record was to run on, as `--plan` says: its spec's environment (on the Python
+    // image of its release, which is the image looked into), or none when aci cannot build its
+    // spec, which fails it before its repository is looked for.
+    let planned = batch_support::batch(&[
+        "--plan",
+        "--instances",
+        lite.to_str().unwrap(),
+        "--set",
+        "env.repo_url=https://github.invalid/{repo}.git",
+        "--set",
+        &cache,
+    ]);
+    planned.expect_code(0);
+    let plans: std::collections::BTreeMap<String, Value> = planned
+        .stdout
+        .lines()
+        .map(|line| {
+            let plan: Value = serde_json::from_str(line).unwrap();
+            (plan["instance_id"].as_str().unwrap().to_owned(), plan)
+        })
+        .collect();
+    assert_eq!(plans.len(), 300);
     let preds = read_json(&output.join("preds.json"));
+    let mut cloned = std::collections::BTreeSet::new();
     for record in &records {
         let id = record["instance_id"].as_str().unwrap();
         let repo = record["repo"].as_str().unwrap();
@@ -793,12 +816,29 @@ fn every_swe_bench_lite_record_fails_before_its_agent_when_its_repository_cannot
             "{id} never reached its agent"
         );
         let error = traj["info"]["error"].as_str().unwrap();
-        let expected = format!(
-            "no repository at base_commit {}: no repo_path; the image aci-python:bookworm holds \
-             none at /testbed; cloning https://github.invalid/{repo}.git into ",
-            record["base_commit"].as_str().unwrap()
-        );
-        assert!(error.starts_with(&expected), "{id}: {error}");
+        let plan = &plans[id];
+        if plan["image"]["obtained"] == "none" {
+            let why = plan["image"]["error"].as_str().unwrap();
+            let first = why.lines().next().unwrap();
+            assert!(error.starts_with(first), "{id}: {error}");
+        } else {
+            let image = plan["repository"]["image"].as_str().unwrap();
+            assert_eq!(Some(image), plan["image"]["base"].as_str(), "{id}");
+            let expected = format!(
+                "no repository at base_commit {}: no repo_path; the image {image} holds none \
+                 at /testbed; cloning https://github.invalid/{repo}.git into ",
+                record["base_commit"].as_str().unwrap()
+            );
+            // Without the release's Python image the record fails naming that image.
+            let missing = format!("{id}: the image {image} does not exist");
+            assert!(
+                error.starts_with(&expected) || error.starts_with(&missing),
+                "{id}: {error}"
+            );
+            if error.starts_with(&expected) {
+                cloned.insert(repo);
+            }
+        }
         assert_eq!(preds[id]["model_patch"], "", "{id}");
         assert_eq!(
             lines_with(&batch.stderr, &format!("error: {id}: ")).len(),
@@ -807,10 +847,6 @@ fn every_swe_bench_lite_record_fails_before_its_agent_when_its_repository_cannot
     }
     // One clone was tried per repository, not per record.
     let clones = lines_with(&batch.stderr, "] cloning https://github.invalid/");
-    let repos: std::collections::BTreeSet<&str> = records
-        .iter()
-        .map(|r| r["repo"].as_str().unwrap())
-        .collect();
-    assert_eq!(clones.len(), repos.len(), "{}", batch.stderr);
+    assert_eq!(clones.len(), cloned.len(), "{}", batch.stderr);
     assert!(containers_of(&run).is_empty());
 }

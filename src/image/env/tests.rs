@@ -17,32 +17,6 @@ fn instance(language: Option<&str>, image: Option<&str>) -> Instance {
         .remove(0)
 }
 
-#[test]
-fn the_base_image_is_the_config_override_then_the_instance_image_then_the_language_image() {
-    let mut env = EnvConfig::default();
-    assert_eq!(
-        base_image(&instance(Some("rust"), None), &env),
-        "aci-rust:bookworm"
-    );
-    assert_eq!(
-        base_image(&instance(None, None), &env),
-        "aci-python:bookworm"
-    );
-    assert_eq!(
-        base_image(&instance(Some("go"), None), &env),
-        "aci-go:bookworm"
-    );
-    assert_eq!(
-        base_image(&instance(Some("rust"), Some("my/img:1")), &env),
-        "my/img:1"
-    );
-    env.image = Some("forced:1".to_owned());
-    assert_eq!(
-        base_image(&instance(Some("rust"), Some("my/img:1")), &env),
-        "forced:1"
-    );
-}
-
 fn recipe(baseline: Option<repo::Baseline>, setup: &[String]) -> Recipe<'_> {
     Recipe {
         base: "sha256:abc",

@@ -305,52 +305,6 @@ fn pre_install_commands_run_as_one_script_before_install() {
     );
 }
 
-#[test]
-fn only_python_records_without_an_image_of_any_kind_or_a_setup_come_from_specs() {
-    let record = |extra: serde_json::Value| {
-        let mut record = serde_json::json!({
-            "instance_id": "a__b-1", "problem_statement": "", "repo": "sympy/sympy",
-            "version": "1.1", "base_commit": "0000000000000000000000000000000000000000",
-        });
-        for (key, value) in extra.as_object().unwrap() {
-            record[key] = value.clone();
-        }
-        crate::instance::parse_instances(&record.to_string(), None)
-            .unwrap()
-            .instances
-            .remove(0)
-    };
-    let env = EnvConfig::default();
-    assert!(applies(&record(serde_json::json!({})), &env));
-    assert!(applies(
-        &record(serde_json::json!({"language": "python"})),
-        &env
-    ));
-    assert!(!applies(
-        &record(serde_json::json!({"language": "rust"})),
-        &env
-    ));
-    assert!(!applies(&record(serde_json::json!({"image": "i:1"})), &env));
-    assert!(!applies(
-        &record(serde_json::json!({"image_name": "swesmith.x86_64.a:1"})),
-        &env
-    ));
-    assert!(!applies(
-        &record(serde_json::json!({"setup": ["make"]})),
-        &env
-    ));
-    let forced = EnvConfig {
-        image: Some("i:2".to_owned()),
-        ..EnvConfig::default()
-    };
-    assert!(!applies(&record(serde_json::json!({})), &forced));
-    let swebench = EnvConfig {
-        image_template: Some("swebench/sweb.eval.x86_64.{id_docker}:latest".to_owned()),
-        ..EnvConfig::default()
-    };
-    assert!(!applies(&record(serde_json::json!({})), &swebench));
-}
-
 /// An `environment_setup_commit` of `--output=FILE` made `git show` write a host file named
 /// `FILE:<requirements path>`; now it is a name that is not there, and the file is not read.
 #[test]

@@ -2,8 +2,8 @@
 //! that name a missing spec, and a full plan for every record of SWE-bench Lite.
 
 use super::*;
-use crate::eval::spec::builtin;
 use crate::instance::parse_instances;
+use crate::spec::builtin;
 
 fn instance(json: serde_json::Value) -> Instance {
     let mut loaded = parse_instances(&json.to_string(), None).unwrap();
@@ -231,7 +231,7 @@ fn a_record_without_test_cmd_that_the_table_lacks_is_an_error_naming_repo_and_ve
 
 #[test]
 fn every_swe_bench_lite_record_gets_a_full_grading_plan() {
-    let path = crate::eval::swebench_data_dir().join("lite.jsonl");
+    let path = crate::provision::swebench_data_dir().join("lite.jsonl");
     let loaded = crate::instance::load_instances_file(&path).unwrap();
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     assert_eq!(loaded.instances.len(), 300);

@@ -1,11 +1,10 @@
-//! The local runtime's preparation: a repository only, never an image or a container.
+//! The local runtime's provisioning: a repository only, never an image or a container.
 
 use super::*;
-use crate::image::pull::Notes;
 use crate::instance::parse_instances;
 
-fn request<'a>(env: &'a EnvConfig, notes: &'a Notes<'a>) -> PrepareRequest<'a> {
-    PrepareRequest {
+fn request<'a>(env: &'a EnvConfig, notes: &'a Notes<'a>) -> ProvisionRequest<'a> {
+    ProvisionRequest {
         env,
         run_id: "test-source",
         on_step: &|_| {},
@@ -27,7 +26,8 @@ async fn the_host_takes_the_repo_path_as_it_is() {
         "repo_path": dir.path(), "base_commit": "abc1234",
     });
     let (env, notes) = (EnvConfig::default(), Notes::quiet());
-    let prepared: Prepared<()> = prepare_on_host(&instance(&record), &request(&env, &notes))
+    let prepared: Provisioned<()> = Provisioner::new()
+        .provision_on_host(&instance(&record), &request(&env, &notes))
         .await
         .unwrap();
     assert_eq!(prepared.origin, Origin::RepoPath(dir.path().to_owned()));
@@ -47,7 +47,8 @@ async fn the_host_names_the_missing_image_among_what_it_tried() {
         ..EnvConfig::default()
     };
     let notes = Notes::quiet();
-    let error = prepare_on_host(&instance(&record), &request(&env, &notes))
+    let error = Provisioner::new()
+        .provision_on_host(&instance(&record), &request(&env, &notes))
         .await
         .unwrap_err();
     let text = error.to_string();

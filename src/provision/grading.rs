@@ -1,13 +1,13 @@
 //! The grading plan of one instance: its test command with the test directives SWE-bench would
 //! pass, the log parser, and the commands the evaluation runs before the tests. An instance's own
 //! fields (`test_cmd`, `log_parser`, `setup`) override the built-in SWE-bench specs
-//! ([`super::spec`]); a record the table lacks and that brings no `test_cmd` is an error naming
+//! ([`crate::spec`]); a record the table lacks and that brings no `test_cmd` is an error naming
 //! its repository and version.
 
-use super::parse::ParserName;
-use super::script::{patch_files, shell_quote};
-use super::spec::{DirectiveStyle, SpecLookupError, SpecTable};
 use crate::instance::Instance;
+use crate::patch::patch_files;
+use crate::sandbox::shell_quote;
+use crate::spec::{DirectiveStyle, ParserName, SpecLookupError, SpecTable};
 
 /// Extensions SWE-bench never passes to the test command (its `NON_TEST_EXTS`, including the
 /// dotless `csv`, which matches any name ending in `csv`).
