@@ -9,18 +9,18 @@
 //! # Layers
 //!
 //! Dependencies point one way: a module imports only modules of lower layers, never one of its
-//! own layer or above. `tests/layering.rs` reads this list and checks every `crate::` path (and
-//! every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs` and
-//! `commands/`, one file per command) stands on all of them. Only
-//! `sandbox::docker` speaks to Docker, and only `sandbox::k8s` to a Kubernetes API server.
+//! own layer or above. `tests/fast/layering.rs` reads this list and checks every `crate::` path
+//! (and every `super::` that leaves its module) against it. The binary (`main.rs`, `cli.rs` and
+//! `commands/`, one file per command) stands on all of them. Only `sandbox::docker` speaks to
+//! Docker, and only `sandbox::k8s` to a Kubernetes API server.
 //!
 //! 1. `hint` — what to do about an error, kept apart from its message.
-//! 2. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec`, `error_chain` — leaves:
-//!    atomic
-//!    writes; the data the layers hand each other (roles, exit statuses, predictions);
-//!    placeholders, literal regular expressions and escaped names; the credentials held and
-//!    their scrubbing; the TLS provider; task instances; the lint verdict; SWE-bench's
-//!    specifications, which grading and environments both read.
+//! 2. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec`, `error_chain` —
+//!    leaves: atomic writes; the data the layers hand each other (roles, exit statuses,
+//!    predictions); placeholders, literal regular expressions and escaped names; the credentials
+//!    held and their scrubbing; the TLS provider; task instances; the lint verdict; SWE-bench's
+//!    specifications, which grading and environments both read; an error and its causes as one
+//!    line.
 //! 3. `config`, `trajectory`, `patch` — the configuration schema and its data types; `.traj`
 //!    files; reading a diff.
 //! 4. `sandbox`, `model` — the sandboxes commands run in; the language models.

@@ -32,8 +32,8 @@ pub fn with_overrides(env: &EnvConfig, args: &EngineArgs) -> EnvConfig {
 async fn connect_cluster(docker: DockerRuntime, env: &EnvConfig) -> Result<Arc<Cluster>, Failure> {
     let k8s = K8sRuntime::connect(k8s_settings(env)).await.map_err(|e| {
         Failure::new(e.to_string()).hint(
-            "set KUBECONFIG (or run inside the cluster with a service account); see the \
-             README's Kubernetes section",
+            "set KUBECONFIG (or run inside the cluster with a service account); see \
+             docs/kubernetes.md",
         )
     })?;
     match k8s.reap_orphans().await {

@@ -593,7 +593,7 @@ pub(super) fn refused(
         text.push_str(
             "\nhint: the service account needs get, list, watch, create and delete on pods, \
              get and create on pods/exec, and create, list and delete on networkpolicies (see \
-             the README)",
+             docs/kubernetes.md)",
         );
     }
     api_error(text)
