@@ -11,7 +11,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn the_builtin_table_has_the_twelve_swe_bench_repositories_with_their_parsers() {
+fn the_builtin_table_has_the_eighteen_swe_bench_repositories_with_their_parsers() {
     let parsers: Vec<(&str, ParserName)> = table()
         .repos()
         .map(|repo| (repo.repo.as_str(), repo.log_parser))
@@ -21,15 +21,21 @@ fn the_builtin_table_has_the_twelve_swe_bench_repositories_with_their_parsers() 
         vec![
             ("astropy/astropy", ParserName::PytestV2),
             ("django/django", ParserName::Django),
+            ("marshmallow-code/marshmallow", ParserName::Pytest),
             ("matplotlib/matplotlib", ParserName::Matplotlib),
             ("mwaskom/seaborn", ParserName::Seaborn),
             ("pallets/flask", ParserName::Pytest),
             ("psf/requests", ParserName::PytestOptions),
+            ("pvlib/pvlib-python", ParserName::Pytest),
             ("pydata/xarray", ParserName::Pytest),
+            ("pydicom/pydicom", ParserName::PytestOptions),
+            ("pylint-dev/astroid", ParserName::Pytest),
             ("pylint-dev/pylint", ParserName::PytestOptions),
             ("pytest-dev/pytest", ParserName::Pytest),
+            ("pyvista/pyvista", ParserName::Pytest),
             ("scikit-learn/scikit-learn", ParserName::PytestV2),
             ("sphinx-doc/sphinx", ParserName::PytestV2),
+            ("sqlfluff/sqlfluff", ParserName::Pytest),
             ("sympy/sympy", ParserName::Sympy),
         ]
     );
@@ -252,4 +258,61 @@ fn invalid_spec_files_are_rejected_with_the_reason() {
         SpecTable::from_yaml(&unknown_key),
         Err(SpecError::Syntax(message)) if message.contains("unknown field `pyhton`")
     ));
+}
+
+#[test]
+fn dev_split_entries_carry_swebench_4_1_0_facts() {
+    let entry = table().lookup("pvlib/pvlib-python", "0.8").unwrap();
+    assert_eq!(entry.repo.directives, DirectiveStyle::Paths);
+    assert_eq!(
+        *entry.spec,
+        VersionSpec {
+            python: "3.9".to_owned(),
+            packages: Packages::List(strings(&["pandas", "scipy"])),
+            no_use_env: false,
+            pre_install: Vec::new(),
+            install: Some("python -m pip install -e .[all]".to_owned()),
+            pip_packages: strings(&["jupyter", "ipython", "matplotlib", "pytest", "flake8"]),
+            eval_commands: Vec::new(),
+            test_cmd: "pytest -rA".to_owned(),
+            execute_test_as_nonroot: false,
+            nano_cpus: None,
+        }
+    );
+    let pyvista = table().lookup("pyvista/pyvista", "0.39").unwrap();
+    assert_eq!(
+        pyvista.repo.requirements_paths,
+        strings(&["requirements_test.txt", "requirements.txt"])
+    );
+    assert_eq!(pyvista.spec.packages, Packages::RequirementsTxt);
+    assert_eq!(
+        pyvista.spec.pre_install,
+        strings(&["apt-get update && apt-get install -y ffmpeg libsm6 libxext6 libxrender1"])
+    );
+    let sqlfluff = table().lookup("sqlfluff/sqlfluff", "2.2").unwrap();
+    assert_eq!(
+        sqlfluff.repo.requirements_paths,
+        strings(&["requirements_dev.txt"])
+    );
+    assert_eq!(sqlfluff.spec.pip_packages, Vec::<String>::new());
+    let pydicom = table().lookup("pydicom/pydicom", "1.3").unwrap();
+    assert_eq!(pydicom.spec.python, "3.6");
+    assert_eq!(pydicom.repo.log_parser, ParserName::PytestOptions);
+    assert_eq!(
+        table()
+            .lookup("marshmallow-code/marshmallow", "3.19")
+            .unwrap()
+            .spec
+            .install
+            .as_deref(),
+        Some("python -m pip install -e '.[dev]'")
+    );
+    assert_eq!(
+        table()
+            .repo("pylint-dev/astroid")
+            .unwrap()
+            .versions()
+            .collect::<Vec<_>>(),
+        vec!["2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.12", "2.13", "2.14", "2.15", "2.16", "3.0"]
+    );
 }
