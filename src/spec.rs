@@ -11,6 +11,10 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use serde::Deserialize;
 
+pub mod record;
+
+pub use record::{EvalType, RecordSpec, SpecSource};
+
 /// The text of `specs/swebench.yaml`.
 pub const BUILTIN_SPECS_YAML: &str = include_str!("../specs/swebench.yaml");
 
