@@ -213,6 +213,25 @@ pub struct AgentArgs {
     pub cluster: EngineArgs,
 }
 
+/// `--spec`: which spec grades a record that carries its own and that the spec table has too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SpecArg {
+    /// The record's own `eval_script` (its test command), `log_parser` and `eval_type`.
+    Record,
+    /// The built-in table (`specs/swebench.yaml`, with `env.specs`).
+    Builtin,
+}
+
+impl SpecArg {
+    /// The `env.spec_source` it sets.
+    pub fn source(self) -> aci::spec::SpecSource {
+        match self {
+            Self::Record => aci::spec::SpecSource::Record,
+            Self::Builtin => aci::spec::SpecSource::Builtin,
+        }
+    }
+}
+
 /// `--images`: which images instances run in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Images {
@@ -289,6 +308,11 @@ pub struct EvalArgs {
     /// Which of the instances (after --id).
     #[command(flatten)]
     pub selection: SelectionArgs,
+    /// Which spec grades a SWE-bench record that carries its own (`eval_script`, `log_parser`,
+    /// `eval_type`) and that the spec table has too: sets env.spec_source (default `record`).
+    /// A record without its own spec always uses the table.
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    pub spec: Option<SpecArg>,
     /// The configuration (its `env` section: images, repo_dir, limits, min_free_disk_gb).
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -325,6 +349,11 @@ pub struct ValidateArgs {
     /// Validate only this instance; repeatable.
     #[arg(long = "id", value_name = "ID")]
     pub ids: Vec<String>,
+    /// Which spec grades a SWE-bench record that carries its own (`eval_script`, `log_parser`,
+    /// `eval_type`) and that the spec table has too: sets env.spec_source (default `record`).
+    /// A record without its own spec always uses the table.
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    pub spec: Option<SpecArg>,
     /// The configuration (its `env` section: images, specs, repo_dir, limits).
     #[command(flatten)]
     pub config: ConfigArgs,

@@ -309,6 +309,7 @@ mod tests {
             reaches_into_tests: Vec::new(),
             infrastructure_reset: Vec::new(),
             tripwire: None,
+            spec_source: None,
             eval_key: None,
         }
     }

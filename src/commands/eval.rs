@@ -53,7 +53,10 @@ pub async fn execute(
         .hint("check --id, --filter and --slice"));
     }
     if args.plan {
-        let config = settings::resolve(&args.config, None)?.config;
+        let mut config = settings::resolve(&args.config, None)?.config;
+        if let Some(spec) = args.spec {
+            config.env.spec_source = spec.source();
+        }
         return super::print_plans(&selected, &config.env, false);
     }
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
@@ -75,7 +78,10 @@ pub async fn execute(
                 .hint("pass --predictions FILE or --predictions gold"),
         );
     };
-    let config = settings::resolve(&args.config, None)?.config;
+    let mut config = settings::resolve(&args.config, None)?.config;
+    if let Some(spec) = args.spec {
+        config.env.spec_source = spec.source();
+    }
     // A spec file (env.specs) that cannot be read stops the run here, not once per instance.
     let provisioner = Arc::new(Provisioner::new());
     provisioner.table(&config.env.specs)?;

@@ -29,7 +29,10 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
             args.instances.display()
         )));
     }
-    let config = settings::resolve(&args.config, None)?.config;
+    let mut config = settings::resolve(&args.config, None)?.config;
+    if let Some(spec) = args.spec {
+        config.env.spec_source = spec.source();
+    }
     if args.plan {
         return super::print_plans(&instances, &config.env, false);
     }

@@ -296,6 +296,11 @@ pub struct EnvConfig {
     /// Grading and environment images both use them. Relative paths resolve against the
     /// working directory.
     pub specs: Vec<PathBuf>,
+    /// Which spec grades a SWE-bench record that carries its own (`eval_script`, `log_parser`,
+    /// `eval_type`, as the 5.x exports do) and that the spec table also has: `record` (the
+    /// default) or `builtin`. A record without its own spec always uses the table. `--spec`
+    /// sets it for `aci eval` and `aci validate`.
+    pub spec_source: crate::spec::SpecSource,
     /// The directory where the whole log of each environment image build is kept, one file
     /// per image (`<tag>.log`). Null: `$XDG_CACHE_HOME/aci/build-logs`, else
     /// `~/.cache/aci/build-logs`.
@@ -364,6 +369,7 @@ impl Default for EnvConfig {
             activate: None,
             k8s: K8sConfig::default(),
             specs: Vec::new(),
+            spec_source: crate::spec::SpecSource::Record,
             build_logs: None,
         }
     }

@@ -7,6 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::parse::{LogParser, LogReading, NotRunReason, StatusMap, TestStatus, read_test_log};
+use crate::spec::EvalType;
 
 /// The tests of one category that passed and failed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +123,22 @@ pub fn grade_log(
     grade(&read_test_log(log, parser), fail_to_pass, pass_to_pass)
 }
 
+/// [`grade_log`] with the record's `eval_type` ([`grade_as`]).
+pub fn grade_log_as(
+    log: &str,
+    parser: LogParser,
+    fail_to_pass: &[String],
+    pass_to_pass: &[String],
+    eval_type: EvalType,
+) -> Grade {
+    grade_as(
+        &read_test_log(log, parser),
+        fail_to_pass,
+        pass_to_pass,
+        eval_type,
+    )
+}
+
 /// Grades a read log.
 ///
 /// Nothing ran → not applied, not resolved, with `error` set. Otherwise the lists are graded
@@ -137,6 +154,18 @@ pub fn grade_log(
 /// harness (5.x, which added that guard) then reports the patch as not applied, and so does aci.
 /// The instance still counts as completed and unresolved, as there.
 pub fn grade(reading: &LogReading, fail_to_pass: &[String], pass_to_pass: &[String]) -> Grade {
+    grade_as(reading, fail_to_pass, pass_to_pass, EvalType::PassAndFail)
+}
+
+/// [`grade`], the lists read as `eval_type` says ([`tests_report_as`]). The guards are the
+/// same: with `fail_only` a log with no result and no sign that the suite ran is not applied,
+/// as in the harness (5.x), rather than every test counting as passed.
+pub fn grade_as(
+    reading: &LogReading,
+    fail_to_pass: &[String],
+    pass_to_pass: &[String],
+    eval_type: EvalType,
+) -> Grade {
     let run = match reading {
         LogReading::NotRun(reason) => {
             return Grade {
@@ -151,7 +180,7 @@ pub fn grade(reading: &LogReading, fail_to_pass: &[String], pass_to_pass: &[Stri
         }
         LogReading::Ran(run) => run,
     };
-    let tests_status = tests_report(&run.status, fail_to_pass, pass_to_pass);
+    let tests_status = tests_report_as(&run.status, fail_to_pass, pass_to_pass, eval_type);
     let resolution = resolution(&tests_status);
     let any_failure = run.status.values().any(|status| status.is_failure());
     let nothing_ran = run.status.is_empty() && !run.suite_ran;
@@ -191,6 +220,36 @@ pub fn tests_report(
                 Some(found) if found.is_pass() => lists.success.push(test.clone()),
                 Some(TestStatus::Skipped) => {}
                 _ => lists.failure.push(test.clone()),
+            }
+        }
+        lists
+    };
+    TestsStatus {
+        fail_to_pass: grade_list(fail_to_pass),
+        pass_to_pass: grade_list(pass_to_pass),
+        ..TestsStatus::default()
+    }
+}
+
+/// [`tests_report`] for `eval_type`: with `fail_only` (SWE-bench's `check_fail_only`, for both
+/// lists) a test is a failure only when the log reports it FAILED, by its exact id, and a
+/// success otherwise (passed, errored, skipped or missing).
+pub fn tests_report_as(
+    status: &StatusMap,
+    fail_to_pass: &[String],
+    pass_to_pass: &[String],
+    eval_type: EvalType,
+) -> TestsStatus {
+    if eval_type == EvalType::PassAndFail {
+        return tests_report(status, fail_to_pass, pass_to_pass);
+    }
+    let grade_list = |tests: &[String]| {
+        let mut lists = SuccessFailure::default();
+        for test in tests {
+            if status.get(test) == Some(&TestStatus::Failed) {
+                lists.failure.push(test.clone());
+            } else {
+                lists.success.push(test.clone());
             }
         }
         lists

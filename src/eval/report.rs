@@ -87,6 +87,11 @@ pub struct InstanceReport {
     /// aci: the tripwire run of a first run that resolved ([`super::tripwire`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tripwire: Option<TripwireReport>,
+    /// aci: which spec gave the test command and parser: `record` (the record's own
+    /// `eval_script`, `log_parser`, `eval_type`) or `builtin` (the spec table); absent for an
+    /// instance's own `test_cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_source: Option<crate::spec::SpecSource>,
     /// aci: the resume key ([`eval_key`]) of the inputs this report was graded from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval_key: Option<String>,
@@ -119,6 +124,7 @@ impl InstanceReport {
             reaches_into_tests: Vec::new(),
             infrastructure_reset: Vec::new(),
             tripwire: None,
+            spec_source: None,
             eval_key,
         }
     }
@@ -139,6 +145,7 @@ impl InstanceReport {
             reaches_into_tests: Vec::new(),
             infrastructure_reset: Vec::new(),
             tripwire: None,
+            spec_source: None,
             eval_key,
         }
     }

@@ -17,7 +17,7 @@ use super::canary::{
     verify,
 };
 use super::container::{ContainerJob, ContainerRun, run_in_container};
-use super::grade::{Grade, grade_log};
+use super::grade::{Grade, grade_log_as};
 use super::infra::ResetEntry;
 use super::parse::{LogReading, read_test_log};
 use super::plan::GradingPlan;
@@ -42,6 +42,7 @@ use crate::instance::Instance;
 use crate::provision::{ProvisionRequest, Provisioner, SpecUse};
 use crate::sandbox::SandboxSpec;
 use crate::source::PrepareError;
+use crate::spec::{EvalType, SpecSource};
 use crate::text::{escape_controls, escape_controls_in_lines};
 use lines::{grader_lines, run_log, touches_lines, tripwire_lines};
 
@@ -391,7 +392,10 @@ impl Job<'_> {
             test_directives: &plan.test_directives,
         });
         // The key covers the scripts without the canaries, whose names change every run.
-        let key_script = format!("{}# {GRADING_SCHEME}\n", stages.record());
+        let mut key_script = format!("{}# {GRADING_SCHEME}\n", stages.record());
+        if plan.eval_type == EvalType::FailOnly {
+            key_script.push_str("# eval_type: fail_only\n");
+        }
         let key = eval_key(id, self.patch, &key_script, &image.id);
         if let Some(report) = self.reusable_report(&key) {
             return Ok((report, true));
@@ -420,7 +424,11 @@ impl Job<'_> {
         if outcome.grade.resolved {
             outcome = self.confirm(&plan, &stages, &spec, &run, outcome).await;
         }
-        Ok((self.finish(image, key, &run, outcome), false))
+        let graded = Graded {
+            key,
+            spec_source: plan.spec_source,
+        };
+        Ok((self.finish(image, graded, &run, outcome), false))
     }
 
     /// Runs one trial of the patch in fresh sandboxes; `Err` is an infrastructure failure.
@@ -449,11 +457,12 @@ impl Job<'_> {
     /// Grades what ran in the first trial, the canaries checked.
     fn grade(&self, plan: &GradingPlan, trial: &Trial, run: &ContainerRun) -> Outcome {
         let log = run.test_log(self.shared.settings.timeout);
-        let mut grade = grade_log(
+        let mut grade = grade_log_as(
             &log,
             plan.parser.parser(),
             &self.instance.fail_to_pass,
             &self.instance.pass_to_pass,
+            plan.eval_type,
         );
         if grade.error.is_none()
             && let Err(detail) = verify(&log, plan.parser, &trial.canary.names, &self.graded())
@@ -555,12 +564,13 @@ impl Job<'_> {
     fn finish(
         &self,
         image: &EnvImage,
-        key: String,
+        graded: Graded,
         run: &ContainerRun,
         outcome: Outcome,
     ) -> InstanceReport {
         let id = &self.instance.instance_id;
-        let mut report = InstanceReport::from_grade(&outcome.grade, Some(key));
+        let mut report = InstanceReport::from_grade(&outcome.grade, Some(graded.key));
+        report.spec_source = graded.spec_source;
         report.touches_tests = test_infrastructure(
             self.patch,
             self.instance.test_patch.as_deref(),
@@ -694,6 +704,13 @@ impl Trial {
         }
         Self { stages, canary }
     }
+}
+
+/// What a finished evaluation's report records of its inputs: the resume key and the spec that
+/// gave its test command and parser.
+struct Graded {
+    key: String,
+    spec_source: Option<SpecSource>,
 }
 
 /// The grade of an evaluation, its log, and its tripwire run when it had one.

@@ -3,11 +3,20 @@
 //! fields (`test_cmd`, `log_parser`, `setup`) override the built-in SWE-bench specs
 //! ([`crate::spec`]); a record the table lacks and that brings no `test_cmd` is an error naming
 //! its repository and version.
+//!
+//! A SWE-bench record that carries its own spec (`eval_script`, `log_parser`, `eval_type`, as the
+//! 5.x exports do) is graded by it ([`SpecSource::Record`], the default): the test command
+//! between its script's markers, verbatim, its parser and its eval type. With
+//! [`SpecSource::Builtin`] the table grades it when the table has its repository and version.
+//! Either way the commands before the tests (locale settings, the reinstall) are the table's.
 
 use crate::instance::Instance;
 use crate::patch::patch_files;
 use crate::sandbox::shell_quote;
-use crate::spec::{DirectiveStyle, ParserName, SpecLookupError, SpecTable};
+use crate::spec::record::{RecordSpecError, record_spec};
+use crate::spec::{
+    DirectiveStyle, EvalType, ParserName, RecordSpec, SpecLookupError, SpecSource, SpecTable,
+};
 
 /// Extensions SWE-bench never passes to the test command (its `NON_TEST_EXTS`, including the
 /// dotless `csv`, which matches any name ending in `csv`).
@@ -31,6 +40,11 @@ pub struct GradingPlan {
     pub reinstall: Option<String>,
     /// The spec entry used, as `(repo, version)`.
     pub spec: Option<(String, String)>,
+    /// How the test lists are read from the log: the record's `eval_type`, or `pass_and_fail`.
+    pub eval_type: EvalType,
+    /// Which spec gave the test command and parser: the record's own (`eval_script`), the
+    /// table's; `None` for an instance's own `test_cmd`.
+    pub spec_source: Option<SpecSource>,
 }
 
 impl GradingPlan {
@@ -48,6 +62,18 @@ impl GradingPlan {
 /// Why an instance cannot be graded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    /// `log_parser` is one of SWE-bench's parsers that aci does not have (Go, Java, JavaScript,
+    /// …: the multilingual and multimodal exports).
+    #[error("SWE-bench's log parser {name:?} is not supported yet (aci has: {known})")]
+    UnsupportedParser {
+        /// The name given.
+        name: String,
+        /// The names aci knows.
+        known: String,
+    },
+    /// The record's own spec cannot be read.
+    #[error("{0}")]
+    RecordSpec(RecordSpecError),
     /// `log_parser` names no parser.
     #[error("unknown log_parser {name:?} (known: {known})")]
     UnknownParser {
@@ -75,10 +101,7 @@ pub enum PlanError {
 /// An unknown `log_parser`; or nothing to go by.
 pub fn log_parser(instance: &Instance, table: &SpecTable) -> Result<ParserName, PlanError> {
     if let Some(name) = &instance.log_parser {
-        return ParserName::from_name(name).ok_or_else(|| PlanError::UnknownParser {
-            name: name.clone(),
-            known: ParserName::names(),
-        });
+        return parser_named(name);
     }
     if let Some(repo) = table.repo(&instance.repo) {
         return Ok(repo.log_parser);
@@ -96,15 +119,106 @@ pub fn log_parser(instance: &Instance, table: &SpecTable) -> Result<ParserName, 
     }
 }
 
-/// The grading plan of `instance` (see [`GradingPlan`]).
+/// The parser called `name`; a SWE-bench name (`parse_log_…`) aci lacks is "not supported yet".
+fn parser_named(name: &str) -> Result<ParserName, PlanError> {
+    ParserName::from_name(name).ok_or_else(|| {
+        if name.starts_with("parse_log_") {
+            PlanError::UnsupportedParser {
+                name: name.to_owned(),
+                known: ParserName::names(),
+            }
+        } else {
+            PlanError::UnknownParser {
+                name: name.to_owned(),
+                known: ParserName::names(),
+            }
+        }
+    })
+}
+
+/// The record's own spec, when it carries an `eval_script` (kept in `extra_fields`); `eval_type`
+/// is read from there too, `log_parser` from the record's field.
+pub fn own_spec(instance: &Instance) -> Option<Result<RecordSpec, RecordSpecError>> {
+    let script = instance.extra_fields.get("eval_script")?.as_str()?;
+    let eval_type = instance
+        .extra_fields
+        .get("eval_type")
+        .and_then(|value| value.as_str());
+    Some(record_spec(
+        script,
+        instance.log_parser.as_deref(),
+        eval_type,
+    ))
+}
+
+/// Which spec grades `instance` under `choice`: the record's own when it has one and either it
+/// is chosen or the table lacks the record (or the instance brings its own `test_cmd`, which
+/// always wins); otherwise the table.
+pub fn spec_source(instance: &Instance, table: &SpecTable, choice: SpecSource) -> SpecSource {
+    let has_own = instance.extra_fields.contains_key("eval_script");
+    let in_table = table.lookup(&instance.repo, &instance.version).is_ok();
+    if has_own && (choice == SpecSource::Record || !in_table) {
+        SpecSource::Record
+    } else {
+        SpecSource::Builtin
+    }
+}
+
+/// The log parser of `instance` under `choice`: as [`log_parser`], except that a record graded
+/// by the table ([`spec_source`]) takes the table's parser, not its own `log_parser`.
 ///
 /// # Errors
-/// No parser can be found ([`log_parser`]), or the instance has no `test_cmd` and `table` has
-/// no entry for its repository and version.
+/// As [`log_parser`].
+pub fn log_parser_for(
+    instance: &Instance,
+    table: &SpecTable,
+    choice: SpecSource,
+) -> Result<ParserName, PlanError> {
+    let has_own = instance.extra_fields.contains_key("eval_script");
+    match (
+        has_own,
+        spec_source(instance, table, choice),
+        table.repo(&instance.repo),
+    ) {
+        (true, SpecSource::Builtin, Some(repo)) => Ok(repo.log_parser),
+        _ => log_parser(instance, table),
+    }
+}
+
+/// The grading plan of `instance` (see [`GradingPlan`]), a record's own spec first.
+///
+/// # Errors
+/// As [`grading_plan_for`].
 pub fn grading_plan(instance: &Instance, table: &SpecTable) -> Result<GradingPlan, PlanError> {
+    grading_plan_for(instance, table, SpecSource::Record)
+}
+
+/// The grading plan of `instance` with the spec `choice` picks ([`spec_source`]).
+///
+/// # Errors
+/// No parser can be found ([`log_parser`]) or it is one aci does not have yet; the record's own
+/// spec, when it grades, cannot be read; or the instance has no `test_cmd` nor spec of its own
+/// and `table` has no entry for its repository and version.
+pub fn grading_plan_for(
+    instance: &Instance,
+    table: &SpecTable,
+    choice: SpecSource,
+) -> Result<GradingPlan, PlanError> {
     let entry = table.lookup(&instance.repo, &instance.version);
-    let parser = log_parser(instance, table)?;
-    let (test_cmd, test_directives) = match (own_test_cmd(instance), &entry) {
+    let parser = log_parser_for(instance, table, choice)?;
+    let own = match own_spec(instance) {
+        Some(spec) if spec_source(instance, table, choice) == SpecSource::Record => {
+            Some(spec.map_err(PlanError::RecordSpec)?)
+        }
+        _ => None,
+    };
+    let (eval_type, spec_source) = match (&own, own_test_cmd(instance), &entry) {
+        (_, Some(_), _) => (EvalType::PassAndFail, None),
+        (Some(own), None, _) => (own.eval_type, Some(SpecSource::Record)),
+        (None, None, _) => (EvalType::PassAndFail, Some(SpecSource::Builtin)),
+    };
+    let own_cmd = own_test_cmd(instance).or(own.as_ref().map(|own| own.script.test_cmd.as_str()));
+    let (test_cmd, test_directives) = match (own_cmd, &entry) {
         (Some(cmd), _) => (cmd.to_owned(), Vec::new()),
         (None, Ok(entry)) => (
             entry.spec.test_cmd.clone(),
@@ -134,6 +248,8 @@ pub fn grading_plan(instance: &Instance, table: &SpecTable) -> Result<GradingPla
         eval_commands,
         reinstall,
         spec,
+        eval_type,
+        spec_source,
     })
 }
 

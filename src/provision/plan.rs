@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::grading::{GradingPlan, PlanError, grading_plan, log_parser};
+use super::grading::{GradingPlan, PlanError, grading_plan_for, log_parser_for};
 use crate::config::{EnvConfig, PullPolicy};
 use crate::image::LANGUAGE_IMAGES;
 use crate::image::pull::{image_from_template, is_built_locally};
@@ -21,7 +21,7 @@ use crate::image::spec_env::{self, SpecEnvError};
 use crate::instance::Instance;
 use crate::source::mirror;
 pub use crate::source::{MirrorPlan, RepoPlan};
-use crate::spec::{Packages, ParserName, SpecTable};
+use crate::spec::{Packages, ParserName, SpecSource, SpecTable};
 
 /// Where an image reference was taken from, in the order of precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,6 +261,12 @@ impl EnvPlan {
             "activate": self.activate,
             "test_cmd": test_cmd,
             "test_cmd_source": test_cmd.as_ref().map(|_| self.test_source.as_str()),
+            "spec_source": self
+                .grading
+                .as_ref()
+                .ok()
+                .and_then(|grading| grading.spec_source)
+                .map(SpecSource::as_str),
             "log_parser": self.log_parser.map(ParserName::as_str),
             "test_error": test_error,
         })
@@ -270,7 +276,7 @@ impl EnvPlan {
 /// Where the test command comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TestSource {
-    /// The record's own `test_cmd`, run as it is.
+    /// The record's own `test_cmd`, or the test command of its own `eval_script`, run as it is.
     Record,
     /// The spec table's, with the test files of the test patch as its arguments.
     Spec,
@@ -304,6 +310,12 @@ pub fn plan(instance: &Instance, env: &EnvConfig, table: &SpecTable) -> EnvPlan 
         },
         (None, None) => RepoPlan::Mirror(mirror),
     };
+    let grading = grading_plan_for(instance, table, env.spec_source);
+    let own_cmd = instance
+        .test_cmd
+        .as_deref()
+        .is_some_and(|cmd| !cmd.trim().is_empty());
+    let from_record = matches!(&grading, Ok(plan) if plan.spec_source == Some(SpecSource::Record));
     let layer = match &image {
         ImagePlan::Spec(spec) => LayerPlan::Spec(spec.setup.clone()),
         _ if !instance.setup.is_empty() => LayerPlan::Setup(instance.setup.clone()),
@@ -321,17 +333,13 @@ pub fn plan(instance: &Instance, env: &EnvConfig, table: &SpecTable) -> EnvPlan 
         repo_dir,
         layer,
         activate: env.activate.clone(),
-        grading: grading_plan(instance, table),
-        test_source: if instance
-            .test_cmd
-            .as_deref()
-            .is_some_and(|cmd| !cmd.trim().is_empty())
-        {
+        log_parser: log_parser_for(instance, table, env.spec_source).ok(),
+        grading,
+        test_source: if own_cmd || from_record {
             TestSource::Record
         } else {
             TestSource::Spec
         },
-        log_parser: log_parser(instance, table).ok(),
     }
 }
 

@@ -102,7 +102,9 @@ pub enum RecordSpecError {
     #[error("the record's eval_script has no line {0:?}")]
     NoMarker(&'static str),
     /// The markers are out of order or repeated.
-    #[error("the record's eval_script does not have exactly one {START_LINE:?} line before one {END_LINE:?} line")]
+    #[error(
+        "the record's eval_script does not have exactly one {START_LINE:?} line before one {END_LINE:?} line"
+    )]
     Markers,
     /// Nothing between the markers.
     #[error("the record's eval_script has no test command between its markers")]

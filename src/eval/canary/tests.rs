@@ -23,6 +23,8 @@ fn plan(parser: ParserName, test_cmd: &str, directives: &[&str]) -> GradingPlan 
         eval_commands: Vec::new(),
         reinstall: None,
         spec: None,
+        eval_type: crate::spec::EvalType::PassAndFail,
+        spec_source: None,
     }
 }
 

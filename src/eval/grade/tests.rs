@@ -361,3 +361,53 @@ fn an_untrusted_log_that_reads_as_resolved_is_an_error_and_any_other_is_unresolv
         );
     }
 }
+
+#[test]
+fn fail_only_counts_only_failed_tests_as_failures_as_the_harness_does() {
+    let status: StatusMap = [
+        ("a", TestStatus::Passed),
+        ("b", TestStatus::Failed),
+        ("c", TestStatus::Error),
+        ("d", TestStatus::Skipped),
+    ]
+    .into_iter()
+    .map(|(id, status)| (id.to_owned(), status))
+    .collect();
+    let f2p = ids(&["a", "b", "c", "d", "missing"]);
+    let p2p = ids(&["b", "c"]);
+    let report = tests_report_as(&status, &f2p, &p2p, EvalType::FailOnly);
+    assert_eq!(
+        report.fail_to_pass.success,
+        ids(&["a", "c", "d", "missing"])
+    );
+    assert_eq!(report.fail_to_pass.failure, ids(&["b"]));
+    assert_eq!(report.pass_to_pass.success, ids(&["c"]));
+    assert_eq!(report.pass_to_pass.failure, ids(&["b"]));
+    assert_eq!(
+        tests_report_as(&status, &f2p, &p2p, EvalType::PassAndFail),
+        tests_report(&status, &f2p, &p2p)
+    );
+    let only_passing: StatusMap = [("a".to_owned(), TestStatus::Error)].into_iter().collect();
+    let ran = LogReading::Ran(TestRun {
+        status: only_passing,
+        exit_code: Some(1),
+        suite_ran: true,
+        used_whole_log: false,
+    });
+    let graded = grade_as(&ran, &ids(&["a", "missing"]), &[], EvalType::FailOnly);
+    assert_eq!(graded.resolution, Resolution::Full);
+    assert!(graded.resolved);
+    assert_eq!(
+        grade(&ran, &ids(&["a", "missing"]), &[]).resolution,
+        Resolution::No
+    );
+    let nothing = LogReading::Ran(TestRun {
+        status: StatusMap::new(),
+        exit_code: Some(0),
+        suite_ran: false,
+        used_whole_log: true,
+    });
+    let graded = grade_as(&nothing, &ids(&["a"]), &[], EvalType::FailOnly);
+    assert!(!graded.resolved, "no sign that the suite ran");
+    assert!(!graded.patch_successfully_applied);
+}

@@ -125,6 +125,8 @@ fn a_swe_bench_record_gets_the_spec_command_directives_locale_commands_and_reins
             ]),
             reinstall: Some("python -m pip install -e .".to_owned()),
             spec: Some(("django/django".to_owned(), "3.0".to_owned())),
+            eval_type: EvalType::PassAndFail,
+            spec_source: Some(SpecSource::Builtin),
         }
     );
     assert_eq!(
@@ -174,6 +176,8 @@ fn instance_fields_override_the_spec() {
             eval_commands: Vec::new(),
             reinstall: None,
             spec: None,
+            eval_type: EvalType::PassAndFail,
+            spec_source: None,
         }
     );
 }
@@ -264,5 +268,93 @@ fn a_test_file_named_like_an_option_is_passed_as_a_path_never_as_an_option() {
     assert_eq!(
         test_directives(patch, DirectiveStyle::DjangoModules),
         ["test_a"]
+    );
+}
+
+/// The tail of a 5.x record's `eval_script` whose test command differs from the table's, so
+/// that the tests can tell which one graded.
+const OWN_SCRIPT: &str = "\
+source /opt/miniconda3/bin/activate
+conda activate testbed
+cd /testbed
+git checkout abc tests/auth_tests/test_models.py
+: '>>>>> Start Test Output'
+./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 auth_tests.test_models
+: '>>>>> End Test Output'
+";
+
+#[test]
+fn a_record_with_its_own_spec_is_graded_by_it_unless_builtin_is_chosen() {
+    let table = builtin();
+    let own = record(
+        "django/django",
+        "3.0",
+        serde_json::json!({
+            "eval_script": OWN_SCRIPT,
+            "log_parser": "parse_log_pytest",
+            "eval_type": "fail_only",
+        }),
+    );
+    let plan = grading_plan(&own, table).unwrap();
+    assert_eq!(
+        plan.command_line(),
+        "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 auth_tests.test_models"
+    );
+    assert_eq!(plan.parser, ParserName::Pytest);
+    assert_eq!(plan.eval_type, EvalType::FailOnly);
+    assert_eq!(plan.spec_source, Some(SpecSource::Record));
+    assert_eq!(
+        plan.reinstall.as_deref(),
+        Some("python -m pip install -e .")
+    );
+    assert_eq!(plan.eval_commands.len(), 4, "the table's locale commands");
+
+    let builtin_plan = grading_plan_for(&own, table, SpecSource::Builtin).unwrap();
+    assert_eq!(builtin_plan.parser, ParserName::Django);
+    assert_eq!(builtin_plan.eval_type, EvalType::PassAndFail);
+    assert_eq!(builtin_plan.spec_source, Some(SpecSource::Builtin));
+    assert_eq!(
+        builtin_plan.test_directives,
+        strings(&[
+            "auth_tests.test_models",
+            "auth_tests.models.__init__",
+            "old_tests",
+            "django.test.utils",
+        ])
+    );
+
+    // A record the table lacks is graded by its own spec whatever the choice.
+    let unknown = record(
+        "acme/widget",
+        "1.0",
+        serde_json::json!({"eval_script": OWN_SCRIPT, "log_parser": "parse_log_django"}),
+    );
+    let plan = grading_plan_for(&unknown, table, SpecSource::Builtin).unwrap();
+    assert_eq!(plan.spec_source, Some(SpecSource::Record));
+    assert_eq!(plan.parser, ParserName::Django);
+    assert_eq!(plan.spec, None);
+}
+
+#[test]
+fn a_swe_bench_parser_aci_lacks_is_not_supported_yet_and_a_bad_script_says_why() {
+    let table = builtin();
+    let go = record(
+        "caddyserver/caddy",
+        "2.7",
+        serde_json::json!({"eval_script": OWN_SCRIPT, "log_parser": "parse_log_gotest"}),
+    );
+    assert_eq!(
+        grading_plan(&go, table).unwrap_err().to_string(),
+        "SWE-bench's log parser \"parse_log_gotest\" is not supported yet (aci has: pytest, \
+         pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo)"
+    );
+    let broken = record(
+        "acme/widget",
+        "1.0",
+        serde_json::json!({"eval_script": "pytest\n", "log_parser": "parse_log_pytest"}),
+    );
+    assert_eq!(
+        grading_plan(&broken, table).unwrap_err().to_string(),
+        "the record's eval_script has no line \": '>>>>> Start Test Output'\""
     );
 }

@@ -94,7 +94,11 @@ fn a_fail_only_record_without_activation_reads_too() {
     assert_eq!(spec.eval_type, EvalType::FailOnly);
     assert_eq!(spec.log_parser.as_deref(), Some("parse_log_chart_js"));
     assert_eq!(spec.script.activation, None);
-    assert!(spec.script.test_cmd.starts_with("pnpm install ; pnpm run build ; xvfb-run "));
+    assert!(
+        spec.script
+            .test_cmd
+            .starts_with("pnpm install ; pnpm run build ; xvfb-run ")
+    );
     assert_eq!(
         spec.script.test_files,
         vec!["test/fixtures/plugin.legend/legend-doughnut-right-center-mulitiline-labels.png"]
@@ -103,7 +107,8 @@ fn a_fail_only_record_without_activation_reads_too() {
 
 #[test]
 fn a_command_of_several_lines_is_kept_whole() {
-    let script = ": '>>>>> Start Test Output'\nexport A=1\npytest -rA x.py\n: '>>>>> End Test Output'\n";
+    let script =
+        ": '>>>>> Start Test Output'\nexport A=1\npytest -rA x.py\n: '>>>>> End Test Output'\n";
     assert_eq!(
         parse_eval_script(script).unwrap().test_cmd,
         "export A=1\npytest -rA x.py"
