@@ -64,11 +64,11 @@ impl GradingPlan {
 pub enum PlanError {
     /// `log_parser` is one of SWE-bench's parsers that aci does not have (Go, Java, JavaScript,
     /// …: the multilingual and multimodal exports).
-    #[error("SWE-bench's log parser {name:?} is not supported yet (aci has: {known})")]
+    #[error("SWE-bench's log parser {name:?} is not supported yet (aci reads: {known})")]
     UnsupportedParser {
         /// The name given.
         name: String,
-        /// The names aci knows.
+        /// The names aci reads in its place.
         known: String,
     },
     /// The record's own spec cannot be read.
@@ -101,6 +101,9 @@ pub enum PlanError {
 /// An unknown `log_parser`; or nothing to go by.
 pub fn log_parser(instance: &Instance, table: &SpecTable) -> Result<ParserName, PlanError> {
     if let Some(name) = &instance.log_parser {
+        if instance.extra_fields.contains_key("eval_script") {
+            return swe_bench_parser(name);
+        }
         return parser_named(name);
     }
     if let Some(repo) = table.repo(&instance.repo) {
@@ -134,6 +137,26 @@ fn parser_named(name: &str) -> Result<ParserName, PlanError> {
             }
         }
     })
+}
+
+/// SWE-bench's Python parsers, the ones a record's own spec may name.
+const SWE_BENCH_PYTHON_PARSERS: &str = "parse_log_pytest, parse_log_pytest_options, \
+     parse_log_pytest_v2, parse_log_matplotlib, parse_log_seaborn, parse_log_django, \
+     parse_log_sympy and their per-repository names";
+
+/// The parser a record's own spec names: one of SWE-bench's Python parsers; any other
+/// (`parse_log_gotest`, `parse_log_cargo`, …: the multilingual and multimodal exports) is not
+/// supported yet, aci's own cargo parser included, as it does not read logs as SWE-bench's does.
+fn swe_bench_parser(name: &str) -> Result<ParserName, PlanError> {
+    match ParserName::from_name(name) {
+        Some(ParserName::Cargo | ParserName::Unittest) | None => {
+            Err(PlanError::UnsupportedParser {
+                name: name.to_owned(),
+                known: SWE_BENCH_PYTHON_PARSERS.to_owned(),
+            })
+        }
+        Some(parser) => Ok(parser),
+    }
 }
 
 /// The record's own spec, when it carries an `eval_script` (kept in `extra_fields`); `eval_type`

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 pub const START_LINE: &str = ": '>>>>> Start Test Output'";
 /// The script line just after the test command.
 pub const END_LINE: &str = ": '>>>>> End Test Output'";
+/// The same markers as a few multilingual records write them (`echo` instead of `:`).
+const ECHO_START_LINE: &str = "echo '>>>>> Start Test Output'";
+const ECHO_END_LINE: &str = "echo '>>>>> End Test Output'";
 
 /// Which spec grades a record that carries its own and that the built-in table also has
 /// (`env.spec_source`, `--spec`).
@@ -74,7 +77,8 @@ impl EvalType {
 /// What aci takes from a record's `eval_script`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptSpec {
-    /// The test command: every line between [`START_LINE`] and [`END_LINE`], joined by `\n`.
+    /// The test command: every line between [`START_LINE`] and [`END_LINE`] (or the same markers
+    /// written with `echo`), joined by `\n`.
     pub test_cmd: String,
     /// The files the script resets before applying the test patch (its
     /// `git checkout <commit> <files>` line before [`START_LINE`]), in its order.
@@ -121,16 +125,18 @@ pub enum RecordSpecError {
 /// between them.
 pub fn parse_eval_script(eval_script: &str) -> Result<ScriptSpec, RecordSpecError> {
     let lines = outside_heredocs(eval_script);
-    let find = |marker: &'static str| {
-        let at: Vec<usize> = (0..lines.len()).filter(|&i| lines[i] == marker).collect();
+    let find = |marker: &'static str, echoed: &str| {
+        let at: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i] == marker || lines[i] == echoed)
+            .collect();
         match at.as_slice() {
             [] => Err(RecordSpecError::NoMarker(marker)),
             [one] => Ok(*one),
             _ => Err(RecordSpecError::Markers),
         }
     };
-    let start = find(START_LINE)?;
-    let end = find(END_LINE)?;
+    let start = find(START_LINE, ECHO_START_LINE)?;
+    let end = find(END_LINE, ECHO_END_LINE)?;
     if end <= start {
         return Err(RecordSpecError::Markers);
     }
@@ -189,9 +195,9 @@ fn outside_heredocs(eval_script: &str) -> Vec<&str> {
     lines
 }
 
-/// The files of the last `git checkout <commit> <files…>` line before the test run: the reset
-/// SWE-bench's script makes before it applies the test patch (the one after the tests is the
-/// same line again).
+/// The files of the last `git checkout <commit> <files…>` line before the test run, up to a shell
+/// operator (`&& rm -f <new files>` in some multilingual records): the reset SWE-bench's script
+/// makes before it applies the test patch (the one after the tests is the same line again).
 fn reset_files(before_start: &[&str]) -> Vec<String> {
     before_start
         .iter()
@@ -200,7 +206,10 @@ fn reset_files(before_start: &[&str]) -> Vec<String> {
             let mut words = line.split_whitespace();
             let is_checkout = words.next() == Some("git") && words.next() == Some("checkout");
             let _commit = words.next()?;
-            let files: Vec<String> = words.map(str::to_owned).collect();
+            let files: Vec<String> = words
+                .take_while(|word| !matches!(*word, "&&" | "||" | ";" | "|"))
+                .map(str::to_owned)
+                .collect();
             (is_checkout && !files.is_empty()).then_some(files)
         })
         .unwrap_or_default()

@@ -18,6 +18,7 @@ mod lint_corpus;
 mod model_http;
 mod plan;
 mod record_fields;
+mod record_spec;
 mod selection;
 mod swebench_logs;
 mod switches;

@@ -345,9 +345,29 @@ fn a_swe_bench_parser_aci_lacks_is_not_supported_yet_and_a_bad_script_says_why()
     );
     assert_eq!(
         grading_plan(&go, table).unwrap_err().to_string(),
-        "SWE-bench's log parser \"parse_log_gotest\" is not supported yet (aci has: pytest, \
-         pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo)"
+        "SWE-bench's log parser \"parse_log_gotest\" is not supported yet (aci reads: \
+         parse_log_pytest, parse_log_pytest_options, parse_log_pytest_v2, parse_log_matplotlib, \
+         parse_log_seaborn, parse_log_django, parse_log_sympy and their per-repository names)"
     );
+    let cargo = record(
+        "tokio-rs/tokio",
+        "1.0",
+        serde_json::json!({"eval_script": OWN_SCRIPT, "log_parser": "parse_log_cargo"}),
+    );
+    assert!(
+        grading_plan(&cargo, table)
+            .unwrap_err()
+            .to_string()
+            .starts_with("SWE-bench's log parser \"parse_log_cargo\" is not supported yet"),
+        "aci's own cargo parser does not read logs as SWE-bench's does"
+    );
+    // aci's own records may still name it.
+    let own = record(
+        "acme/widget",
+        "1.0",
+        serde_json::json!({"test_cmd": "cargo test", "log_parser": "parse_log_cargo"}),
+    );
+    assert_eq!(grading_plan(&own, table).unwrap().parser, ParserName::Cargo);
     let broken = record(
         "acme/widget",
         "1.0",

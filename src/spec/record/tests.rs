@@ -152,3 +152,23 @@ fn scripts_without_a_test_command_are_errors_that_say_why() {
         "the record's eval_type \"pass_only\" is neither pass_and_fail nor fail_only"
     );
 }
+
+#[test]
+fn echoed_markers_and_a_checkout_chained_with_rm_read_too() {
+    // The shape of `apache__lucene-13170` and `axios__axios-6539` (multilingual).
+    let script = "\
+git checkout c6cce43 test/specs/helpers/isAbsoluteURL.spec.js && rm -f test/unit/new.js
+echo '>>>>> Start Test Output'
+npx mocha test/specs/helpers/isAbsoluteURL.spec.js
+echo '>>>>> End Test Output'
+";
+    let spec = parse_eval_script(script).unwrap();
+    assert_eq!(
+        spec.test_cmd,
+        "npx mocha test/specs/helpers/isAbsoluteURL.spec.js"
+    );
+    assert_eq!(
+        spec.test_files,
+        vec!["test/specs/helpers/isAbsoluteURL.spec.js"]
+    );
+}
