@@ -385,7 +385,7 @@ impl Job<'_> {
             repo_dir,
             base_ref: BASE_REF,
             test_patch: self.instance.test_patch.as_deref(),
-            activate: settings.env.activate.as_deref(),
+            activate: prepared.plan.activate.as_deref(),
             eval_commands: &plan.eval_commands,
             reinstall: plan.reinstall.as_deref(),
             test_cmd: &plan.test_cmd,

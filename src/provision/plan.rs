@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::grading::{GradingPlan, PlanError, grading_plan_for, log_parser_for};
+use super::grading::{GradingPlan, PlanError, grading_plan_for, log_parser_for, own_spec};
 use crate::config::{EnvConfig, PullPolicy};
 use crate::image::LANGUAGE_IMAGES;
 use crate::image::pull::{image_from_template, is_built_locally};
@@ -235,6 +235,8 @@ pub struct EnvPlan {
     /// What is layered over the image.
     pub layer: LayerPlan,
     /// `env.activate`: run at the start of the agent's session and of every evaluation script.
+    /// Unset, a record graded by its own spec in its own image (`image`: SWE-bench's) gets its
+    /// script's activation lines for its evaluation script instead ([`record_activation`]).
     pub activate: Option<String>,
     /// How it is graded: its test command and log parser, or why it cannot be.
     pub grading: Result<GradingPlan, PlanError>,
@@ -316,6 +318,10 @@ pub fn plan(instance: &Instance, env: &EnvConfig, table: &SpecTable) -> EnvPlan 
         .as_deref()
         .is_some_and(|cmd| !cmd.trim().is_empty());
     let from_record = matches!(&grading, Ok(plan) if plan.spec_source == Some(SpecSource::Record));
+    let activate = env
+        .activate
+        .clone()
+        .or_else(|| record_activation(instance, &image, &grading));
     let layer = match &image {
         ImagePlan::Spec(spec) => LayerPlan::Spec(spec.setup.clone()),
         _ if !instance.setup.is_empty() => LayerPlan::Setup(instance.setup.clone()),
@@ -332,7 +338,7 @@ pub fn plan(instance: &Instance, env: &EnvConfig, table: &SpecTable) -> EnvPlan 
         commit: instance.base_commit.clone(),
         repo_dir,
         layer,
-        activate: env.activate.clone(),
+        activate,
         log_parser: log_parser_for(instance, table, env.spec_source).ok(),
         grading,
         test_source: if own_cmd || from_record {
@@ -341,6 +347,32 @@ pub fn plan(instance: &Instance, env: &EnvConfig, table: &SpecTable) -> EnvPlan 
             TestSource::Spec
         },
     }
+}
+
+/// The activation of a record's own `eval_script` (`source /opt/miniconda3/bin/activate &&
+/// conda activate testbed`), when the record runs in its own image (its `image`, SWE-bench's
+/// prebuilt one, whose environment that activates) and its own spec grades it; otherwise none.
+pub fn record_activation(
+    instance: &Instance,
+    image: &ImagePlan,
+    grading: &Result<GradingPlan, PlanError>,
+) -> Option<String> {
+    let own_image = matches!(
+        image,
+        ImagePlan::Pulled {
+            from: ImageChoice::Record,
+            ..
+        } | ImagePlan::Built {
+            from: ImageChoice::Record,
+            ..
+        }
+    );
+    let own_spec_grades =
+        matches!(grading, Ok(plan) if plan.spec_source == Some(SpecSource::Record));
+    if !(own_image && own_spec_grades) {
+        return None;
+    }
+    own_spec(instance)?.ok()?.script.activation
 }
 
 /// The image, by the precedence of this module's header.

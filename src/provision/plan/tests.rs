@@ -387,3 +387,58 @@ fn a_record_that_cannot_be_graded_still_has_a_plan_with_the_reason() {
         "{json}"
     );
 }
+
+/// The tail of a 5.x record's `eval_script`, with SWE-bench's activation lines.
+const OWN_SCRIPT: &str = "\
+source /opt/miniconda3/bin/activate
+conda activate testbed
+cd /testbed
+: '>>>>> Start Test Output'
+bin/test -C --verbose sympy/core/tests/test_basic.py
+: '>>>>> End Test Output'
+";
+
+#[test]
+fn a_record_graded_by_its_own_spec_in_its_own_image_activates_as_its_script_does() {
+    let own = record(&serde_json::json!({
+        "eval_script": OWN_SCRIPT,
+        "log_parser": "parse_log_sympy",
+        "image": "swebench/sweb.eval.x86_64.sympy_1776_sympy-1:latest",
+    }));
+    let planned = plan(&own, &env(), builtin());
+    assert_eq!(
+        planned.activate.as_deref(),
+        Some("source /opt/miniconda3/bin/activate && conda activate testbed")
+    );
+    assert_eq!(
+        planned.to_json()["spec_source"],
+        serde_json::json!("record")
+    );
+    assert_eq!(
+        planned.grading.unwrap().command_line(),
+        "bin/test -C --verbose sympy/core/tests/test_basic.py"
+    );
+    // env.activate wins; --spec builtin and aci's own images take nothing from the script.
+    let set = EnvConfig {
+        activate: Some("source /opt/aci-venv/bin/activate".to_owned()),
+        ..env()
+    };
+    assert_eq!(
+        plan(&own, &set, builtin()).activate.as_deref(),
+        Some("source /opt/aci-venv/bin/activate")
+    );
+    let table = EnvConfig {
+        spec_source: SpecSource::Builtin,
+        ..env()
+    };
+    assert_eq!(plan(&own, &table, builtin()).activate, None);
+    let local = EnvConfig {
+        image: Some("aci-python:bookworm".to_owned()),
+        ..env()
+    };
+    assert_eq!(plan(&own, &local, builtin()).activate, None);
+    assert_eq!(
+        plan(&own, &swebench_env(), builtin()).activate.as_deref(),
+        Some(crate::image::pull::SWEBENCH_ACTIVATE)
+    );
+}
