@@ -190,7 +190,7 @@ fn sources(name: &str, choice: SpecSource) -> (usize, usize, usize) {
             Ok(None) | Err(_) => counts.2 += 1,
         }
     }
-    println!(
+    eprintln!(
         "{name} --spec {choice}: own spec {}, built-in table {}, neither {}",
         counts.0, counts.1, counts.2
     );
