@@ -10,6 +10,7 @@
 //! [`from_logs`] (grading logs that already exist).
 
 pub mod canary;
+pub mod cause;
 pub mod container;
 pub mod from_logs;
 pub mod grade;
