@@ -173,6 +173,7 @@ impl aci::ablate::Steps for InProcess<'_> {
             output: Some(eval.to_owned()),
             timeout: EVAL_TIMEOUT_SECS,
             expect: None,
+            network: false,
             ids: Vec::new(),
             selection: SelectionArgs {
                 filter: None,
