@@ -472,7 +472,10 @@ mod tests {
         assert_eq!(verdict.note.as_deref(), Some(note));
         assert_eq!(verdict.error.as_deref(), Some(note));
         assert!(verdict.needs_network);
-        assert_eq!(verdict.gold_cause.as_ref().unwrap().names, vec!["httpbin.org"]);
+        assert_eq!(
+            verdict.gold_cause.as_ref().unwrap().names,
+            vec!["httpbin.org"]
+        );
         let verdicts = BTreeMap::from([("psf__requests-2317".to_owned(), verdict)]);
         assert_eq!(
             table(&verdicts),

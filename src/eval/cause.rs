@@ -83,7 +83,8 @@ impl CauseKind {
     }
 
     /// Whether a cause of this kind is the environment's or the harness's rather than the
-    /// patch's (a missing module is the patch's when the patch itself has that module).
+    /// patch's (a missing module is the patch's when it is the project's own: see
+    /// `missing_module`).
     pub fn is_infrastructure(self) -> bool {
         matches!(
             self,
@@ -327,6 +328,13 @@ static HOST: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
+/// A URL's host, a name with a dot or an IPv4 address.
+static URL: LazyLock<Regex> = LazyLock::new(|| {
+    literal_regex(
+        r"\b(?:https?|ftp|wss?)://(?:[^@/\s]+@)?(?P<host>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)",
+    )
+});
+
 fn network(failures: &str, with_network: bool) -> Option<Cause> {
     let lines: Vec<&str> = failures
         .lines()
@@ -344,6 +352,13 @@ fn network(failures: &str, with_network: bool) -> Option<Cause> {
             if let Some(host) = host {
                 hosts.insert(host.as_str().trim_end_matches('.').to_owned());
             }
+        }
+    }
+    if hosts.is_empty() {
+        // urllib and sockets name no host in the error; the failing source line often has the
+        // URL.
+        for found in URL.captures_iter(failures) {
+            hosts.insert(found["host"].trim_end_matches('.').to_owned());
         }
     }
     let hosts: Vec<String> = hosts.into_iter().collect();
@@ -385,11 +400,15 @@ fn missing_module(failures: &str, patch_files: &[String]) -> Option<Cause> {
     }
     let first = modules.first()?;
     let top = first.split('.').next().unwrap_or(first);
-    // A module the patch itself adds or moves is the patch's failure, not the environment's.
-    let own = patch_files.iter().any(|path| {
-        path.split('/')
-            .any(|part| part == top || part.strip_suffix(".py") == Some(top))
-    });
+    // A module the patch itself adds or moves is the patch's failure, not the environment's;
+    // so is a missing submodule of a package that imports (Python names the parent only when
+    // it is missing too): the project's own code, which a fix was to add.
+    let submodule = first.contains('.');
+    let own = submodule
+        || patch_files.iter().any(|path| {
+            path.split('/')
+                .any(|part| part == top || part.strip_suffix(".py") == Some(top))
+        });
     let summary = format!(
         "a module the tests import is missing: {} (No module named '{first}')",
         listed(&modules, LISTED)
@@ -398,9 +417,11 @@ fn missing_module(failures: &str, patch_files: &[String]) -> Option<Cause> {
         Cause::new(CauseKind::MissingModule, summary).with(modules, distinct_lines(&lines));
     if own {
         cause.infrastructure = false;
-        cause
-            .summary
-            .push_str("; the patch changes that package, so it counts as the patch's");
+        cause.summary.push_str(if submodule {
+            "; its package imports, so the module is the project's own and counts as the patch's"
+        } else {
+            "; the patch changes that package, so it counts as the patch's"
+        });
     }
     Some(cause)
 }

@@ -143,6 +143,23 @@ fn other_shapes_of_a_failed_connection_name_their_host() {
             "{log}"
         );
     }
+    let urllib = "\
+=================================== FAILURES ===================================
+__________________________________ test_fetch __________________________________
+>       assert fetch(\"http://172.17.0.2:8000/\") == 200
+E       urllib.error.URLError: <urlopen error [Errno 101] Network is unreachable>
+=========================== short test summary info ============================
+FAILED tests/test_fetch.py::test_fetch - urllib.error.URLError: <urlopen error [Errno 101] Network is unreachable>
+";
+    let cause = classify(&Evidence {
+        test_log: urllib,
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (cause.kind, cause.names),
+        (CauseKind::Network, names(&["172.17.0.2"]))
+    );
     let unnamed = classify(&Evidence {
         test_log: "OSError: [Errno 101] Network is unreachable\n",
         ..Evidence::default()
@@ -245,6 +262,22 @@ ERROR tests/test_io.py
         cause.summary,
         "a module the tests import is missing: pyfits (No module named 'pyfits'); the patch \
          changes that package, so it counts as the patch's"
+    );
+    let submodule = "E   ModuleNotFoundError: No module named 'netcheck.fetch'\n";
+    let cause = classify(&Evidence {
+        test_log: submodule,
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (cause.kind, cause.infrastructure, cause.summary.as_str()),
+        (
+            CauseKind::MissingModule,
+            false,
+            "a module the tests import is missing: netcheck.fetch (No module named \
+             'netcheck.fetch'); its package imports, so the module is the project's own and \
+             counts as the patch's"
+        )
     );
 }
 
