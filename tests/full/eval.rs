@@ -577,7 +577,15 @@ fn a_patch_that_does_not_apply_is_an_error_and_is_retried_on_a_rerun() {
     let run_log = std::fs::read_to_string(instance.join("run_instance.log")).unwrap();
     assert!(run_log.contains("Hunk #1 FAILED at 31."), "{run_log}");
     assert!(
-        run_log.ends_with("error: patch apply failed\n"),
+        run_log.ends_with(
+            "error: patch apply failed\n\
+             cause: patch_not_applied (the patch's): the patch did not apply: error: patch \
+             failed: moneyfmt/format.py:31, error: moneyfmt/format.py: patch does not apply, \
+             Hunk #1 FAILED at 31.\n  \
+             error: patch failed: moneyfmt/format.py:31\n  \
+             error: moneyfmt/format.py: patch does not apply\n  \
+             Hunk #1 FAILED at 31.\n"
+        ),
         "{run_log}"
     );
     let log = std::fs::read_to_string(instance.join("test_output.txt")).unwrap();
