@@ -105,6 +105,33 @@ fn a_test_that_cannot_reach_its_host_names_the_hosts_and_the_switch() {
     );
 }
 
+/// requests 2.4 (urllib3 1.9) names no host in the error; pytest's traceback shows the
+/// frames' arguments, `url` among them.
+#[test]
+fn an_older_requests_error_is_named_by_the_url_in_the_traceback() {
+    let log = "\
+=================================== FAILURES ===================================
+____________________ RequestsTestCase.test_DIGEST_HTTP_200_OK_GET ______________
+self = <requests.sessions.Session object at 0x7f1c2b0e5d30>, method = 'GET'
+url = 'http://httpbin.org/digest-auth/auth/user/pass', params = None
+>           raise ConnectionError(e, request=request)
+E           ConnectionError: ('Connection aborted.', gaierror(-3, 'Temporary failure in name resolution'))
+
+requests/adapters.py:415: ConnectionError
+=========================== short test summary info ============================
+FAILED test_requests.py::RequestsTestCase::test_DIGEST_HTTP_200_OK_GET - ConnectionError: ('Connection aborted.', gaierror(-3, 'Temporary failure in name resolution'))
+";
+    let cause = classify(&Evidence {
+        test_log: log,
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (cause.kind, cause.names),
+        (CauseKind::Network, names(&["httpbin.org"]))
+    );
+}
+
 #[test]
 fn other_shapes_of_a_failed_connection_name_their_host() {
     let cases = [
