@@ -302,6 +302,11 @@ pub struct EvalArgs {
     /// exit with status 3, naming them, when any of them is not.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
+    /// Give the grading sandboxes a network (Docker's bridge) for tests that need a host
+    /// (off by default: only `lo`). The rest of the hardening stays; a report graded without
+    /// it is graded again.
+    #[arg(long)]
+    pub network: bool,
     /// Evaluate only this instance; repeatable.
     #[arg(long = "id", value_name = "ID")]
     pub ids: Vec<String>,
@@ -354,6 +359,10 @@ pub struct ValidateArgs {
     /// A record without its own spec always uses the table.
     #[arg(long, value_enum, value_name = "SOURCE")]
     pub spec: Option<SpecArg>,
+    /// Give the grading sandboxes a network (Docker's bridge), for instances whose tests need
+    /// a host (off by default: only `lo`).
+    #[arg(long)]
+    pub network: bool,
     /// The configuration (its `env` section: images, specs, repo_dir, limits).
     #[command(flatten)]
     pub config: ConfigArgs,

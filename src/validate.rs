@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Engine;
+use crate::eval::cause::{Cause, CauseKind, NETWORK_SWITCH};
 use crate::eval::predictions::{GOLD_MODEL_NAME, Prediction, gold_predictions};
 use crate::eval::report::{InstanceReport, parse_instance_report};
 use crate::eval::run::{
@@ -36,6 +37,16 @@ pub struct Validation {
     /// error, a FAIL_TO_PASS test that passes without the patch, a missing gold patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The table's note: the first line of `error`, which says why the gold patch did not
+    /// resolve when it did not (never empty then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Why the gold patch did not resolve ([`crate::eval::cause`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_cause: Option<Cause>,
+    /// The gold patch's tests need a network the grading had not (rerun with `--network`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_network: bool,
 }
 
 impl Validation {
@@ -87,8 +98,23 @@ pub fn verdict(
             errors.push("the record has no gold patch".to_owned());
             false
         }
+        Some(InstanceStatus::Unresolved(_)) => {
+            // Why, from the cause; never an empty note.
+            let why = gold.and_then(|done| done.cause.as_ref()).map_or(
+                "the gold patch did not resolve (no cause was recorded)",
+                |cause| cause.summary.as_str(),
+            );
+            errors.push(format!("gold: {why}"));
+            false
+        }
         _ => false,
     };
+    let gold_cause = gold
+        .filter(|done| done.status != InstanceStatus::Resolved)
+        .and_then(|done| done.cause.clone());
+    let needs_network = gold_cause
+        .as_ref()
+        .is_some_and(|cause| cause.kind == CauseKind::Network);
     let passing: Vec<&String> = empty_report
         .and_then(|report| report.tests_status.as_ref())
         .map(|status| status.fail_to_pass.success.iter().collect())
@@ -119,11 +145,18 @@ pub fn verdict(
         }
         _ => false,
     };
+    let error = (!errors.is_empty()).then(|| errors.join("; "));
     Validation {
         gold_resolved,
         empty_fails,
         seconds,
-        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        note: error
+            .as_deref()
+            .and_then(|error| error.lines().next())
+            .map(str::to_owned),
+        error,
+        gold_cause,
+        needs_network,
     }
 }
 
@@ -137,9 +170,14 @@ pub fn table(verdicts: &BTreeMap<String, Validation>) -> String {
     for (id, verdict) in verdicts {
         // The first line; validation.json has the whole text (build logs, hints).
         let note = verdict
-            .error
+            .note
             .as_deref()
-            .and_then(|error| error.lines().next())
+            .or_else(|| {
+                verdict
+                    .error
+                    .as_deref()
+                    .and_then(|error| error.lines().next())
+            })
             .unwrap_or_default()
             .replace('|', "\\|");
         text.push_str(&format!(
@@ -155,6 +193,19 @@ pub fn table(verdicts: &BTreeMap<String, Validation>) -> String {
          without it\n",
         verdicts.len()
     ));
+    let offline: Vec<&str> = verdicts
+        .iter()
+        .filter(|(_, verdict)| verdict.needs_network)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    if !offline.is_empty() {
+        text.push_str(&format!(
+            "{} instance(s) need a network to resolve with gold: {} (rerun them with \
+             {NETWORK_SWITCH})\n",
+            offline.len(),
+            offline.join(", ")
+        ));
+    }
     text
 }
 
@@ -254,6 +305,7 @@ fn part(settings: &EvalSettings, name: &str) -> EvalSettings {
         env: settings.env.clone(),
         on_step: Arc::clone(&settings.on_step),
         provisioner: Arc::clone(&settings.provisioner),
+        network: settings.network,
     }
 }
 
@@ -283,6 +335,7 @@ mod tests {
             reused: false,
             elapsed: Duration::from_secs(seconds),
             touches_tests: Vec::new(),
+            cause: None,
         }
     }
 
@@ -311,6 +364,7 @@ mod tests {
             tripwire: None,
             spec_source: None,
             eval_key: None,
+            cause: None,
         }
     }
 
@@ -334,7 +388,10 @@ mod tests {
                 gold_resolved: true,
                 empty_fails: true,
                 seconds: 5.0,
-                error: None
+                error: None,
+                note: None,
+                gold_cause: None,
+                needs_network: false,
             }
         );
         assert!(verdict.is_valid());
@@ -370,7 +427,10 @@ mod tests {
                 gold_resolved: false,
                 empty_fails: false,
                 seconds: 0.0,
-                error: Some("gold: a-1: no Python 3.10".to_owned())
+                error: Some("gold: a-1: no Python 3.10".to_owned()),
+                note: Some("gold: a-1: no Python 3.10".to_owned()),
+                gold_cause: None,
+                needs_network: false,
             }
         );
     }
@@ -391,6 +451,62 @@ mod tests {
     }
 
     #[test]
+    fn a_gold_patch_that_does_not_resolve_says_why_and_names_the_network_switch() {
+        let cause = crate::eval::cause::classify(&crate::eval::cause::Evidence {
+            test_log: "FAILED t.py::test_get - requests.exceptions.ConnectionError: \
+                       HTTPConnectionPool(host='httpbin.org', port=80): Max retries exceeded \
+                       with url: /get\n",
+            ..crate::eval::cause::Evidence::default()
+        });
+        let gold = InstanceDone {
+            cause,
+            ..done(InstanceStatus::Unresolved(None), 4)
+        };
+        let verdict = verdict(
+            Some(&gold),
+            Some(&done(InstanceStatus::Unresolved(None), 1)),
+            Some(&report(&[], &["t.py::test_get"])),
+            &tests(&["t.py::test_get"]),
+        );
+        let note = "gold: the tests could not reach the network they need (httpbin.org): \
+                    grading runs without a network; --network gives it one";
+        assert_eq!(verdict.note.as_deref(), Some(note));
+        assert_eq!(verdict.error.as_deref(), Some(note));
+        assert!(verdict.needs_network);
+        assert_eq!(
+            verdict.gold_cause.as_ref().unwrap().names,
+            vec!["httpbin.org"]
+        );
+        let verdicts = BTreeMap::from([("psf__requests-2317".to_owned(), verdict)]);
+        assert_eq!(
+            table(&verdicts),
+            format!(
+                "| instance | resolved with gold | failing without | time | note |\n\
+                 |---|---|---|---|---|\n\
+                 | psf__requests-2317 | no | yes | 5.0 s | {note} |\n\
+                 \n0 of 1 instance(s) valid: resolved with the gold patch, FAIL_TO_PASS failing \
+                 without it\n\
+                 1 instance(s) need a network to resolve with gold: psf__requests-2317 (rerun \
+                 them with --network)\n"
+            )
+        );
+        let unexplained = verdict_without_cause();
+        assert_eq!(
+            unexplained.note.as_deref(),
+            Some("gold: the gold patch did not resolve (no cause was recorded)")
+        );
+    }
+
+    fn verdict_without_cause() -> Validation {
+        verdict(
+            Some(&done(InstanceStatus::Unresolved(None), 1)),
+            Some(&done(InstanceStatus::Unresolved(None), 1)),
+            Some(&report(&[], &["t::a"])),
+            &tests(&["t::a"]),
+        )
+    }
+
+    #[test]
     fn the_table_has_a_row_per_instance_and_counts_the_valid_ones() {
         let verdicts = BTreeMap::from([
             (
@@ -400,6 +516,9 @@ mod tests {
                     empty_fails: true,
                     seconds: 12.34,
                     error: None,
+                    note: None,
+                    gold_cause: None,
+                    needs_network: false,
                 },
             ),
             (
@@ -409,6 +528,9 @@ mod tests {
                     empty_fails: false,
                     seconds: 0.0,
                     error: Some("gold: x | y\nhint: z".to_owned()),
+                    note: None,
+                    gold_cause: None,
+                    needs_network: false,
                 },
             ),
         ]);

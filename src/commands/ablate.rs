@@ -174,6 +174,7 @@ impl aci::ablate::Steps for InProcess<'_> {
             timeout: EVAL_TIMEOUT_SECS,
             expect: None,
             spec: None,
+            network: false,
             ids: Vec::new(),
             selection: SelectionArgs {
                 filter: None,

@@ -100,6 +100,7 @@ pub async fn execute(
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
         provisioner,
+        network: args.network,
     };
     let total = selected.len();
     eprintln!(
@@ -226,14 +227,26 @@ fn select(instances: Vec<Instance>, args: &EvalArgs) -> Result<Vec<Instance>, Fa
 fn print_summary(summary: &RunSummary, output: &Path, out: Out) {
     out.print(&format!(
         "resolved {} of {} instances (unresolved {}, errors {}, empty patches {}, \
-         without prediction {})\n",
+         without prediction {}); resolve rate {:.1}%, {:.1}% without the {} infrastructure \
+         failure(s)\n",
         summary.resolved_instances,
         summary.total_instances,
         summary.unresolved_instances,
         summary.error_instances,
         summary.empty_patch_instances,
-        summary.incomplete_ids.len()
+        summary.incomplete_ids.len(),
+        summary.resolve_rate * 100.0,
+        summary.resolve_rate_without_infrastructure * 100.0,
+        summary.infrastructure_failures
     ));
+    if !summary.causes.is_empty() {
+        let causes: Vec<String> = summary
+            .causes
+            .iter()
+            .map(|(kind, count)| format!("{kind} {count}"))
+            .collect();
+        out.print(&format!("causes: {}\n", causes.join(", ")));
+    }
     out.print(&format!(
         "summary: {}\n",
         shown(&output.join("report.json"))

@@ -53,6 +53,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         env: config.env,
         on_step: Arc::new(|line: &str| eprintln!("{}", escape_controls(line))),
         provisioner,
+        network: args.network,
     };
     eprintln!(
         "validating {} instance(s) with {} worker(s) into {}",

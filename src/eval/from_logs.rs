@@ -186,6 +186,7 @@ pub fn grade_logs(
             reused: false,
             elapsed: started.elapsed(),
             touches_tests,
+            cause: None,
         };
         if let Some(outcome) = outcome(&done.status) {
             outcomes.insert(id.clone(), outcome);

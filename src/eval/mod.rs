@@ -5,11 +5,13 @@
 //! ([`canary`]), the tripwires that confirm a resolved run ([`tripwire`]), the scan of what a
 //! patch adds ([`reach`]), the patch's changes to test infrastructure and to `.git`
 //! ([`suspicious`]), the work tree a build sandbox hands on ([`tree`]), log parsing (any harness's
-//! log format), grading and the reports out. Effectful parts: [`container`] (one evaluation in
+//! log format), grading, why an evaluation did not resolve ([`cause`]) and the reports out.
+//! Effectful parts: [`container`] (one evaluation in
 //! fresh sandboxes, in stages), [`run`] (bounded concurrency, resume, the tripwire run, files) and
 //! [`from_logs`] (grading logs that already exist).
 
 pub mod canary;
+pub mod cause;
 pub mod container;
 pub mod from_logs;
 pub mod grade;

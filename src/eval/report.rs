@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::cause::Cause;
 use super::grade::{Grade, TestsStatus};
 use super::infra::ResetEntry;
 use super::predictions::Prediction;
@@ -95,6 +96,9 @@ pub struct InstanceReport {
     /// aci: the resume key ([`eval_key`]) of the inputs this report was graded from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval_key: Option<String>,
+    /// aci: why it did not resolve ([`super::cause::classify`]); absent when it resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
 }
 
 /// How one evaluated instance counts in the summary.
@@ -126,6 +130,7 @@ impl InstanceReport {
             tripwire: None,
             spec_source: None,
             eval_key,
+            cause: None,
         }
     }
 
@@ -147,6 +152,7 @@ impl InstanceReport {
             tripwire: None,
             spec_source: None,
             eval_key,
+            cause: None,
         }
     }
 
@@ -190,7 +196,7 @@ pub fn parse_instance_report(text: &str, instance_id: &str) -> Result<InstanceRe
 
 /// The run summary `DIR/report.json`, with SWE-bench's schema v2 fields in its order. Every id
 /// list is sorted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     /// Instances selected for evaluation.
     pub total_instances: usize,
@@ -230,6 +236,25 @@ pub struct RunSummary {
     /// outcome (an error has no report.json; its `run_instance.log` names the files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub touching_tests_ids: Vec<String>,
+    /// aci: how many unresolved and error instances had each cause kind
+    /// ([`super::cause::CauseKind`]), the environment's and the patch's alike.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub causes: BTreeMap<String, usize>,
+    /// aci: unresolved and error instances whose cause is the environment's or the harness's
+    /// (`infrastructure: true`), not the patch's.
+    #[serde(default)]
+    pub infrastructure_failures: usize,
+    /// aci: their ids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub infrastructure_failure_ids: Vec<String>,
+    /// aci: `resolved_instances / total_instances`, infrastructure failures kept in the
+    /// denominator (as SWE-bench 5.x counts them); 0 when nothing is selected.
+    #[serde(default)]
+    pub resolve_rate: f64,
+    /// aci: `resolved_instances / (total_instances - infrastructure_failures)`, infrastructure
+    /// failures left out (as SWE-bench Pro reports); 0 when that is no instance.
+    #[serde(default)]
+    pub resolve_rate_without_infrastructure: f64,
 }
 
 /// Builds the summary the way SWE-bench's `make_run_report` buckets instances, over the selected
@@ -296,7 +321,52 @@ pub fn run_summary_from(
     summary.unresolved_instances = summary.unresolved_ids.len();
     summary.empty_patch_instances = summary.empty_patch_ids.len();
     summary.error_instances = summary.error_ids.len();
+    summary.resolve_rate = rate(summary.resolved_instances, summary.total_instances);
+    summary.resolve_rate_without_infrastructure = summary.resolve_rate;
     summary
+}
+
+/// Adds the causes of the selected instances that did not resolve (`causes`: instance id → its
+/// cause) to `summary`: the count per kind, the infrastructure failures, and both resolve rates.
+/// Causes of instances the summary does not count as unresolved or error are ignored.
+pub fn add_causes(summary: &mut RunSummary, causes: &BTreeMap<String, Cause>) {
+    let counted: BTreeSet<&str> = summary
+        .unresolved_ids
+        .iter()
+        .chain(&summary.error_ids)
+        .map(String::as_str)
+        .collect();
+    summary.causes.clear();
+    summary.infrastructure_failure_ids.clear();
+    for (id, cause) in causes {
+        if !counted.contains(id.as_str()) {
+            continue;
+        }
+        *summary
+            .causes
+            .entry(cause.kind.as_str().to_owned())
+            .or_default() += 1;
+        if cause.infrastructure {
+            summary.infrastructure_failure_ids.push(id.clone());
+        }
+    }
+    summary.infrastructure_failures = summary.infrastructure_failure_ids.len();
+    summary.resolve_rate = rate(summary.resolved_instances, summary.total_instances);
+    summary.resolve_rate_without_infrastructure = rate(
+        summary.resolved_instances,
+        summary
+            .total_instances
+            .saturating_sub(summary.infrastructure_failures),
+    );
+}
+
+/// `part / whole` rounded to four decimals; 0 for an empty whole.
+fn rate(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        return 0.0;
+    }
+    let ratio = part as f64 / whole as f64;
+    (ratio * 10_000.0).round() / 10_000.0
 }
 
 /// The text of the summary file, four-space indented, with a final newline.

@@ -16,18 +16,19 @@ use super::canary::{
     CanaryNames, CanaryPlan, UNTRUSTED_TEST_RUN, add_to_command_line, canary_plan, random_word,
     verify,
 };
+use super::cause::{Cause, Evidence, classify};
 use super::container::{ContainerJob, ContainerRun, run_in_container};
-use super::grade::{Grade, grade_log_as};
+use super::grade::{Grade, grade_as};
 use super::infra::ResetEntry;
-use super::parse::{LogReading, read_test_log};
+use super::parse::{LogReading, NotRunReason, read_test_log};
 use super::plan::GradingPlan;
 use super::predictions::Prediction;
 use super::reach::reaches_into_tests;
 use super::report::{
-    InstanceOutcome, InstanceReport, RunSummary, TripwireReport, eval_key, instance_report_json,
-    parse_instance_report, run_summary, run_summary_json,
+    InstanceOutcome, InstanceReport, RunSummary, TripwireReport, add_causes, eval_key,
+    instance_report_json, parse_instance_report, run_summary, run_summary_json,
 };
-use super::script::{EvalScriptSpec, Stages};
+use super::script::{EvalScriptSpec, Stages, patch_files};
 use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
@@ -73,6 +74,9 @@ pub struct EvalSettings {
     /// Plans and provisions the instances' environments (shared by the runs of `aci
     /// validate`).
     pub provisioner: Arc<Provisioner>,
+    /// Give the grading sandboxes a network (`--network`). Off by default: they have only
+    /// `lo`, whatever `env.network` says for agent runs.
+    pub network: bool,
 }
 
 /// How one selected instance ended in this run.
@@ -103,6 +107,8 @@ pub struct InstanceDone {
     pub elapsed: Duration,
     /// Test infrastructure its patch changes (see [`InstanceReport::touches_tests`]).
     pub touches_tests: Vec<TouchedFile>,
+    /// Why it did not resolve (see [`InstanceReport::cause`]).
+    pub cause: Option<Cause>,
 }
 
 impl InstanceDone {
@@ -131,6 +137,16 @@ impl InstanceDone {
         } else {
             format!(" ({:.1} s)", self.elapsed.as_secs_f64())
         };
+        // The cause, unless the status already says it (an untrusted reason, an error).
+        let cause = match (&self.cause, &self.status) {
+            (Some(cause), InstanceStatus::Unresolved(Some(said)) | InstanceStatus::Error(said))
+                if said.lines().next() == Some(cause.summary.as_str()) =>
+            {
+                String::new()
+            }
+            (Some(cause), _) => format!("; cause: {}", cause.summary),
+            (None, _) => String::new(),
+        };
         let tests = if self.touches_tests.is_empty() {
             String::new()
         } else {
@@ -146,7 +162,10 @@ impl InstanceDone {
         };
         // Printed as one line on a terminal: the id, the patch's file names and the reason
         // (which quotes paths and server messages) come from outside.
-        escape_controls_in_lines(&format!("{}: {status}{when}{tests}", self.instance_id))
+        escape_controls_in_lines(&format!(
+            "{}: {status}{when}{cause}{tests}",
+            self.instance_id
+        ))
     }
 }
 
@@ -243,6 +262,7 @@ pub async fn evaluate_with(
     let mut tasks = JoinSet::new();
     let mut outcomes = BTreeMap::new();
     let mut resolved_touching_tests = Vec::new();
+    let mut causes = BTreeMap::new();
     let mut touching_tests = Vec::new();
     loop {
         while tasks.len() < workers && !shared.stop.load(Ordering::SeqCst) {
@@ -263,6 +283,9 @@ pub async fn evaluate_with(
             if let Some(outcome) = done.outcome() {
                 outcomes.insert(done.instance_id.clone(), outcome);
             }
+            if let Some(cause) = &done.cause {
+                causes.insert(done.instance_id.clone(), cause.clone());
+            }
             if !done.touches_tests.is_empty() {
                 touching_tests.push(done.instance_id.clone());
                 if done.status == InstanceStatus::Resolved {
@@ -279,6 +302,7 @@ pub async fn evaluate_with(
     touching_tests.sort();
     summary.resolved_touching_tests_ids = resolved_touching_tests;
     summary.touching_tests_ids = touching_tests;
+    add_causes(&mut summary, &causes);
     let path = output.join("report.json");
     write_atomic(&path, run_summary_json(&summary).as_bytes())
         .map_err(|source| EvalError::Output { path, source })?;
@@ -291,21 +315,22 @@ async fn evaluate_one(
     prediction: Option<Prediction>,
 ) -> InstanceDone {
     let started = Instant::now();
-    let done = |status, reused, touches_tests| InstanceDone {
+    let done = |status, reused, touches_tests, cause| InstanceDone {
         instance_id: instance.instance_id.clone(),
         status,
         reused,
         elapsed: started.elapsed(),
         touches_tests,
+        cause,
     };
     let dir = shared.settings.output.join(&instance.instance_id);
     let Some(prediction) = prediction else {
-        return done(InstanceStatus::NoPrediction, false, Vec::new());
+        return done(InstanceStatus::NoPrediction, false, Vec::new(), None);
     };
     if prediction.model_patch.is_empty() && shared.empty_patches == EmptyPatches::Skip {
         // A report from an earlier, non-empty patch no longer describes this prediction.
         let _ = std::fs::remove_file(dir.join("report.json"));
-        return done(InstanceStatus::EmptyPatch, false, Vec::new());
+        return done(InstanceStatus::EmptyPatch, false, Vec::new(), None);
     }
     let job = Job {
         shared,
@@ -320,7 +345,7 @@ async fn evaluate_one(
                 InstanceOutcome::Unresolved => InstanceStatus::Unresolved(report.untrusted_reason),
                 InstanceOutcome::Error => InstanceStatus::Error(report.error.unwrap_or_default()),
             };
-            done(status, reused, report.touches_tests)
+            done(status, reused, report.touches_tests, report.cause)
         }
         Err(stop) => {
             let reason = format!(
@@ -331,7 +356,11 @@ async fn evaluate_one(
             if let Ok(mut slot) = shared.stop_error.lock() {
                 slot.get_or_insert(stop);
             }
-            done(InstanceStatus::Error(reason), false, Vec::new())
+            let cause = classify(&Evidence {
+                error: Some(&reason),
+                ..Evidence::default()
+            });
+            done(InstanceStatus::Error(reason), false, Vec::new(), cause)
         }
     }
 }
@@ -377,7 +406,11 @@ impl Job<'_> {
         let prepared = match provisioner.provision(docker, self.instance, &request).await {
             Ok(prepared) => prepared,
             Err(PrepareError::Env(error)) if error.is_run_level() => return Err(error),
-            Err(error) => return Ok((self.error_report(&with_hint(&error), None), false)),
+            Err(error) => {
+                // No repository, no image, or an environment image that did not build.
+                let report = self.failure_report(&with_hint(&error), None, true);
+                return Ok((report, false));
+            }
         };
         let image = &prepared.env_image;
         let repo_dir = &prepared.plan.repo_dir;
@@ -392,7 +425,9 @@ impl Job<'_> {
             test_directives: &plan.test_directives,
         });
         // The key covers the scripts without the canaries, whose names change every run.
-        let mut key_script = format!("{}# {GRADING_SCHEME}\n", stages.record());
+        // With a network the same inputs may grade otherwise, so it is part of the key.
+        let network = if settings.network { "# network\n" } else { "" };
+        let mut key_script = format!("{}# {GRADING_SCHEME}\n{network}", stages.record());
         if plan.eval_type == EvalType::FailOnly {
             key_script.push_str("# eval_type: fail_only\n");
         }
@@ -408,6 +443,7 @@ impl Job<'_> {
             return Ok((self.error_report(&reason, Some(key)), false));
         }
         let mut spec = prepared.sandbox_spec(&settings.env, &settings.run_id, SpecUse::Eval);
+        spec.network = settings.network;
         spec.image = match provisioner.publish(&self.shared.engine, &spec.image).await {
             Ok(reference) => reference,
             Err(error) => {
@@ -457,9 +493,13 @@ impl Job<'_> {
     /// Grades what ran in the first trial, the canaries checked.
     fn grade(&self, plan: &GradingPlan, trial: &Trial, run: &ContainerRun) -> Outcome {
         let log = run.test_log(self.shared.settings.timeout);
-        let mut grade = grade_log_as(
-            &log,
-            plan.parser.parser(),
+        let reading = read_test_log(&log, plan.parser.parser());
+        let not_run = match &reading {
+            LogReading::NotRun(reason) => Some(*reason),
+            LogReading::Ran(_) => None,
+        };
+        let mut grade = grade_as(
+            &reading,
             &self.instance.fail_to_pass,
             &self.instance.pass_to_pass,
             plan.eval_type,
@@ -472,6 +512,7 @@ impl Job<'_> {
         Outcome {
             grade,
             log,
+            not_run,
             tripwire: None,
         }
     }
@@ -578,6 +619,23 @@ impl Job<'_> {
         );
         report.reaches_into_tests = reaches_into_tests(self.patch);
         report.infrastructure_reset.clone_from(&run.reset);
+        let files: Vec<String> = patch_files(self.patch)
+            .into_iter()
+            .flat_map(|change| change.old_path.into_iter().chain(change.new_path))
+            .collect();
+        report.cause = classify(&Evidence {
+            resolved: report.resolved,
+            build_error: None,
+            error: report.error.as_deref(),
+            not_run: outcome.not_run,
+            apply_output: &run.apply_output,
+            test_log: &outcome.log,
+            timed_out: report.timed_out || run.timed_out,
+            untrusted_reason: report.untrusted_reason.as_deref(),
+            tests_status: report.tests_status.as_ref(),
+            patch_files: &files,
+            network: self.shared.settings.network,
+        });
         let mut run_log = run_log(image, &run.apply_output, run.oom_killed, run.elided_bytes);
         run_log.push_str(&touches_lines(&report.touches_tests));
         run_log.push_str(&grader_lines(run, &report.reaches_into_tests));
@@ -592,6 +650,7 @@ impl Job<'_> {
         if let Some(error) = &report.error {
             run_log.push_str(&format!("error: {}\n", escape_controls(error)));
         }
+        run_log.push_str(&cause_line(report.cause.as_ref()));
         let written = written
             .and_then(|()| self.write("run_instance.log", &run_log))
             .and_then(|()| self.write("test_output.txt", &outcome.log));
@@ -659,7 +718,17 @@ impl Job<'_> {
     /// the reason in `run_instance.log`, and no `report.json` (an earlier one is removed), since
     /// the harness counts every `report.json` as a completed evaluation.
     fn error_report(&self, reason: &str, key: Option<String>) -> InstanceReport {
+        self.failure_report(reason, key, false)
+    }
+
+    /// [`Self::error_report`]; `build` says the reason is the environment's build error.
+    fn failure_report(&self, reason: &str, key: Option<String>, build: bool) -> InstanceReport {
         let mut report = InstanceReport::from_error(reason, key);
+        report.cause = classify(&Evidence {
+            build_error: build.then_some(reason),
+            error: Some(reason),
+            ..Evidence::default()
+        });
         report.touches_tests = test_infrastructure(
             self.patch,
             self.instance.test_patch.as_deref(),
@@ -667,9 +736,10 @@ impl Job<'_> {
         );
         self.remove_report();
         let log = format!(
-            "{}error: {}\n",
+            "{}error: {}\n{}",
             touches_lines(&report.touches_tests),
-            escape_controls(reason)
+            escape_controls(reason),
+            cause_line(report.cause.as_ref())
         );
         let _ = self
             .write("patch.diff", self.patch)
@@ -687,6 +757,28 @@ impl Job<'_> {
         write_atomic(&path, text.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
+}
+
+/// `cause: <kind> (infrastructure|the patch's): <summary>` for `run_instance.log`, with the
+/// detail's lines indented under it.
+fn cause_line(cause: Option<&Cause>) -> String {
+    let Some(cause) = cause else {
+        return String::new();
+    };
+    let whose = if cause.infrastructure {
+        "infrastructure"
+    } else {
+        "the patch's"
+    };
+    let mut text = format!(
+        "cause: {} ({whose}): {}\n",
+        cause.kind,
+        escape_controls(&cause.summary)
+    );
+    for line in cause.detail.lines() {
+        text.push_str(&format!("  {}\n", escape_controls(line)));
+    }
+    text
 }
 
 /// One trial's scripts and canaries (names drawn afresh for each).
@@ -717,6 +809,8 @@ struct Graded {
 struct Outcome {
     grade: Grade,
     log: String,
+    /// Why the first trial's log has no gradeable results, when it has none.
+    not_run: Option<NotRunReason>,
     tripwire: Option<TripwireRun>,
 }
 

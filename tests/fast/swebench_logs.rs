@@ -92,7 +92,7 @@ fn grading_the_harness_logs_gives_the_published_verdict_on_137_of_138() {
         stdout.lines().next(),
         Some(
             "resolved 43 of 300 instances (unresolved 71, errors 10, empty patches 14, without \
-             prediction 162)"
+             prediction 162); resolve rate 14.3%, 14.3% without the 0 infrastructure failure(s)"
         )
     );
     let verdicts = read_json(&data.join("harness-verdicts.json"));

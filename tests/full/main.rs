@@ -22,6 +22,7 @@ mod agent_trajectory;
 mod baseline;
 mod batch_docker;
 mod batch_k8s;
+mod causes;
 mod config_ranges;
 mod disk_quota;
 mod env_image;

@@ -180,7 +180,76 @@ fn the_summary_buckets_instances_like_swe_bench_with_sorted_ids() {
             schema_version: 2,
             resolved_touching_tests_ids: Vec::new(),
             touching_tests_ids: Vec::new(),
+            causes: BTreeMap::new(),
+            infrastructure_failures: 0,
+            infrastructure_failure_ids: Vec::new(),
+            resolve_rate: 0.1667,
+            resolve_rate_without_infrastructure: 0.1667,
         }
+    );
+}
+
+#[test]
+fn the_summary_counts_causes_and_gives_the_rate_with_and_without_infrastructure_failures() {
+    use crate::eval::cause::{Cause, CauseKind};
+    let ids = strings(&["a", "b", "c", "d", "e"]);
+    let predictions: Vec<Prediction> = ids.iter().map(|id| prediction(id, "diff")).collect();
+    let outcomes = BTreeMap::from([
+        ("a".to_owned(), InstanceOutcome::Resolved),
+        ("b".to_owned(), InstanceOutcome::Unresolved),
+        ("c".to_owned(), InstanceOutcome::Unresolved),
+        ("d".to_owned(), InstanceOutcome::Error),
+        ("e".to_owned(), InstanceOutcome::Unresolved),
+    ]);
+    let cause = |kind: CauseKind| Cause {
+        kind,
+        infrastructure: kind.is_infrastructure(),
+        summary: kind.to_string(),
+        names: Vec::new(),
+        detail: String::new(),
+    };
+    let causes = BTreeMap::from([
+        ("a".to_owned(), cause(CauseKind::Network)),
+        ("b".to_owned(), cause(CauseKind::Network)),
+        ("c".to_owned(), cause(CauseKind::TestsFailed)),
+        ("d".to_owned(), cause(CauseKind::EnvironmentNotBuilt)),
+        ("e".to_owned(), cause(CauseKind::TestsFailed)),
+    ]);
+    let mut summary = run_summary(&ids, &predictions, &outcomes);
+    add_causes(&mut summary, &causes);
+    // "a" resolved: its cause, if any, is not counted.
+    assert_eq!(
+        summary.causes,
+        BTreeMap::from([
+            ("environment_not_built".to_owned(), 1),
+            ("network".to_owned(), 1),
+            ("tests_failed".to_owned(), 2),
+        ])
+    );
+    assert_eq!(summary.infrastructure_failures, 2);
+    assert_eq!(summary.infrastructure_failure_ids, strings(&["b", "d"]));
+    assert_eq!(summary.resolve_rate, 0.2);
+    assert_eq!(summary.resolve_rate_without_infrastructure, 0.3333);
+    let json = run_summary_json(&summary);
+    assert!(
+        json.ends_with(
+            r#"    "schema_version": 2,
+    "causes": {
+        "environment_not_built": 1,
+        "network": 1,
+        "tests_failed": 2
+    },
+    "infrastructure_failures": 2,
+    "infrastructure_failure_ids": [
+        "b",
+        "d"
+    ],
+    "resolve_rate": 0.2,
+    "resolve_rate_without_infrastructure": 0.3333
+}
+"#
+        ),
+        "{json}"
     );
 }
 
@@ -212,7 +281,10 @@ fn the_summary_json_lists_the_fields_in_swe_bench_order() {
     ],
     "unresolved_ids": [],
     "error_ids": [],
-    "schema_version": 2
+    "schema_version": 2,
+    "infrastructure_failures": 0,
+    "resolve_rate": 1.0,
+    "resolve_rate_without_infrastructure": 1.0
 }
 "#;
     assert_eq!(run_summary_json(&summary), expected);

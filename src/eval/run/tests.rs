@@ -34,6 +34,7 @@ fn names_from_a_patch_or_a_record_are_escaped_in_run_instance_log_and_progress_l
         reused: false,
         elapsed: Duration::from_millis(1500),
         touches_tests: touched,
+        cause: None,
     };
     assert_eq!(
         done.describe(),
