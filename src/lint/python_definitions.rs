@@ -501,7 +501,7 @@ impl<'tree> Analyzer<'_, 'tree> {
             self.bind_type_params(params, outer, item);
         }
         let scope = self.new_scope(ScopeKind::Function, outer);
-        let mut parameters = self.parameters(node.child_by_field_name("parameters"), node);
+        let mut parameters = self.parameters(node.child_by_field_name("parameters"), node, item);
         parameters
             .annotations
             .extend(node.child_by_field_name("return_type"));
@@ -546,7 +546,7 @@ impl<'tree> Analyzer<'_, 'tree> {
     pub(super) fn visit_lambda(&mut self, item: Item<'tree>) {
         let node = item.node;
         let scope = self.new_scope(ScopeKind::Function, item.scope);
-        let parameters = self.parameters(node.child_by_field_name("parameters"), node);
+        let parameters = self.parameters(node.child_by_field_name("parameters"), node, item);
         let mut works: Vec<Work<'tree>> = parameters
             .defaults
             .iter()
@@ -591,7 +591,12 @@ impl<'tree> Analyzer<'_, 'tree> {
 
     /// Reads a parameter list: names, annotations and defaults, reporting duplicate
     /// arguments and non-default-after-default parameters.
-    fn parameters(&mut self, params: Option<Node<'tree>>, function: Node<'_>) -> Parameters<'tree> {
+    fn parameters(
+        &mut self,
+        params: Option<Node<'tree>>,
+        function: Node<'_>,
+        item: Item<'_>,
+    ) -> Parameters<'tree> {
         let mut parameters = Parameters {
             names: Vec::new(),
             annotations: Vec::new(),
@@ -635,7 +640,7 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
         let (row, col) = self.position(function);
         for (index, name) in parameters.names.iter().enumerate() {
-            if parameters.names[..index].contains(name) {
+            if parameters.names[..index].contains(name) && !item.unseen {
                 self.facts.diagnostics.push(UnitDiagnostic {
                     row,
                     col,
