@@ -257,7 +257,16 @@ impl<'tree> Analyzer<'_, 'tree> {
             .any(|c| matches!(c.kind(), "except_clause" | "except_group_clause"));
         let finally = children.iter().any(|c| c.kind() == "finally_clause");
         if !handlers && !finally {
-            self.syntax_after(node, "SyntaxError: expected 'except' or 'finally' block");
+            let message = "SyntaxError: expected 'except' or 'finally' block";
+            match token_after(self.src, node.end_byte()) {
+                // A dedent past the `try`: CPython points at the DEDENT token, one left.
+                Some((row, col)) if col < node.start_position().column => {
+                    let row = row.saturating_sub(self.base_row);
+                    let problem = SyntaxProblem::new(row, col, message).shifted_left();
+                    self.facts.syntax.push(problem);
+                }
+                _ => self.syntax_after(node, message),
+            }
         }
         let catches_name_error = children
             .iter()

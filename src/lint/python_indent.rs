@@ -99,6 +99,18 @@ fn first_parser_problem(scan: &Scan, src: &[u8]) -> Option<SyntaxProblem> {
                 problem
             });
         }
+        if line.movement == IndentMove::Same
+            && is_clause(line)
+            && !previous.is_some_and(is_inline_compound)
+        {
+            // `else:` and its kin inside a block (not after a one-line compound statement at
+            // their level): the parser fails at the keyword.
+            return Some(SyntaxProblem::new(
+                line.row,
+                line.col,
+                "SyntaxError: invalid syntax",
+            ));
+        }
         previous = Some(line);
     }
     let last = previous?;
@@ -120,6 +132,28 @@ fn first_parser_problem(scan: &Scan, src: &[u8]) -> Option<SyntaxProblem> {
 }
 
 const UNEXPECTED_UNINDENT: &str = "IndentationError: unexpected unindent";
+
+/// A line that continues a compound statement: `elif`, `else`, `except` or `finally`.
+fn is_clause(line: &LogicalLine) -> bool {
+    matches!(
+        line.first_word.as_str(),
+        "elif" | "else" | "except" | "finally"
+    )
+}
+
+/// A compound statement with its body on the header's line (`if x: pass`), which a clause
+/// at the same indentation may continue.
+fn is_inline_compound(line: &LogicalLine) -> bool {
+    line.has_colon
+        && !line.ends_with_colon
+        && matches!(
+            (line.first_word.as_str(), line.second_word.as_str()),
+            (
+                "if" | "elif" | "else" | "for" | "while" | "try" | "except" | "finally",
+                _
+            ) | ("async", "for")
+        )
+}
 
 /// A decorator line, which must be followed by a `def` or `class` at the same indentation.
 fn is_decorator(line: &LogicalLine) -> bool {
