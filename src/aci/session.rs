@@ -186,6 +186,7 @@ impl<S: Sandbox> Aci<S> {
         let mut window = WindowState::new(config.window, config.overlap);
         window.scroll_warning = config.scroll_warning;
         window.max_line_length = config.max_line_length;
+        window.open_shell_noise = config.open_shell_noise;
         Self {
             sandbox,
             registry,

@@ -21,6 +21,30 @@ pub fn cut_marker(hidden_chars: usize) -> String {
     format!(" [... {hidden_chars} more characters on this line]")
 }
 
+/// The file v0 sourced its viewer commands from, as bash names it in an error of theirs.
+const V0_DEFAULTS_SH: &str = "/root/commands/defaults.sh";
+
+/// The line of [`V0_DEFAULTS_SH`] (v0.1 to v0.7 alike) where `open` compares its line number
+/// with the file's line count: `if [ $2 -gt $max_line ]; then`.
+const V0_OPEN_COMPARE_LINE: usize = 54;
+
+/// What v0's `open "<path>" <line>` printed on stderr before its answer when `<path>` is not a
+/// file: mawk's failure to count the lines (`awk 'END {print NR}' $1`), then bash's error for
+/// the comparison with the empty count. Nothing for a file.
+pub fn open_shell_noise(path: &str, line: &str, target: &PathKind) -> Vec<String> {
+    let awk = match target {
+        PathKind::File { .. } => return Vec::new(),
+        PathKind::Directory => "awk: read error (Is a directory)".to_owned(),
+        PathKind::Missing => format!("awk: cannot open {path} (No such file or directory)"),
+    };
+    vec![
+        awk,
+        format!(
+            "{V0_DEFAULTS_SH}: line {V0_OPEN_COMPARE_LINE}: [: {line}: unary operator expected"
+        ),
+    ]
+}
+
 /// The viewer state that v0 kept in shell variables (`CURRENT_FILE`, `CURRENT_LINE`, `WINDOW`,
 /// `OVERLAP`, `SCROLL_COUNT`, `LAST_ACTION`). Cloning it before an edit and restoring it afterwards is the
 /// exact rollback of the window.
@@ -49,6 +73,9 @@ pub struct WindowState {
     /// The widest line shown, in characters ([`DEFAULT_MAX_LINE_LENGTH`]); longer lines are
     /// cut with [`cut_marker`].
     pub max_line_length: usize,
+    /// Whether `open` with a line number prints v0's shell noise for a path that is not a
+    /// file ([`open_shell_noise`]).
+    pub open_shell_noise: bool,
 }
 
 /// The arguments of `open "<path>" [<line_number>]` after the usage checks.
@@ -87,6 +114,7 @@ impl WindowState {
             last_action_scrolled: false,
             scroll_warning: true,
             max_line_length: DEFAULT_MAX_LINE_LENGTH,
+            open_shell_noise: false,
         }
     }
 
@@ -132,6 +160,9 @@ impl WindowState {
         // or a missing file, and then only the "less than 1" check can fire.
         let lines = split_lines(bytes);
         let known_lines = matches!(target, PathKind::File { .. }).then_some(lines.len());
+        if let Some(line) = request.line.as_deref().filter(|_| self.open_shell_noise) {
+            out.extend(open_shell_noise(&request.path, line, target));
+        }
         let centre2 = match &request.line {
             None => window,
             Some(raw) => {

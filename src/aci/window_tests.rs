@@ -145,6 +145,45 @@ fn open_of_a_missing_file_says_not_found() {
 }
 
 #[test]
+fn open_with_shell_noise_prints_v0s_awk_and_test_errors_first() {
+    let mut state = WindowState::new(100, 2);
+    state.open_shell_noise = true;
+    let missing = state.open(
+        &parse_open_args("nope.py 101").unwrap(),
+        &PathKind::Missing,
+        b"",
+    );
+    assert_eq!(
+        missing,
+        "awk: cannot open nope.py (No such file or directory)\n\
+         /root/commands/defaults.sh: line 54: [: 101: unary operator expected\n\
+         File nope.py not found"
+    );
+    // The line as typed; `[ 0 -lt 1 ]` still works, so its warnings follow the noise.
+    let below = state.open(
+        &parse_open_args("src 0").unwrap(),
+        &PathKind::Directory,
+        b"",
+    );
+    assert_eq!(
+        below,
+        "awk: read error (Is a directory)\n\
+         /root/commands/defaults.sh: line 54: [: 0: unary operator expected\n\
+         Warning: <line_number> (0) is less than 1\n\
+         Warning: Setting <line_number> to 1\n\
+         Error: src is a directory. You can only open files. Use cd or ls to navigate directories."
+    );
+    // Without a line number v0 runs no awk.
+    let plain = state.open(
+        &parse_open_args("nope.py").unwrap(),
+        &PathKind::Missing,
+        b"",
+    );
+    assert_eq!(plain, "File nope.py not found");
+    assert_eq!(state.file, None);
+}
+
+#[test]
 fn open_usage_errors_are_verbatim() {
     assert_eq!(
         parse_open_args(""),

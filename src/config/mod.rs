@@ -134,6 +134,13 @@ pub struct AciConfig {
     /// From the 3rd scroll in a row, append v0.7's "Scrolling many times in a row is very
     /// inefficient" warning. Off: no warning, as before v0.7 (the paper's runs).
     pub scroll_warning: bool,
+    /// When `open` is given a line number for a missing file or a directory, print first the
+    /// two lines of shell noise v0's `open` script printed there (its `awk` line count fails,
+    /// then bash's `[` has no number to compare): `awk: cannot open <path> (No such file or
+    /// directory)` (`awk: read error (Is a directory)`), then
+    /// `/root/commands/defaults.sh: line 54: [: <line>: unary operator expected`. Off: only
+    /// the answer (`File <path> not found`).
+    pub open_shell_noise: bool,
     /// Give the model each command's output exactly as printed, its final newline included,
     /// as v0.1–0.4 did. Off (v0.7): `\r\n` and Python's other line boundaries become `\n` and
     /// the final line break is dropped.
@@ -161,6 +168,7 @@ impl Default for AciConfig {
             window: 100,
             overlap: 2,
             scroll_warning: true,
+            open_shell_noise: false,
             raw_output: false,
             max_line_length: aci::DEFAULT_MAX_LINE_LENGTH,
             lint: LintConfig::default(),

@@ -257,7 +257,16 @@ impl<'tree> Analyzer<'_, 'tree> {
             .any(|c| matches!(c.kind(), "except_clause" | "except_group_clause"));
         let finally = children.iter().any(|c| c.kind() == "finally_clause");
         if !handlers && !finally {
-            self.syntax_after(node, "SyntaxError: expected 'except' or 'finally' block");
+            let message = "SyntaxError: expected 'except' or 'finally' block";
+            match token_after(self.src, node.end_byte()) {
+                // A dedent past the `try`: CPython points at the DEDENT token, one left.
+                Some((row, col)) if col < node.start_position().column => {
+                    let row = row.saturating_sub(self.base_row);
+                    let problem = SyntaxProblem::new(row, col, message).shifted_left();
+                    self.facts.syntax.push(problem);
+                }
+                _ => self.syntax_after(node, message),
+            }
         }
         let catches_name_error = children
             .iter()
@@ -501,7 +510,7 @@ impl<'tree> Analyzer<'_, 'tree> {
             self.bind_type_params(params, outer, item);
         }
         let scope = self.new_scope(ScopeKind::Function, outer);
-        let mut parameters = self.parameters(node.child_by_field_name("parameters"), node);
+        let mut parameters = self.parameters(node.child_by_field_name("parameters"), node, item);
         parameters
             .annotations
             .extend(node.child_by_field_name("return_type"));
@@ -546,7 +555,7 @@ impl<'tree> Analyzer<'_, 'tree> {
     pub(super) fn visit_lambda(&mut self, item: Item<'tree>) {
         let node = item.node;
         let scope = self.new_scope(ScopeKind::Function, item.scope);
-        let parameters = self.parameters(node.child_by_field_name("parameters"), node);
+        let parameters = self.parameters(node.child_by_field_name("parameters"), node, item);
         let mut works: Vec<Work<'tree>> = parameters
             .defaults
             .iter()
@@ -591,7 +600,12 @@ impl<'tree> Analyzer<'_, 'tree> {
 
     /// Reads a parameter list: names, annotations and defaults, reporting duplicate
     /// arguments and non-default-after-default parameters.
-    fn parameters(&mut self, params: Option<Node<'tree>>, function: Node<'_>) -> Parameters<'tree> {
+    fn parameters(
+        &mut self,
+        params: Option<Node<'tree>>,
+        function: Node<'_>,
+        item: Item<'_>,
+    ) -> Parameters<'tree> {
         let mut parameters = Parameters {
             names: Vec::new(),
             annotations: Vec::new(),
@@ -635,7 +649,7 @@ impl<'tree> Analyzer<'_, 'tree> {
         }
         let (row, col) = self.position(function);
         for (index, name) in parameters.names.iter().enumerate() {
-            if parameters.names[..index].contains(name) {
+            if parameters.names[..index].contains(name) && !item.unseen {
                 self.facts.diagnostics.push(UnitDiagnostic {
                     row,
                     col,

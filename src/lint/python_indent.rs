@@ -1,5 +1,6 @@
-//! Indentation checks tree-sitter cannot make: CPython's parser-level "unexpected indent"
-//! and "expected an indented block after …", and pycodestyle's E111, E112 and E113.
+//! Indentation checks tree-sitter cannot make: CPython's parser-level "unexpected indent",
+//! "unexpected unindent" after a decorator and "expected an indented block after …", and
+//! pycodestyle's E111, E112 and E113.
 
 use super::python_tokens::{IndentMove, LogicalLine, Scan, SyntaxProblem};
 use super::text::end_of_file;
@@ -47,8 +48,21 @@ fn expected_block(header: &LogicalLine, row: usize, col: usize) -> Option<Syntax
     ))
 }
 
-/// The first indentation error CPython's parser would report, if any.
-pub(crate) fn parser_problem(scan: &Scan, src: &[u8]) -> Option<SyntaxProblem> {
+/// The first indentation error CPython's parser would report, if any, and where the parser
+/// fails (for ordering against other parser errors; past the problem's position only when
+/// the problem is reported at the end of the file).
+pub(crate) fn parser_problem(scan: &Scan, src: &[u8]) -> Option<(SyntaxProblem, (usize, usize))> {
+    let problem = first_parser_problem(scan, src)?;
+    let fails_at = match scan.lines.last() {
+        Some(last) if is_decorator(last) && problem.row > last.end_row => {
+            (last.end_row, last.end_col)
+        }
+        _ => (problem.row, problem.col),
+    };
+    Some((problem, fails_at))
+}
+
+fn first_parser_problem(scan: &Scan, src: &[u8]) -> Option<SyntaxProblem> {
     let mut previous: Option<&LogicalLine> = None;
     for line in &scan.lines {
         let expects_block = previous.is_some_and(|p| p.ends_with_colon);
@@ -62,6 +76,12 @@ pub(crate) fn parser_problem(scan: &Scan, src: &[u8]) -> Option<SyntaxProblem> {
                 let message = "SyntaxError: expected ':'";
                 return Some(SyntaxProblem::new(header.end_row, header.end_col, message));
             }
+        }
+        if previous.is_some_and(is_decorator) && line.movement == IndentMove::Dedent {
+            // The parser needs a `def` or `class` and meets the DEDENT token.
+            return Some(
+                SyntaxProblem::new(line.row, line.col, UNEXPECTED_UNINDENT).shifted_left(),
+            );
         }
         if line.movement == IndentMove::Indent && !expects_block {
             let message = "IndentationError: unexpected indent";
@@ -79,11 +99,65 @@ pub(crate) fn parser_problem(scan: &Scan, src: &[u8]) -> Option<SyntaxProblem> {
                 problem
             });
         }
+        if line.movement == IndentMove::Same
+            && is_clause(line)
+            && !previous.is_some_and(is_inline_compound)
+        {
+            // `else:` and its kin inside a block (not after a one-line compound statement at
+            // their level): the parser fails at the keyword.
+            return Some(SyntaxProblem::new(
+                line.row,
+                line.col,
+                "SyntaxError: invalid syntax",
+            ));
+        }
         previous = Some(line);
     }
-    let last = previous.filter(|line| line.ends_with_colon)?;
+    let last = previous?;
     let (row, col) = end_of_file(src);
-    expected_block(last, row, col)
+    if is_decorator(last) {
+        // A tokenizer error ended the scan: the parser meets that error first.
+        if scan.error.is_some() {
+            return None;
+        }
+        // At the end the parser meets a DEDENT inside a block, or the ENDMARKER at module
+        // level, which CPython places at the start of the last line.
+        return Some(if last.stack_top.0 > 0 {
+            SyntaxProblem::new(row, col, UNEXPECTED_UNINDENT)
+        } else {
+            SyntaxProblem::new(row, 0, "SyntaxError: invalid syntax").shifted_left()
+        });
+    }
+    expected_block(last.ends_with_colon.then_some(last)?, row, col)
+}
+
+const UNEXPECTED_UNINDENT: &str = "IndentationError: unexpected unindent";
+
+/// A line that continues a compound statement: `elif`, `else`, `except` or `finally`.
+fn is_clause(line: &LogicalLine) -> bool {
+    matches!(
+        line.first_word.as_str(),
+        "elif" | "else" | "except" | "finally"
+    )
+}
+
+/// A compound statement with its body on the header's line (`if x: pass`), which a clause
+/// at the same indentation may continue.
+fn is_inline_compound(line: &LogicalLine) -> bool {
+    line.has_colon
+        && !line.ends_with_colon
+        && matches!(
+            (line.first_word.as_str(), line.second_word.as_str()),
+            (
+                "if" | "elif" | "else" | "for" | "while" | "try" | "except" | "finally",
+                _
+            ) | ("async", "for")
+        )
+}
+
+/// A decorator line, which must be followed by a `def` or `class` at the same indentation.
+fn is_decorator(line: &LogicalLine) -> bool {
+    line.first_word.as_str() == "@"
 }
 
 /// pycodestyle's `indentation` check for the selected codes (comment lines, which give

@@ -139,6 +139,10 @@ pub(super) struct Item<'tree> {
     pub(super) conditional: bool,
     /// Part of an annotation.
     pub(super) annotation: bool,
+    /// Inside a `return`, `yield` or `await` outside any function: pyflakes reports it
+    /// (F706, F704) and looks no further, so nothing there is loaded, bound or checked by
+    /// name; CPython's parse errors there are still found.
+    pub(super) unseen: bool,
 }
 
 /// One step of the walk.
@@ -198,6 +202,7 @@ pub(crate) fn analyze(
         guarded: false,
         conditional: false,
         annotation: false,
+        unseen: false,
     });
     loop {
         while let Some(work) = analyzer.stack.pop() {
@@ -330,7 +335,7 @@ impl<'tree> Analyzer<'_, 'tree> {
     }
 
     pub(super) fn load(&mut self, node: Node<'_>, item: Item<'_>) {
-        if item.guarded {
+        if item.guarded || item.unseen {
             return;
         }
         let name = self.text(node).to_owned();
@@ -459,6 +464,14 @@ impl<'tree> Analyzer<'_, 'tree> {
                 self.check_arguments(node);
                 self.push_children(item, Mode::Load);
             }
+            "return_statement" | "yield" | "await" if self.outside_function(item.scope) => self
+                .push_children(
+                    Item {
+                        unseen: true,
+                        ..item
+                    },
+                    Mode::Load,
+                ),
             "lambda" => self.visit_lambda(item),
             kind if is_comprehension(kind) => self.visit_comprehension(item),
             "for_in_clause" | "for_statement" => self.visit_for(item),
@@ -546,7 +559,7 @@ impl<'tree> Analyzer<'_, 'tree> {
         if let Some(value) = node.child_by_field_name("value") {
             works.push(Self::visit_of(item, value, Mode::Load, item.scope));
         }
-        if let Some(name) = node.child_by_field_name("name") {
+        if let Some(name) = node.child_by_field_name("name").filter(|_| !item.unseen) {
             let name = self.text(name).to_owned();
             works.push(Work::Bind { scope, name });
         }
@@ -658,6 +671,16 @@ impl<'tree> Analyzer<'_, 'tree> {
                 ..item
             }),
         }
+    }
+
+    /// Whether `scope` is the module or a class body, where pyflakes does not look into a
+    /// `return`, `yield` or `await`.
+    fn outside_function(&self, scope: usize) -> bool {
+        scope == 0
+            || self
+                .scopes
+                .get(scope)
+                .is_some_and(|s| s.kind == ScopeKind::Class)
     }
 
     /// None when `name` is bound in the unit's own scopes now (or is `__class__` seen from a

@@ -4,8 +4,8 @@
 //!
 //! CPython's order: a tokenizer error met before the parser fails wins; after a parser error
 //! the rest of the file is still tokenized and a tokenizer error found there replaces it
-//! (except after "unexpected indent"); a bracket left open at the end replaces a parser error
-//! found on a later line with "'(' was never closed".
+//! (except after "unexpected indent" or "unexpected unindent"); a bracket left open at the end
+//! replaces a parser error found on a later line with "'(' was never closed".
 
 use tree_sitter::Node;
 
@@ -22,7 +22,8 @@ struct Candidate {
     /// so they are ordered by the end of their ERROR node.
     order: (usize, usize),
     far_row: usize,
-    /// Later tokenizer errors replace it (all parser errors but "unexpected indent").
+    /// Later tokenizer errors replace it (all parser errors but an unexpected indent or
+    /// unindent).
     replaceable: bool,
 }
 
@@ -46,10 +47,13 @@ pub(crate) fn first_syntax_error(
 ) -> Option<SyntaxProblem> {
     // Indentation first: on a tie it is the more specific message.
     let mut candidates: Vec<Candidate> = Vec::new();
-    if let Some(problem) = parser_problem(scan, src) {
-        let replaceable = !problem.message.ends_with("unexpected indent");
+    if let Some((problem, order)) = parser_problem(scan, src) {
+        // CPython reports an unexpected INDENT or DEDENT token without tokenizing further.
+        let replaceable = !problem.message.ends_with("unexpected indent")
+            && !problem.message.ends_with("unexpected unindent");
         candidates.push(Candidate {
             replaceable,
+            order,
             ..Candidate::simple(problem)
         });
     }

@@ -4,8 +4,8 @@
 //! compares the observations, the messages the model was sent and the submitted patch.
 //!
 //! `configs/swe-agent-0.4.yaml` sets the paper-era switches (`aci.scroll_warning`,
-//! `aci.raw_output`, `aci.lint.filter_preexisting`, `aci.lint.rejection_first_line`); each is
-//! flipped here on its own.
+//! `aci.raw_output`, `aci.lint.filter_preexisting`, `aci.lint.rejection_first_line`) and, as
+//! `configs/swe-agent-0.7.yaml` does, `aci.open_shell_noise`; each is flipped here on its own.
 //!
 //! The other switches are flipped elsewhere: `aci.window` and `aci.lint.enabled` in
 //! `tests/full/ablate.rs`; `agent.demonstrations` in `tests/full/agent_trajectory.rs`
@@ -441,6 +441,26 @@ fn scroll_warning_off_drops_the_warning_of_the_third_scroll_in_a_row() {
 }
 
 #[test]
+fn open_shell_noise_prints_v0s_awk_and_test_errors_before_a_missing_file() {
+    let actions = ["open missing.py 101", "open missing.py"];
+    let clean = aci_run(&actions, &[]);
+    assert_eq!(
+        clean.observations(),
+        ["File missing.py not found", "File missing.py not found"]
+    );
+    let noisy = aci_run(&actions, &["--set", "aci.open_shell_noise=true"]);
+    assert_eq!(
+        noisy.observations(),
+        [
+            "awk: cannot open missing.py (No such file or directory)\n\
+             /root/commands/defaults.sh: line 54: [: 101: unary operator expected\n\
+             File missing.py not found",
+            "File missing.py not found",
+        ]
+    );
+}
+
+#[test]
 fn rejection_first_line_replaces_the_first_line_of_a_rejected_edit() {
     let actions = ["open calc.py", "edit 2:2\n    return a +\nend_of_edit"];
     let broken = [CALC[0], "    return a +"];
@@ -500,20 +520,38 @@ fn the_swe_agent_0_4_config_sets_the_papers_aci() {
             config.aci.raw_output,
             config.aci.lint.filter_preexisting,
             config.aci.lint.rejection_first_line.clone(),
+            config.aci.open_shell_noise,
         )
     };
-    assert_eq!(switches(&v07), (true, false, true, REJECTED_V07.to_owned()));
+    assert_eq!(
+        switches(&v07),
+        (true, false, true, REJECTED_V07.to_owned(), false)
+    );
     assert_eq!(
         switches(&paper),
-        (false, true, false, REJECTED_V01.to_owned())
+        (false, true, false, REJECTED_V01.to_owned(), true)
     );
     // Everything else is the default's.
     let mut reset = paper;
+    reset.aci.open_shell_noise = false;
     reset.aci.scroll_warning = true;
     reset.aci.raw_output = false;
     reset.aci.lint.filter_preexisting = true;
     reset.aci.lint.rejection_first_line = REJECTED_V07.to_owned();
     assert_eq!(reset, v07);
+}
+
+#[test]
+fn the_swe_agent_0_7_config_prints_opens_shell_noise_and_gates_with_flake8() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let v07 = aci::config::load::resolve(&[root.join("configs/swe-agent-0.7.yaml")], &[]).unwrap();
+    let default = aci::config::load::resolve(&[], &[]).unwrap();
+    assert!(v07.aci.open_shell_noise);
+    assert!(!default.aci.open_shell_noise);
+    let mut reset = v07;
+    reset.aci.open_shell_noise = false;
+    reset.aci.lint = default.aci.lint.clone();
+    assert_eq!(reset, default, "the rest is the default's");
 }
 
 #[test]
