@@ -68,7 +68,7 @@ mod tests {
     fn a_command_runs_quoted_in_a_subshell_from_the_repository() {
         assert_eq!(
             subshell_command("/testbed", "cd src && echo 'hi'"),
-            "( cd '/testbed' && eval 'cd src && echo '\\''hi'\\''' ) < /dev/null"
+            "( cd /testbed && eval 'cd src && echo '\\''hi'\\''' ) < /dev/null"
         );
     }
 

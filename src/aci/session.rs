@@ -308,7 +308,14 @@ impl<S: Sandbox> Aci<S> {
     /// limit is refused with a note, as it would not be the patch the model printed.
     fn record_raw(&self, command: &str, out: &ExecOutput, step: &mut StepOutput) {
         step.raw_output = String::from_utf8_lossy(&out.stdout).into_owned();
-        step.returncode = out.exit_code.unwrap_or(-1);
+        // A command killed at its timeout did not finish: mini reports -1, and the shell's
+        // notice of the kill is the harness's doing, not the command's output.
+        step.returncode = if out.timed_out {
+            step.raw_output = observation::strip_kill_notices(&step.raw_output);
+            -1
+        } else {
+            out.exit_code.unwrap_or(-1)
+        };
         step.exception_info = if out.timed_out {
             bash_only::timeout_exception(
                 &self.config.timeout_exception,
