@@ -53,11 +53,8 @@ pub fn to_mini(trajectory: &Trajectory, instance_id: &str, config: Value) -> Val
         .iter()
         .filter(|item| matches!(item.message_type, Some(MessageType::Observation)));
     for item in &trajectory.history {
-        match item.message_type {
-            Some(MessageType::SystemPrompt | MessageType::Instance) => {
-                messages.push(json!({ "role": item.role, "content": item.content }));
-            }
-            _ => {}
+        if let Some(MessageType::SystemPrompt | MessageType::Instance) = item.message_type {
+            messages.push(json!({ "role": item.role, "content": item.content }));
         }
     }
     let last = trajectory.trajectory.len().saturating_sub(1);

@@ -22,30 +22,33 @@ fn step(action: &str, response: &str, output: Option<(&str, i32)>) -> Trajectory
 
 #[test]
 fn a_submitted_run_becomes_mini_messages_with_a_format_error_and_an_exit_message() {
-    let mut trajectory = Trajectory::default();
-    trajectory.history = vec![
-        item(Role::System, "SYS", MessageType::SystemPrompt),
-        item(Role::User, "TASK", MessageType::Instance),
-        item(Role::Assistant, "A1", MessageType::Action),
-        item(
-            Role::User,
-            "<returncode>0</returncode>",
-            MessageType::Observation,
-        ),
-        item(Role::Assistant, "A2", MessageType::Action),
-        item(Role::User, "unused", MessageType::Observation),
-    ];
-    let mut malformed = step("", "two blocks", None);
-    malformed.format_error = Some("Format error: ...".to_owned());
-    trajectory.trajectory = vec![
-        malformed,
-        step("pwd", "A1", Some(("/testbed\n", 0))),
-        step(
-            "echo SENTINEL && cat p",
-            "A2",
-            Some(("SENTINEL\ndiff\n", 0)),
-        ),
-    ];
+    let mut trajectory = Trajectory {
+        history: vec![
+            item(Role::System, "SYS", MessageType::SystemPrompt),
+            item(Role::User, "TASK", MessageType::Instance),
+            item(Role::Assistant, "A1", MessageType::Action),
+            item(
+                Role::User,
+                "<returncode>0</returncode>",
+                MessageType::Observation,
+            ),
+            item(Role::Assistant, "A2", MessageType::Action),
+            item(Role::User, "unused", MessageType::Observation),
+        ],
+        trajectory: vec![
+            TrajectoryStep {
+                format_error: Some("Format error: ...".to_owned()),
+                ..step("", "two blocks", None)
+            },
+            step("pwd", "A1", Some(("/testbed\n", 0))),
+            step(
+                "echo SENTINEL && cat p",
+                "A2",
+                Some(("SENTINEL\ndiff\n", 0)),
+            ),
+        ],
+        ..Trajectory::default()
+    };
     trajectory.info.exit_status = Some(RecordedStatus::from("submitted"));
     trajectory.info.submission = Some("diff\n".to_owned());
     trajectory.info.model_stats.api_calls = 3;
@@ -90,12 +93,14 @@ fn aci_exit_statuses_take_minis_names_where_mini_has_one() {
 
 #[test]
 fn a_limit_ends_with_the_status_as_the_exit_content_and_the_last_observation_kept() {
-    let mut trajectory = Trajectory::default();
-    trajectory.history = vec![
-        item(Role::Assistant, "A1", MessageType::Action),
-        item(Role::User, "OBS", MessageType::Observation),
-    ];
-    trajectory.trajectory = vec![step("ls", "A1", Some(("a\n", 0)))];
+    let mut trajectory = Trajectory {
+        history: vec![
+            item(Role::Assistant, "A1", MessageType::Action),
+            item(Role::User, "OBS", MessageType::Observation),
+        ],
+        trajectory: vec![step("ls", "A1", Some(("a\n", 0)))],
+        ..Trajectory::default()
+    };
     trajectory.info.exit_status = Some(RecordedStatus::from("exit_step_limit"));
     let mini = to_mini(&trajectory, "i", no_config());
     let messages = mini["messages"].as_array().unwrap();
