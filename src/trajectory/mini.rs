@@ -44,7 +44,8 @@ pub fn mini_exit_status(status: &RecordedStatus) -> String {
 
 /// `trajectory` as mini 2.x saves a run: the system and instance messages, then per turn the
 /// assistant message (`extra.actions`) and the observation (`extra.raw_output`, `returncode`,
-/// `exception_info`) or the format error (`extra.interrupt_type`), and an `exit` message with
+/// `exception_info`), or for a rejected answer only the format error (`extra.interrupt_type`,
+/// `extra.model_response`), and an `exit` message with
 /// the exit status and the submission. `config` is stored as `info.config`.
 pub fn to_mini(trajectory: &Trajectory, instance_id: &str, config: Value) -> Value {
     let mut messages: Vec<Value> = Vec::new();
@@ -66,8 +67,12 @@ pub fn to_mini(trajectory: &Trajectory, instance_id: &str, config: Value) -> Val
         == Some(ExitStatus::Submitted);
     for (index, step) in trajectory.trajectory.iter().enumerate() {
         if let Some(error) = &step.format_error {
-            messages.push(json!({ "role": "assistant", "content": step.response, "extra": { "actions": [] } }));
-            messages.push(json!({ "role": "user", "content": error, "extra": { "interrupt_type": "FormatError" } }));
+            // mini keeps only the format error, with the rejected answer in its `extra`.
+            messages.push(json!({
+                "role": "user",
+                "content": error,
+                "extra": { "interrupt_type": "FormatError", "model_response": step.response },
+            }));
             continue;
         }
         let Some(output) = step.extra.get(OUTPUT_KEY) else {

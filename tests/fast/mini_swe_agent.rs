@@ -190,7 +190,6 @@ async fn a_model_is_parsed_run_in_fresh_subshells_and_submits_by_the_sentinel() 
         [
             "system",
             "user",
-            "assistant",
             "user",
             "assistant",
             "user",
@@ -203,11 +202,11 @@ async fn a_model_is_parsed_run_in_fresh_subshells_and_submits_by_the_sentinel() 
         ]
     );
     assert_eq!(
-        messages(&mini)[3]["content"].as_str(),
+        messages(&mini)[2]["content"].as_str(),
         Some(format_error(2).as_str())
     );
     assert_eq!(
-        messages(&mini)[5]["extra"],
+        messages(&mini)[4]["extra"],
         serde_json::json!({"raw_output": format!("{repo}/inicfg\n"), "returncode": 0, "exception_info": ""})
     );
 }

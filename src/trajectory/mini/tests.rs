@@ -58,8 +58,8 @@ fn a_submitted_run_becomes_mini_messages_with_a_format_error_and_an_exit_message
         json!([
             {"role": "system", "content": "SYS"},
             {"role": "user", "content": "TASK"},
-            {"role": "assistant", "content": "two blocks", "extra": {"actions": []}},
-            {"role": "user", "content": "Format error: ...", "extra": {"interrupt_type": "FormatError"}},
+            {"role": "user", "content": "Format error: ...",
+             "extra": {"interrupt_type": "FormatError", "model_response": "two blocks"}},
             {"role": "assistant", "content": "A1", "extra": {"actions": [{"command": "pwd"}]}},
             {"role": "user", "content": "<returncode>0</returncode>",
              "extra": {"raw_output": "/testbed\n", "returncode": 0, "exception_info": ""}},
