@@ -31,6 +31,7 @@ mod image_history;
 mod images_push;
 mod inspect_browser;
 mod lint_differential;
+mod mini_side_by_side;
 mod mini_swe_agent;
 mod sandbox;
 mod sandbox_docker;
