@@ -179,7 +179,14 @@ pub fn compile_action_regex(pattern: &str) -> Result<regex::Regex, String> {
     regex::RegexBuilder::new(pattern)
         .dot_matches_new_line(true)
         .build()
-        .map_err(|error| format!("agent.action_regex: {error}"))
+        .map_err(|error| {
+            // The regex crate's message spans lines (the pattern, a caret, the error); the
+            // last line says what is wrong.
+            let text = error.to_string();
+            let reason = text.lines().last().unwrap_or_default();
+            let reason = reason.trim().trim_start_matches("error: ");
+            format!("agent.action_regex: `{pattern}` is not a valid regex: {reason}")
+        })
 }
 
 /// One tool call from a function-calling model.
