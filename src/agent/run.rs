@@ -365,14 +365,20 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         })
     }
 
-    /// A turn that ran nothing: recorded in the trajectory, never in the history; the next
-    /// request re-asks with `message`.
+    /// A turn that ran nothing: recorded in the trajectory; the next request re-asks with
+    /// `message`, which only `agent.format_errors_in_history` stores (mini's way).
     fn requery(&mut self, kind: TurnKind, response: ModelResponse, message: String) -> TurnResult {
         self.record_failure(&response_text(&response), &message);
-        TurnResult {
-            kind,
-            requery: Some(Requery { response, message }),
+        if self.episode.config.format_errors_in_history {
+            let stored = HistoryItem::new(Role::User, message, MessageType::FormatError);
+            self.push(stored);
+            return TurnResult {
+                kind,
+                requery: None,
+            };
         }
+        let requery = Some(Requery { response, message });
+        TurnResult { kind, requery }
     }
 
     fn parse(&self, response: &ModelResponse) -> Parsed {

@@ -59,6 +59,10 @@ pub struct AgentConfig {
     /// Also write `<id>.traj.json` next to `<id>.traj`: the run as a mini-swe-agent trajectory
     /// (`trajectory_format: mini-swe-agent-1.1`), which mini's own tools open.
     pub mini_trajectory: bool,
+    /// Keep each format error (and blocked-command) message in the stored history, without
+    /// the rejected answer, so every later request carries it (mini-swe-agent's way). Off: the
+    /// model is re-asked once with its answer and the message, and neither is kept.
+    pub format_errors_in_history: bool,
     /// Which past observations are sent: `{type: last_n_observations, n: 5}` or `{type: full}`.
     pub history: HistoryConfig,
     /// Observations longer than this many characters are cut in the middle, with a note of how
@@ -85,6 +89,7 @@ impl Default for AgentConfig {
             enable_bash_tool: true,
             action_regex: String::new(),
             mini_trajectory: false,
+            format_errors_in_history: false,
             history: HistoryConfig::default(),
             max_observation_length: agent::DEFAULT_MAX_OBSERVATION_LENGTH,
             max_stored_observation_length: agent::DEFAULT_MAX_STORED_OBSERVATION_LENGTH,

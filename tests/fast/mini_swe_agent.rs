@@ -172,6 +172,26 @@ async fn a_model_is_parsed_run_in_fresh_subshells_and_submits_by_the_sentinel() 
         "cd does not persist"
     );
     assert_eq!(last(4), "<returncode>0</returncode>\n<output>\n</output>");
+    let roles: Vec<String> = pieces(wire, &requests[4])
+        .into_iter()
+        .map(|p| p.role)
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user"
+        ],
+        "the format error stays in the history, the rejected answer does not"
+    );
+    assert_eq!(pieces(wire, &requests[4])[2].text, format_error(2));
 
     let mini = read_mini(run.output.path(), DEMO_ID);
     assert_eq!(mini["trajectory_format"], "mini-swe-agent-1.1");

@@ -2,8 +2,8 @@
 //! PyPI, installed into a virtualenv this test builds, and aci with
 //! `configs/mini-swe-agent.yaml` get the same scripted answers from a local OpenAI-compatible
 //! server, on the demo task `demo__inicfg-1` (mini on a git copy of the repository on the host,
-//! aci on the local runtime). They must show the model the same system and instance prompts,
-//! the same observations (the repository's path aside) and the same format error, and end
+//! aci on the local runtime). They must send the model the same conversation (the
+//! repository's path aside): system and instance prompts, observations, format error; and end
 //! with the same patch and exit status. Needs `python3` with `venv` and PyPI (the host's CA
 //! bundle); without them it fails and says so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -193,6 +193,25 @@ async fn mini_swe_agent_and_aci_show_the_same_observations_and_end_with_the_same
         mini_messages[1]["content"].as_str().unwrap(),
         "instance"
     );
+    // The last request carries the whole conversation: the same messages as mini's before its
+    // last answer (format error included, rejected answer left out).
+    let requests = aci_server.requests();
+    assert_eq!(requests.len(), answers().len());
+    let sent: Vec<(String, String)> = pieces(Wire::OpenAi, requests.last().unwrap())
+        .into_iter()
+        .map(|piece| (piece.role, piece.text.replace(&aci_repo, "<repo>")))
+        .collect();
+    let mini_sent: Vec<(String, String)> = mini_messages[..mini_messages.len() - 2]
+        .iter()
+        .map(|m| {
+            let text = m["content"].as_str().unwrap();
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                text.replace(repo.to_str().unwrap(), "<repo>"),
+            )
+        })
+        .collect();
+    assert_eq!(sent, mini_sent);
     let theirs = observations(&mini, repo.to_str().unwrap());
     assert_eq!(theirs.len(), 8);
     assert_eq!(observations(&aci, &aci_repo), theirs);
