@@ -138,7 +138,7 @@ fn format_errors(value: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn mini_swe_agent_and_aci_show_the_same_observations_and_end_with_the_same_patch() {
+async fn mini_swe_agent_and_aci_send_the_same_conversation_and_end_with_the_same_patch() {
     let dir = tempfile::tempdir().unwrap();
     let venv = mini_venv(dir.path());
     let repo = git_copy(dir.path());
