@@ -17,6 +17,7 @@ use crate::protocol::RecordedStatus;
 
 pub mod edited_files;
 mod history;
+pub mod mini;
 
 pub use history::{HistoryItem, MessageType};
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, what the test suite drives on the host and is missing: debootstrap
-# (the base image), git, the CA bundle (pip in image builds), python3 (local-runtime tests),
+# (the base image), git, the CA bundle (pip in image builds), python3 (local-runtime tests) and
+# its venv module (mini-swe-agent side by side with aci),
 # chromium and chromium-driver (aci inspect in a real browser), docker-registry (a real
 # registry on loopback for pulls and pushes) and openssl (the Kubernetes stand-in's HTTPS).
 # Does nothing when all are there; fails loudly, naming what is missing, when it cannot.
@@ -11,6 +12,7 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v git >/dev/null || need+=(git)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)

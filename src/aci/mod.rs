@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod args;
+pub mod bash_only;
 pub mod edit;
 pub mod observation;
 pub mod parse;

@@ -25,11 +25,14 @@ pub enum ErrorCode {
     InvalidCommand,
     /// No fenced code block in a `thought_action` answer.
     NoAction,
+    /// Not exactly one match of the `action_regex` parser.
+    ActionCount,
 }
 
 impl ErrorCode {
     /// The code as SWE-agent spells it: `missing`, `multiple`, `missing_arg`,
-    /// `unexpected_arg`, `invalid_json`, `invalid_command`, `no_action`.
+    /// `unexpected_arg`, `invalid_json`, `invalid_command`, `no_action`; and ours,
+    /// `action_count`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Missing => "missing",
@@ -39,6 +42,7 @@ impl ErrorCode {
             Self::InvalidJson => "invalid_json",
             Self::InvalidCommand => "invalid_command",
             Self::NoAction => "no_action",
+            Self::ActionCount => "action_count",
         }
     }
 }
@@ -51,6 +55,8 @@ pub struct FormatError {
     pub error_code: ErrorCode,
     /// SWE-agent's exception message (the template's `exception_message`).
     pub message: String,
+    /// The actions found when there were too many (the template's `actions`).
+    pub actions: Vec<String>,
 }
 
 impl FormatError {
@@ -58,6 +64,7 @@ impl FormatError {
         Self {
             error_code,
             message: message.into(),
+            actions: Vec::new(),
         }
     }
 }
@@ -131,6 +138,55 @@ fn fence_at(text: &str, at: usize) -> Option<(usize, Option<&str>)> {
         return Some((info_end + newline + 1, Some(&text[after..info_end])));
     }
     (info_end == after && blank_end == text.len()).then_some((text.len(), None))
+}
+
+/// Splits an answer by mini-swe-agent's text-mode rule: `regex` (with `.` matching newlines)
+/// must match exactly once, and its first group, trimmed, is the action; the thought is the text
+/// around the match. Otherwise the error says `Expected exactly 1 action, found N.` and carries
+/// the actions found.
+pub fn action_regex(text: &str, regex: &regex::Regex) -> Result<(String, String), FormatError> {
+    let matches: Vec<(std::ops::Range<usize>, String)> = regex
+        .captures_iter(text)
+        .filter_map(|captures| {
+            let whole = captures.get(0)?.range();
+            let action = captures.get(1).map_or("", |group| group.as_str());
+            Some((whole, action.trim_matches(is_python_space).to_owned()))
+        })
+        .collect();
+    match matches.as_slice() {
+        [(range, action)] => {
+            let thought = format!("{}{}", &text[..range.start], &text[range.end..]);
+            Ok((thought, action.clone()))
+        }
+        _ => Err(FormatError {
+            actions: matches.iter().map(|(_, action)| action.clone()).collect(),
+            ..FormatError::new(
+                ErrorCode::ActionCount,
+                format!("Expected exactly 1 action, found {}.", matches.len()),
+            )
+        }),
+    }
+}
+
+/// Compiles `agent.action_regex` with `.` matching newlines (Python's `re.DOTALL`).
+///
+/// # Errors
+/// The pattern is empty or not a valid regex (the message says which).
+pub fn compile_action_regex(pattern: &str) -> Result<regex::Regex, String> {
+    if pattern.is_empty() {
+        return Err("agent.action_regex is empty; parser action_regex needs one".to_owned());
+    }
+    regex::RegexBuilder::new(pattern)
+        .dot_matches_new_line(true)
+        .build()
+        .map_err(|error| {
+            // The regex crate's message spans lines (the pattern, a caret, the error); the
+            // last line says what is wrong.
+            let text = error.to_string();
+            let reason = text.lines().last().unwrap_or_default();
+            let reason = reason.trim().trim_start_matches("error: ");
+            format!("agent.action_regex: `{pattern}` is not a valid regex: {reason}")
+        })
 }
 
 /// One tool call from a function-calling model.

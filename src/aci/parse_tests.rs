@@ -73,7 +73,8 @@ fn no_block_or_an_unclosed_block_is_a_no_action_error() {
         error,
         FormatError {
             error_code: ErrorCode::NoAction,
-            message: "No action found in model response.".into()
+            message: "No action found in model response.".into(),
+            actions: Vec::new(),
         }
     );
     assert_eq!(error.error_code.as_str(), "no_action");
@@ -291,5 +292,51 @@ fn a_thought_action_answer_round_trips_to_sub_actions() {
             },
             SubAction::Shell("python -m pytest -q\n".into()),
         ]
+    );
+}
+
+const MINI_REGEX: &str = r"```mswea_bash_command\s*\n(.*?)\n```";
+
+#[test]
+fn the_action_regex_parser_takes_the_one_match_trimmed_and_the_text_around_it() {
+    let regex = compile_action_regex(MINI_REGEX).unwrap();
+    let text = "THOUGHT: look\n\n```mswea_bash_command\n  ls -la\ncat a.py\n```\nafter";
+    assert_eq!(
+        action_regex(text, &regex).unwrap(),
+        (
+            "THOUGHT: look\n\n\nafter".to_owned(),
+            "ls -la\ncat a.py".to_owned()
+        )
+    );
+}
+
+#[test]
+fn the_action_regex_parser_refuses_zero_or_two_matches_and_counts_them() {
+    let regex = compile_action_regex(MINI_REGEX).unwrap();
+    let none = action_regex("```bash\nls\n```", &regex).unwrap_err();
+    assert_eq!(
+        none,
+        FormatError {
+            error_code: ErrorCode::ActionCount,
+            message: "Expected exactly 1 action, found 0.".into(),
+            actions: Vec::new(),
+        }
+    );
+    let two = "```mswea_bash_command\nls\n```\n```mswea_bash_command\npwd\n```";
+    let error = action_regex(two, &regex).unwrap_err();
+    assert_eq!(error.message, "Expected exactly 1 action, found 2.");
+    assert_eq!(error.actions, ["ls", "pwd"]);
+    assert_eq!(error.error_code.as_str(), "action_count");
+}
+
+#[test]
+fn an_empty_or_broken_action_regex_is_refused_with_its_key() {
+    assert_eq!(
+        compile_action_regex("").unwrap_err(),
+        "agent.action_regex is empty; parser action_regex needs one"
+    );
+    assert_eq!(
+        compile_action_regex("(").unwrap_err(),
+        "agent.action_regex: `(` is not a valid regex: unclosed group"
     );
 }

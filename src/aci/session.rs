@@ -11,6 +11,7 @@ use crate::lint::{self, GateOptions, Language};
 use crate::sandbox::{ExecOutput, Sandbox, SandboxError, shell_quote};
 
 use super::action::{self, SubAction};
+use super::bash_only;
 use super::edit::{self, EditRange};
 use super::observation::{self, Transcript};
 use super::registry::Registry;
@@ -115,6 +116,13 @@ pub struct StepOutput {
     pub failed: bool,
     /// The lint gate rejected an edit (and the file was left as it was).
     pub lint_rejected: bool,
+    /// The last shell command's exit code; -1 when it did not finish (the `observation`
+    /// template's `output.returncode`).
+    pub returncode: i32,
+    /// The last shell command's output as printed, without aci's notes (`output.output`).
+    pub raw_output: String,
+    /// What went wrong running the last shell command, or empty (`output.exception_info`).
+    pub exception_info: String,
 }
 
 /// The trajectory's per-step state.
@@ -231,7 +239,12 @@ impl<S: Sandbox> Aci<S> {
     pub async fn execute(&mut self, action: &str) -> Result<StepOutput, SandboxError> {
         let mut step = StepOutput::default();
         let mut transcript = Transcript::default();
-        for sub_action in action::split_action(action, &self.registry) {
+        let sub_actions = if self.config.subshell {
+            vec![SubAction::Shell(action.to_owned())]
+        } else {
+            action::split_action(action, &self.registry)
+        };
+        for sub_action in sub_actions {
             let piece = match sub_action {
                 SubAction::Shell(command) => self.shell(&command, &mut step).await?,
                 SubAction::Command { name, args, body } => match self.builtin(&name) {
@@ -271,10 +284,15 @@ impl<S: Sandbox> Aci<S> {
     }
 
     async fn shell(&mut self, command: &str, step: &mut StepOutput) -> Result<Piece, SandboxError> {
-        let out = self
-            .sandbox
-            .run_merged(command, self.command_timeout)
-            .await?;
+        let wrapped;
+        let run = if self.config.subshell {
+            wrapped = bash_only::subshell_command(self.sandbox.repo_dir(), command);
+            wrapped.as_str()
+        } else {
+            command
+        };
+        let out = self.sandbox.run_merged(run, self.command_timeout).await?;
+        self.record_raw(command, &out, step);
         let mut piece = self.describe(&out, step);
         if let Piece::Shell { output, notes } = &mut piece
             && out.exit_code == Some(127)
@@ -283,6 +301,49 @@ impl<S: Sandbox> Aci<S> {
             notes.push_str(&action::misplaced_command_note(name));
         }
         Ok(piece)
+    }
+
+    /// What the `observation` template and `aci.submit_sentinel` read of a shell command: its
+    /// output as printed (invalid UTF-8 replaced), exit code and timeout; the submission when
+    /// the output starts with the sentinel. A submission whose output was cut by the output
+    /// limit is refused with a note, as it would not be the patch the model printed.
+    fn record_raw(&self, command: &str, out: &ExecOutput, step: &mut StepOutput) {
+        step.raw_output = String::from_utf8_lossy(&out.stdout).into_owned();
+        // A command killed at its timeout did not finish: mini reports -1, and the shell's
+        // notice of the kill is the harness's doing, not the command's output.
+        step.returncode = if out.timed_out {
+            step.raw_output = observation::strip_kill_notices(&step.raw_output);
+            -1
+        } else {
+            out.exit_code.unwrap_or(-1)
+        };
+        step.exception_info = if out.timed_out {
+            bash_only::timeout_exception(
+                &self.config.timeout_exception,
+                command,
+                self.command_timeout.as_secs_f64(),
+            )
+        } else {
+            String::new()
+        };
+        let Some(sentinel) = self.config.submit_sentinel.as_deref() else {
+            return;
+        };
+        let Some(patch) = bash_only::sentinel_submission(&step.raw_output, out.exit_code, sentinel)
+        else {
+            return;
+        };
+        if out.elided_bytes > 0 {
+            step.exception_info = format!(
+                "The submission was not accepted: the output was over the output limit \
+                 ({} bytes cut), so it is not the whole patch. Write the patch to a file and \
+                 submit a shorter one.",
+                out.elided_bytes
+            );
+            step.failed = true;
+            return;
+        }
+        step.submission = Some(patch.into_bytes());
     }
 
     /// A shell command's output and notes: v0's timeout text, and what happened when the

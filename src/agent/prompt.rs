@@ -6,7 +6,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 use crate::config::Templates;
 
 /// The names of the templates, as in the config.
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "system",
     "demonstration",
     "instance",
@@ -14,6 +14,7 @@ const NAMES: [&str; 7] = [
     "next_step_no_output",
     "format_error",
     "blocked",
+    "observation",
 ];
 
 /// A template could not be compiled or rendered.
@@ -44,6 +45,7 @@ impl Prompts {
             &templates.next_step_no_output,
             &templates.format_error,
             &templates.blocked,
+            &templates.observation,
         ];
         for (name, source) in NAMES.iter().zip(sources) {
             env.add_template_owned(*name, source.clone())

@@ -155,6 +155,8 @@ struct Loop<'e, 'a, M: Model, S: Sandbox> {
     tool_registry: Option<Registry>,
     /// The same as OpenAI tools, sent with every request.
     tools: Option<serde_json::Value>,
+    /// `agent.action_regex`, compiled, for the `action_regex` parser (checked at start-up).
+    action_regex: Option<regex::Regex>,
     trajectory: Trajectory,
     started: Instant,
     submission: Option<Vec<u8>>,
@@ -221,8 +223,11 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
                 Some(with_bash_tool(aci.registry()))
             }
             ParserKind::FunctionCalling => Some(aci.registry().clone()),
-            ParserKind::ThoughtAction => None,
+            ParserKind::ThoughtAction | ParserKind::ActionRegex => None,
         };
+        let action_regex = (episode.config.parser == ParserKind::ActionRegex)
+            .then(|| parse::compile_action_regex(&episode.config.action_regex).ok())
+            .flatten();
         let placeholders = aci.placeholders();
         let tools = tool_registry
             .as_ref()
@@ -238,6 +243,7 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             aci,
             tool_registry,
             tools,
+            action_regex,
             trajectory,
             started: Instant::now(),
             submission: None,
@@ -359,14 +365,20 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         })
     }
 
-    /// A turn that ran nothing: recorded in the trajectory, never in the history; the next
-    /// request re-asks with `message`.
+    /// A turn that ran nothing: recorded in the trajectory; the next request re-asks with
+    /// `message`, which only `agent.format_errors_in_history` stores (mini's way).
     fn requery(&mut self, kind: TurnKind, response: ModelResponse, message: String) -> TurnResult {
         self.record_failure(&response_text(&response), &message);
-        TurnResult {
-            kind,
-            requery: Some(Requery { response, message }),
+        if self.episode.config.format_errors_in_history {
+            let stored = HistoryItem::new(Role::User, message, MessageType::FormatError);
+            self.push(stored);
+            return TurnResult {
+                kind,
+                requery: None,
+            };
         }
+        let requery = Some(Requery { response, message });
+        TurnResult { kind, requery }
     }
 
     fn parse(&self, response: &ModelResponse) -> Parsed {
@@ -381,7 +393,10 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             };
         }
         let parsed = match &self.tool_registry {
-            None => parse::thought_action(&response.text),
+            None => match &self.action_regex {
+                Some(regex) => parse::action_regex(&response.text, regex),
+                None => parse::thought_action(&response.text),
+            },
             Some(registry) => {
                 let calls: Vec<parse::ToolCall> = response
                     .tool_calls
@@ -405,12 +420,15 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         let parser = match self.episode.config.parser {
             ParserKind::ThoughtAction => "thought_action",
             ParserKind::FunctionCalling => "function_calling",
+            ParserKind::ActionRegex => "action_regex",
         };
         self.render_error(
             "format_error",
             context! {
                 error_code => error.error_code.as_str(),
                 exception_message => error.message.clone(),
+                error => error.message.clone(),
+                actions => error.actions.clone(),
                 parser,
             },
         )
@@ -454,13 +472,22 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             &step.observation,
             self.episode.config.max_observation_length,
         );
-        // v0 and v1 test `observation.strip() == ""`.
-        let template = if observation.trim().is_empty() {
-            "next_step_no_output"
+        let content = if self.episode.config.templates.observation.is_empty() {
+            // v0 and v1 test `observation.strip() == ""`.
+            let template = if observation.trim().is_empty() {
+                "next_step_no_output"
+            } else {
+                "next_step"
+            };
+            self.render_with_state(template, &state, &observation)?
         } else {
-            "next_step"
+            let output = context! {
+                output => step.raw_output.clone(),
+                returncode => step.returncode,
+                exception_info => step.exception_info.clone(),
+            };
+            self.render_error("observation", context! { output })?
         };
-        let content = self.render_with_state(template, &state, &observation)?;
         self.push(assistant_item(response, &thought, &action));
         let mut user = HistoryItem::new(Role::User, content, MessageType::Observation);
         if let Some(call) = response.tool_calls.first() {
@@ -476,6 +503,16 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             elapsed,
             Some(state),
         );
+        if self.episode.config.mini_trajectory
+            && let Some(last) = self.trajectory.trajectory.last_mut()
+        {
+            crate::trajectory::mini::record_output(
+                last,
+                &step.raw_output,
+                step.returncode,
+                &step.exception_info,
+            );
+        }
         if step.submission.is_some() {
             self.submission.clone_from(&step.submission);
         }

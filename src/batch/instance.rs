@@ -99,6 +99,11 @@ pub async fn run_instance_interruptible(
             ending.rerun_later(&traj_path, failure);
         }
     }
+    if ctx.config.agent.mini_trajectory
+        && let Err(failure) = write_mini_trajectory(ctx, &id, &traj_path)
+    {
+        ending.run_failure.get_or_insert(failure);
+    }
     let _ = aci.into_sandbox().shutdown().await;
     if ending.stopped_by_run_failure(&interrupt) {
         // The run is stopping for a failure named once already; this is its consequence.
@@ -113,6 +118,20 @@ pub async fn run_instance_interruptible(
         eprintln!("{}", escape_controls(&format!("error: {id}: {reason}")));
     }
     finish(ctx, id, ending)
+}
+
+/// Writes `<id>.traj.json`, the finished trajectory at `traj_path` as mini-swe-agent saves a
+/// run ([`trajectory::mini::to_mini`]), with the resolved configuration as its `info.config`.
+fn write_mini_trajectory(ctx: &RunContext, id: &str, traj_path: &Path) -> Result<(), RunFailure> {
+    let trajectory = saved_so_far(traj_path);
+    let config =
+        serde_json::to_value(&ctx.config).unwrap_or_else(|_| trajectory::mini::no_config());
+    let mini = trajectory::mini::to_mini(&trajectory, id, config);
+    let path = output::mini_traj_path(&ctx.output, id);
+    let bytes = serde_json::to_vec_pretty(&mini).map_err(std::io::Error::other);
+    bytes
+        .and_then(|bytes| crate::files::write_atomic(&path, &bytes))
+        .map_err(|error| RunFailure::write(&path, &error))
 }
 
 /// What [`run_instance_interruptible`] shares with the steps of an instance's run.
@@ -505,6 +524,7 @@ async fn episode(
     let config = &ctx.config;
     let variables = context! {
         problem_statement => instance.problem_statement.clone(),
+        task => instance.problem_statement.clone(),
         instance_id => instance.instance_id.clone(),
         repo => instance.repo.clone(),
         extra_fields => minijinja::Value::from(minijinja::value::Serde(&instance.extra_fields)),

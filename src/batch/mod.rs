@@ -173,6 +173,10 @@ impl RunContext {
     ) -> Result<Self, RunError> {
         let prompts =
             Prompts::new(&config.agent.templates).map_err(|e| RunError::Config(e.to_string()))?;
+        if config.agent.parser == ParserKind::ActionRegex {
+            crate::aci::parse::compile_action_regex(&config.agent.action_regex)
+                .map_err(RunError::Config)?;
+        }
         let mut registry = Registry::builtin().map_err(|e| RunError::Config(e.to_string()))?;
         for path in &config.aci.custom_commands {
             let path = find_config_file(path, &config_dirs);
@@ -242,7 +246,7 @@ impl RunContext {
             limits,
             nudges: self.config.agent.nudges.clone(),
             action_format: match self.config.agent.parser {
-                ParserKind::ThoughtAction => ActionFormat::ThoughtAction,
+                ParserKind::ThoughtAction | ParserKind::ActionRegex => ActionFormat::ThoughtAction,
                 ParserKind::FunctionCalling => ActionFormat::FunctionCalling,
             },
         }

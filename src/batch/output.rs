@@ -19,6 +19,12 @@ pub fn traj_path(output: &Path, instance_id: &str) -> PathBuf {
     instance_dir(output, instance_id).join(format!("{instance_id}.traj"))
 }
 
+/// `DIR/<id>/<id>.traj.json`: the run as a mini-swe-agent trajectory (`agent.mini_trajectory`),
+/// where mini's own batch runs put theirs.
+pub fn mini_traj_path(output: &Path, instance_id: &str) -> PathBuf {
+    instance_dir(output, instance_id).join(format!("{instance_id}.traj.json"))
+}
+
 /// `DIR/<id>/<id>.patch`
 pub fn patch_path(output: &Path, instance_id: &str) -> PathBuf {
     instance_dir(output, instance_id).join(format!("{instance_id}.patch"))

@@ -191,10 +191,11 @@ pub fn unsafe_id(id: &str) -> Option<String> {
 /// The replay file of `instance_id` in `dir`: `<id>.yaml`, `<id>.yml`, `<id>.json` or
 /// `<id>.traj`, else `<id>/<id>.traj` (so an earlier run's output directory replays as it is).
 pub fn find_replay(dir: &Path, instance_id: &str) -> Option<PathBuf> {
-    ["yaml", "yml", "json", "traj"]
+    ["yaml", "yml", "json", "traj", "traj.json"]
         .iter()
         .map(|ext| dir.join(format!("{instance_id}.{ext}")))
         .chain(std::iter::once(output::traj_path(dir, instance_id)))
+        .chain(std::iter::once(output::mini_traj_path(dir, instance_id)))
         .find(|path| path.is_file())
 }
 

@@ -52,6 +52,17 @@ pub struct AgentConfig {
     /// With `function_calling`, offer v1's `bash` tool beside the ACI commands (SWE-agent's
     /// `enable_bash_tool`); without it the model can run only the enabled ACI commands.
     pub enable_bash_tool: bool,
+    /// With `parser: action_regex`, the regex (Rust `regex` syntax, `.` matching newlines) whose
+    /// first group is the action; an answer must match exactly once (mini-swe-agent's text mode:
+    /// ```` ```mswea_bash_command\s*\n(.*?)\n``` ````).
+    pub action_regex: String,
+    /// Also write `<id>.traj.json` next to `<id>.traj`: the run as a mini-swe-agent trajectory
+    /// (`trajectory_format: mini-swe-agent-1.1`), which mini's own tools open.
+    pub mini_trajectory: bool,
+    /// Keep each format error (and blocked-command) message in the stored history, without
+    /// the rejected answer, so every later request carries it (mini-swe-agent's way). Off: the
+    /// model is re-asked once with its answer and the message, and neither is kept.
+    pub format_errors_in_history: bool,
     /// Which past observations are sent: `{type: last_n_observations, n: 5}` or `{type: full}`.
     pub history: HistoryConfig,
     /// Observations longer than this many characters are cut in the middle, with a note of how
@@ -76,6 +87,9 @@ impl Default for AgentConfig {
             demonstrations: Vec::new(),
             parser: ParserKind::ThoughtAction,
             enable_bash_tool: true,
+            action_regex: String::new(),
+            mini_trajectory: false,
+            format_errors_in_history: false,
             history: HistoryConfig::default(),
             max_observation_length: agent::DEFAULT_MAX_OBSERVATION_LENGTH,
             max_stored_observation_length: agent::DEFAULT_MAX_STORED_OBSERVATION_LENGTH,
@@ -85,7 +99,7 @@ impl Default for AgentConfig {
     }
 }
 
-/// The prompt templates. Variables: `command_docs`, `problem_statement`, `instance_id`, `repo`,
+/// The prompt templates. Variables: `command_docs`, `problem_statement` (also as `task`, mini-swe-agent's name), `instance_id`, `repo`,
 /// `extra_fields`, `observation`, `open_file`, `working_dir`, `WINDOW`, `OVERLAP`,
 /// `demonstration`, `error_code`, `exception_message`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -105,6 +119,11 @@ pub struct Templates {
     pub format_error: String,
     /// The re-ask after a blocked command (`exception_message`).
     pub blocked: String,
+    /// When set, every observation is this template instead of `next_step`/`next_step_no_output`,
+    /// rendered with `output` = `{output, returncode, exception_info}` (mini-swe-agent's
+    /// `observation_template`): the command's whole output, its exit code (-1 when it did not
+    /// finish) and what went wrong running it (a timeout), or empty.
+    pub observation: String,
 }
 
 /// How the model's answer becomes an action.
@@ -116,6 +135,8 @@ pub enum ParserKind {
     ThoughtAction,
     /// One tool call per answer.
     FunctionCalling,
+    /// Exactly one match of `agent.action_regex` per answer; its first group is the action.
+    ActionRegex,
 }
 
 /// `aci`: the interface the model drives.
@@ -155,6 +176,19 @@ pub struct AciConfig {
     pub search: SearchConfig,
     /// Commands refused before they run (interactive programs).
     pub blocklist: Blocklist,
+    /// Run every shell command in a subshell of the session started from the repository's
+    /// root, so `cd` and `export` do not persist from one action to the next (mini-swe-agent's
+    /// fresh `bash -c` per command). The session itself stays, so nothing is started per
+    /// command; an action is then one command, never split into ACI commands.
+    pub subshell: bool,
+    /// A line that, printed first by a command that exits 0, submits the rest of that
+    /// command's output as the patch (mini-swe-agent's `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`).
+    /// Null: only `submit` submits.
+    pub submit_sentinel: Option<String>,
+    /// What `output.exception_info` says of a command past `env.command_timeout`, for the
+    /// `agent.templates.observation` template: `{command}` is the command, `{seconds}` the
+    /// timeout (mini-swe-agent's text by default).
+    pub timeout_exception: String,
 }
 
 impl Default for AciConfig {
@@ -174,9 +208,15 @@ impl Default for AciConfig {
             lint: LintConfig::default(),
             search: SearchConfig::default(),
             blocklist: Blocklist::default(),
+            subshell: false,
+            submit_sentinel: None,
+            timeout_exception: DEFAULT_TIMEOUT_EXCEPTION.to_owned(),
         }
     }
 }
+
+/// The default of `aci.timeout_exception`: mini-swe-agent's words for a command that timed out.
+pub const DEFAULT_TIMEOUT_EXCEPTION: &str = "An error occurred while executing the command: Command '{command}' timed out after {seconds} seconds";
 
 /// `aci.lint`: the gate every `edit` passes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

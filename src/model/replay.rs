@@ -1,5 +1,7 @@
 //! `replay`: hands out recorded actions one per query, then `submit`. The input is a YAML or
-//! JSON list of action strings, or a SWE-agent `.traj` whose `trajectory[].action` is used.
+//! JSON list of action strings, a SWE-agent `.traj` whose `trajectory[].action` is used, or a
+//! mini-swe-agent trajectory (`mini-swe-agent-1` or `-1.1`) whose assistant messages' actions
+//! are ([`crate::trajectory::mini::replay_actions`]).
 
 use std::path::Path;
 
@@ -71,6 +73,14 @@ impl ReplayInput {
             Err(_) => serde_yaml::from_str(text)
                 .map_err(|error| ModelError::config(format!("not JSON or YAML: {error}")))?,
         };
+        if crate::trajectory::mini::is_mini(&value) {
+            let steps = crate::trajectory::mini::replay_actions(&value)
+                .map_err(ModelError::config)?
+                .into_iter()
+                .map(|(action, response)| ReplayStep { action, response })
+                .collect();
+            return Ok(ReplayInput { steps });
+        }
         let (items, what) = match &value {
             Value::Array(items) => (items, "item"),
             Value::Object(object) => match object.get("trajectory") {

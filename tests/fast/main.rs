@@ -15,6 +15,7 @@ mod batch;
 mod inspect;
 mod layering;
 mod lint_corpus;
+mod mini_swe_agent;
 mod model_http;
 mod plan;
 mod record_fields;
