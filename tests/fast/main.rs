@@ -12,6 +12,7 @@ mod support;
 mod agent_loop;
 mod bad_input;
 mod batch;
+mod doc_links;
 mod inspect;
 mod layering;
 mod lint_corpus;
