@@ -18,6 +18,7 @@ mod layering;
 mod lint_corpus;
 mod model_http;
 mod plan;
+mod project_config;
 mod record_fields;
 mod selection;
 mod swebench_logs;
