@@ -1,4 +1,6 @@
 //! Prints the status map aci's parser reads from each log, as JSON: `status_map <parser> <log>...`.
+use std::io::Write;
+
 use aci::eval::logs::{AnyReading, read_any_log};
 use aci::eval::parse::{LogReading, parser_by_name};
 
@@ -21,5 +23,8 @@ fn main() {
         };
         out.insert(path, value);
     }
-    println!("{}", serde_json::Value::Object(out));
+    let mut stdout = std::io::stdout().lock();
+    if writeln!(stdout, "{}", serde_json::Value::Object(out)).is_err() {
+        std::process::exit(1);
+    }
 }
