@@ -129,6 +129,10 @@ pub struct ConfigArgs {
     /// Which images instances run in.
     #[arg(long, value_enum, default_value_t = Images::Local)]
     pub images: Images,
+    /// Read no project config: neither aci.yaml in the working directory nor the file
+    /// ACI_PROJECT_CONFIG names.
+    #[arg(long)]
+    pub no_project_config: bool,
 }
 
 /// `--filter` and `--slice`: which of the instances, parsed the same way for every command.

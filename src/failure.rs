@@ -12,13 +12,13 @@ use crate::hint::Hint;
 use crate::image::ImageError;
 use crate::image::env::EnvImageError;
 use crate::image::spec_env::SpecEnvError;
-use crate::instance::SelectionError;
+use crate::instance::{InstanceFileError, SelectionError};
 use crate::model::ModelError;
 use crate::sandbox::k8s::kubeconfig::KubeconfigError;
 use crate::source::PrepareError;
 
 /// Each error type that may carry a hint, tried in turn on every error of a chain.
-const HINTED: [fn(&(dyn Error + 'static)) -> Option<String>; 11] = [
+const HINTED: [fn(&(dyn Error + 'static)) -> Option<String>; 12] = [
     hint_as::<ModelError>,
     hint_as::<ConfigError>,
     hint_as::<ImageError>,
@@ -30,6 +30,7 @@ const HINTED: [fn(&(dyn Error + 'static)) -> Option<String>; 11] = [
     hint_as::<EpisodeFailure>,
     hint_as::<PrepareError>,
     hint_as::<StartError>,
+    hint_as::<InstanceFileError>,
 ];
 
 /// The hint of `error` or, when it has none, of the first of its sources that has one.

@@ -164,6 +164,20 @@ pub enum InstanceFileError {
     },
 }
 
+impl crate::hint::Hint for InstanceFileError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => Some(
+                "--instances takes a JSONL or JSON file of task records (SWE-bench's fields: \
+                 instance_id, repo, base_commit, problem_statement, …), e.g. a SWE-bench split \
+                 exported to lite.jsonl"
+                    .to_owned(),
+            ),
+            _ => None,
+        }
+    }
+}
+
 /// The result of loading an instances file: the good records in file order, and one error per
 /// bad record.
 #[derive(Debug, Clone, Default, PartialEq)]

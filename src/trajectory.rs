@@ -83,7 +83,9 @@ pub struct Info {
     #[serde(default)]
     pub model_stats: ModelStats,
     /// Ours: seconds from the start of the episode to this save; in a finished trajectory, the
-    /// instance's wall time (the model's calls, the commands and the harness).
+    /// episode time (the agent's loop: the model's calls, the commands and the harness), without
+    /// the set-up before it (image, clone, container start), which the batch line's
+    /// `wall with set-up` includes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_time: Option<f64>,
     /// The edited files with 30 lines of context, SWE-agent style ([`edited_files`]).

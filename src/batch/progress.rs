@@ -258,7 +258,7 @@ impl Progress {
             .map(|reason| format!(": {reason}"))
             .unwrap_or_default();
         let line = format!(
-            "[{}/{}] {}: {} ({:.1}s){reason} | {}",
+            "[{}/{}] {}: {} (wall with set-up {:.1}s){reason} | {}",
             counters.done,
             counters.total,
             result.instance_id,
@@ -504,14 +504,14 @@ mod tests {
         assert_eq!(lines[0], "[1/3] a: skipped (submitted)");
         assert!(
             lines[1].starts_with(
-                "[2/3] b: exit_error (2.0s) | submitted 1 | errors 1 | cost $0.00 | ETA "
+                "[2/3] b: exit_error (wall with set-up 2.0s) | submitted 1 | errors 1 | cost $0.00 | ETA "
             ),
             "{}",
             lines[1]
         );
         assert!(lines[2].starts_with("interrupted: no new instances start (0 not started)"));
         assert!(
-            lines[3].starts_with("[3/3] c: submitted (early_exit) (0.0s) | submitted 2 | errors 2 | cost $0.25 | ETA 0:00"),
+            lines[3].starts_with("[3/3] c: submitted (early_exit) (wall with set-up 0.0s) | submitted 2 | errors 2 | cost $0.25 | ETA 0:00"),
             "{}",
             lines[3]
         );
@@ -534,7 +534,7 @@ mod tests {
         progress.finished(&failed, Duration::from_secs(1));
         assert_eq!(
             out.text(),
-            "[1/1] a: exit_api (1.0s): model API request failed (no HTTP response) after 1 \
+            "[1/1] a: exit_api (wall with set-up 1.0s): model API request failed (no HTTP response) after 1 \
              attempt(s): cannot connect: Connection refused | submitted 0 | errors 1 | cost \
              $0.00 | ETA 0:00\n"
         );
@@ -554,7 +554,7 @@ mod tests {
             "{text:?}"
         );
         assert!(
-            text.contains("\r\x1b[2K[1/1] a: submitted (1.0s) | submitted 1"),
+            text.contains("\r\x1b[2K[1/1] a: submitted (wall with set-up 1.0s) | submitted 1"),
             "{text:?}"
         );
         assert!(text.contains("[####################] 1/1"), "{text:?}");

@@ -73,7 +73,7 @@ pub fn render(report: &BatchReport, context: &SummaryContext<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "wall time           {}",
+        "wall (with set-up)  {}",
         format_duration(report.wall_time)
     );
     if context.invalid_records > 0 {
@@ -171,7 +171,7 @@ total                              5
 
 patches submitted   2 (of 3 run)
 cost                $0.75 this run, $1.75 for everything in runs/x
-wall time           1:15
+wall (with set-up)  1:15
 invalid records     1 (not run; see the errors above)
 interrupted         rerun with --output runs/x to resume: interrupted and unstarted instances run, finished ones are skipped
 outputs             runs/x/preds.json
@@ -211,7 +211,7 @@ total                          2
 
 patches submitted   0 (of 1 run)
 cost                $0.00 this run, $0.00 for everything in runs/x
-wall time           0:03
+wall (with set-up)  0:03
 stopped             the Docker daemon went away (docker: gone)
                     rerun with --output runs/x to resume once it is fixed: stopped and unstarted instances run, finished ones are skipped
 outputs             runs/x/preds.json

@@ -23,7 +23,11 @@ pub async fn ablate(args: AblateArgs) -> Result<ExitCode, Failure> {
     let signals = Signals::listen()?;
     // Check every configuration before anything runs: a typo fails now, not after an hour.
     for variant in std::iter::once(&args.base).chain(&args.variants) {
-        config::resolve(&[args.base.clone(), variant.clone()], &args.sets)?;
+        let layers: Vec<PathBuf> = super::settings::project_config(false)
+            .into_iter()
+            .chain([args.base.clone(), variant.clone()])
+            .collect();
+        config::resolve(&layers, &args.sets)?;
     }
     let instances = load_instances(&args.instances)?;
     let output = args
@@ -145,6 +149,7 @@ impl aci::ablate::Steps for InProcess<'_> {
                     configs: layers.to_vec(),
                     sets: args.sets.clone(),
                     images: args.images,
+                    no_project_config: false,
                 },
                 model: args.model.clone(),
                 api_base: args.api_base.clone(),
@@ -184,6 +189,7 @@ impl aci::ablate::Steps for InProcess<'_> {
                 configs: Vec::new(),
                 sets: Vec::new(),
                 images: args.images,
+                no_project_config: false,
             },
             cluster: args.cluster.clone(),
         };

@@ -162,6 +162,10 @@ fn eval_from_logs(
     Ok(check_expected(expected.as_deref(), &summary))
 }
 
+/// What to do about a predictions file that is not there.
+const PREDICTIONS_HINT: &str = "aci batch writes its predictions to <output>/preds.json; \
+--predictions gold evaluates each record's own patch";
+
 /// `gold`, or a predictions file in any of the three shapes. Every prediction must name an
 /// instance of the instances file.
 fn load_predictions(
@@ -172,8 +176,14 @@ fn load_predictions(
     if source == "gold" {
         return Ok(gold_predictions(instances));
     }
-    let text = std::fs::read_to_string(source)
-        .map_err(|e| Failure::new(format!("cannot read the predictions {source}: {e}")))?;
+    let text = std::fs::read_to_string(source).map_err(|e| {
+        let failure = Failure::new(format!("cannot read the predictions {source}: {e}"));
+        if e.kind() == std::io::ErrorKind::NotFound {
+            failure.hint(PREDICTIONS_HINT)
+        } else {
+            failure
+        }
+    })?;
     let loaded = parse_predictions(&text).map_err(|e| Failure::new(format!("{source}: {e}")))?;
     if !loaded.duplicates.is_empty() {
         eprintln!(

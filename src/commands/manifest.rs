@@ -57,6 +57,10 @@ pub async fn write_manifest(
         ))
     })?;
     let mut config_files = vec!["configs/default.yaml (built in)".to_owned()];
+    config_files.extend(
+        super::settings::project_config(args.config.no_project_config)
+            .map(|path| format!("{} (project config)", path.display())),
+    );
     config_files.extend(args.config.configs.iter().map(|p| p.display().to_string()));
     let manifest = output::Manifest {
         aci_version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -44,6 +44,33 @@ pub struct LogFile {
     pub model: Option<String>,
     /// The `patch.diff` beside it, if any.
     pub patch: Option<PathBuf>,
+    /// The reason, when the SWE-bench 5.x harness's `report.json` beside it says
+    /// `"infra_failure": true` (its `infra_failure_reason`, or `unknown`): the environment
+    /// broke, not the patch ([`harness_infra_failure`]).
+    pub infra_failure: Option<String>,
+}
+
+/// The largest harness `report.json` read for its `infra_failure` flag.
+const HARNESS_REPORT_LIMIT: u64 = 1024 * 1024;
+
+/// Whether the SWE-bench 5.x harness's per-instance `report.json` at `path`
+/// (`{"<id>": {"resolved": …, "infra_failure": true, "infra_failure_reason": "…"}}`) flags an
+/// infrastructure failure: its reason, or `unknown` when it gives none. aci's own `report.json`
+/// has no such flag, and a file that is missing, too big or not JSON flags nothing.
+pub fn harness_infra_failure(path: &Path, id: &str) -> Option<String> {
+    let size = std::fs::metadata(path).ok()?.len();
+    if size > HARNESS_REPORT_LIMIT {
+        return None;
+    }
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let entry = report.get(id)?;
+    (entry.get("infra_failure")? == true).then(|| {
+        entry
+            .get("infra_failure_reason")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned()
+    })
 }
 
 /// Finds the logs of the instances `ids` under `dir`, without following symbolic links: every
@@ -102,6 +129,7 @@ fn log_file(root: &Path, path: &Path, ids: &BTreeSet<String>) -> Option<(String,
             path: path.to_path_buf(),
             model,
             patch,
+            infra_failure: harness_infra_failure(&instance_dir.join("report.json"), id),
         };
         return Some((id.to_owned(), log));
     }
@@ -115,6 +143,7 @@ fn log_file(root: &Path, path: &Path, ids: &BTreeSet<String>) -> Option<(String,
         path: path.to_path_buf(),
         model: model.filter(|model| !model.is_empty()),
         patch: None,
+        infra_failure: None,
     };
     Some((id.clone(), log))
 }
@@ -377,7 +406,14 @@ impl Job<'_> {
         }
         let mut run_log = source_line(log, Some(text), elided);
         run_log.push_str(&format!("parser: {parser}\n"));
-        let json = instance_report_json(&instance.instance_id, &report);
+        if let Some(reason) = &log.infra_failure {
+            run_log.push_str(&infra_failure_line(reason));
+        }
+        let json = with_infra_failure(
+            instance_report_json(&instance.instance_id, &report),
+            &instance.instance_id,
+            log.infra_failure.as_deref(),
+        );
         let written = write(&dir.join("run_instance.log"), run_log.as_bytes())
             .and_then(|()| write(&dir.join("report.json"), json.as_bytes()));
         if let Err(reason) = written {
@@ -400,9 +436,42 @@ impl Job<'_> {
             .unwrap_or_default();
         // The reason quotes paths under --from-logs, whose names come from outside.
         text.push_str(&format!("error: {}\n", escape_controls(reason)));
+        if let Some(reason) = read.and_then(|(log, _)| log.infra_failure.as_deref()) {
+            text.push_str(&infra_failure_line(reason));
+        }
         let _ = write(&dir.join("run_instance.log"), text.as_bytes());
         InstanceStatus::Error(reason.to_owned())
     }
+}
+
+/// The `run_instance.log` line of an infrastructure failure the harness flagged.
+fn infra_failure_line(reason: &str) -> String {
+    format!(
+        "infra_failure: true ({}, from the SWE-bench harness's report.json)\n",
+        escape_controls(reason)
+    )
+}
+
+/// The instance's `report.json` with `"infra_failure": true` and `"infra_failure_reason"` first
+/// under its id when the harness flagged one (named as the harness names them); the rest of the
+/// text is kept as written.
+fn with_infra_failure(json: String, id: &str, reason: Option<&str>) -> String {
+    let Some(reason) = reason else {
+        return json;
+    };
+    let (Ok(key), Ok(reason_json)) = (serde_json::to_string(id), serde_json::to_string(reason))
+    else {
+        return json;
+    };
+    let opening = format!("    {key}: {{\n");
+    let Some(index) = json.find(&opening) else {
+        return json;
+    };
+    let at = index + opening.len();
+    let fields = format!(
+        "        \"infra_failure\": true,\n        \"infra_failure_reason\": {reason_json},\n"
+    );
+    format!("{}{fields}{}", &json[..at], &json[at..])
 }
 
 /// `graded from <path> (<format>)`, the path's control characters written out, the format

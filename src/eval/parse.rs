@@ -115,31 +115,6 @@ fn clean_lines(log: &str) -> Vec<String> {
         .collect()
 }
 
-/// pytest with `-rA`, SWE-bench v4 `parse_log_pytest` semantics plus fixes.
-///
-/// Short-summary lines `STATUS <id>[ - <message>]` give the status. Unlike v4 (which splits on
-/// whitespace and so cuts `test_x[a b]` to `test_x[a`), a parametrized id keeps its spaces and
-/// brackets: it ends at the `]` that closes its first `[` and is followed by the end of the line
-/// or ` - `. `SKIPPED [N] file:line: reason` lines name no test and are ignored (v4 stores the
-/// junk key `[N]`), so a skipped test is missing from the map, as in v4. `XPASS` is not a
-/// SWE-bench status and is ignored, as in v4. Verbose `-v` lines (`<id> PASSED [ 50%]`) are not
-/// read, as in v4: they would give skipped tests ids, and v4 grading ignores a SKIPPED F2P test.
-/// ANSI colour codes are stripped first.
-pub fn parse_pytest(log: &str) -> StatusMap {
-    let mut map = StatusMap::new();
-    for line in clean_lines(log) {
-        if let Some((status, rest)) = leading_pytest_status(&line) {
-            if status == TestStatus::Skipped && rest.starts_with('[') {
-                continue;
-            }
-            if let Some(id) = pytest_summary_id(rest) {
-                record(&mut map, id, status);
-            }
-        }
-    }
-    map
-}
-
 fn pytest_status_word(word: &str) -> Option<TestStatus> {
     match word {
         "PASSED" => Some(TestStatus::Passed),
@@ -157,44 +132,6 @@ fn leading_pytest_status(line: &str) -> Option<(TestStatus, &str)> {
     let status = pytest_status_word(word)?;
     let rest = rest.trim_start();
     (!rest.is_empty()).then_some((status, rest))
-}
-
-/// The node id at the start of a short-summary line's remainder.
-fn pytest_summary_id(rest: &str) -> Option<&str> {
-    let rest = rest.trim_end();
-    let first_space = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    if let Some(open) = rest.find('[')
-        && open < first_space
-        && let Some(end) = bracket_id_end(rest, open)
-    {
-        return Some(&rest[..end]);
-    }
-    rest.split_whitespace().next()
-}
-
-/// The end (exclusive) of a parametrized id whose parameters start at `open`: the first `]`
-/// that balances the brackets and is followed by the end of the text or ` - `; failing that, the
-/// first `]` so followed.
-fn bracket_id_end(rest: &str, open: usize) -> Option<usize> {
-    let mut depth = 0i32;
-    let mut first_candidate = None;
-    for (index, c) in rest.char_indices().skip_while(|(index, _)| *index < open) {
-        match c {
-            '[' => depth += 1,
-            ']' => {
-                depth -= 1;
-                let after = &rest[index + 1..];
-                if after.is_empty() || after.starts_with(" - ") {
-                    if depth <= 0 {
-                        return Some(index + 1);
-                    }
-                    first_candidate.get_or_insert(index + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    first_candidate
 }
 
 /// libtest's `test <name> ... <outcome>` line.
@@ -450,8 +387,8 @@ mod python;
 pub mod summary;
 
 pub use python::{
-    parse_django, parse_matplotlib, parse_pytest_options, parse_pytest_v2, parse_seaborn,
-    parse_sympy,
+    parse_django, parse_matplotlib, parse_pytest, parse_pytest_options, parse_pytest_v2,
+    parse_seaborn, parse_sympy,
 };
 
 #[cfg(test)]

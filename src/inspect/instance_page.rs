@@ -111,7 +111,7 @@ fn push_counters(out: &mut String, data: &InstanceData) {
                         thousands(summary.tokens_received)
                     ),
                 ),
-                ("wall time", wall_cell(summary).1),
+                ("episode time", wall_cell(summary).1),
                 ("commands' time", duration(summary.execution_time)),
                 ("lint rejections", summary.lint_rejections.to_string()),
                 ("format errors", summary.format_errors.to_string()),

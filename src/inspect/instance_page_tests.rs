@@ -45,7 +45,10 @@ fn the_view_has_counters_prompts_turns_patch_and_tests() {
     );
     assert!(html.contains("<div><b>9</b>steps</div>"));
     assert!(html.contains("<div><b>1</b>lint rejections</div>"));
-    assert!(html.contains("<div><b>2.3 s</b>wall time</div>"), "{html}");
+    assert!(
+        html.contains("<div><b>2.3 s</b>episode time</div>"),
+        "{html}"
+    );
     // The demonstration is folded; the task is open.
     assert!(
         html.contains("<details class=\"section\"><summary>demonstration (1 messages)</summary>")

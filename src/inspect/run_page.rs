@@ -1,4 +1,4 @@
-//! The run view: one row per instance (exit status, resolved, steps, cost, tokens, wall time,
+//! The run view: one row per instance (exit status, resolved, steps, cost, tokens, episode time,
 //! lint rejections, format errors, patch size) under the run's totals. The page's script sorts
 //! by any column and filters by text or `column:value`; every cell is plain server-rendered
 //! HTML, so the page works without the script too.
@@ -103,7 +103,7 @@ fn eval_order(state: &EvalState) -> i32 {
     }
 }
 
-/// The wall time cell: `info.wall_time`, or at least the commands' time when a trajectory
+/// The episode time cell (the agent's loop, without the set-up): `info.wall_time`, or at least the commands' time when a trajectory
 /// does not record it (SWE-agent's).
 pub fn wall_cell(summary: &Summary) -> (f64, String) {
     match summary.wall_time {
@@ -111,7 +111,7 @@ pub fn wall_cell(summary: &Summary) -> (f64, String) {
         None if summary.execution_time > 0.0 => (
             summary.execution_time,
             format!(
-                "<span class=\"muted\" title=\"no wall time recorded; the commands alone took this long\">≥ {}</span>",
+                "<span class=\"muted\" title=\"no episode time recorded; the commands alone took this long\">≥ {}</span>",
                 duration(summary.execution_time)
             ),
         ),
@@ -126,7 +126,7 @@ const COLUMNS: [(&str, &str, bool); 10] = [
     ("steps", "steps", true),
     ("cost", "cost", true),
     ("tokens", "tokens (sent / received)", true),
-    ("wall", "wall time", true),
+    ("wall", "episode time", true),
     ("lint", "lint rejections", true),
     ("format", "format errors", true),
     ("patch", "patch", true),
@@ -265,7 +265,7 @@ fn push_totals(out: &mut String, rows: &[Row]) {
     let approximate = summaries.iter().any(|s| s.wall_time.is_none());
     push_total(
         out,
-        "wall time (sum)",
+        "episode time (sum)",
         &format!("{}{}", if approximate { "≥ " } else { "" }, duration(wall)),
     );
     push_total(

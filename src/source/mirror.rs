@@ -453,6 +453,60 @@ mod tests {
         assert!(!marker.exists(), "the command ran");
     }
 
+    /// A mirror with a missing object: git's transport (`file://`) refuses to copy it, a local
+    /// clone of the plain path does not look, and the hint says to use the plain path.
+    #[tokio::test]
+    async fn a_file_url_that_fails_on_missing_objects_gets_a_hint_naming_the_plain_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        let at = source.to_str().unwrap();
+        run(&["init", "-q", at]);
+        std::fs::write(source.join("a"), "a\n").unwrap();
+        run(&["-C", at, "add", "a"]);
+        run(&["-C", at, "commit", "-q", "-m", "one"]);
+        let mirror = dir.path().join("mirrors/o/n.git");
+        run(&["clone", "-q", "--bare", at, mirror.to_str().unwrap()]);
+        let commit = run(&["-C", at, "rev-parse", "HEAD"]);
+        let blob = run(&["-C", at, "rev-parse", "HEAD:a"]);
+        std::fs::remove_file(mirror.join("objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+        let plain = mirror.display().to_string();
+        let url = format!("file://{plain}");
+        let error = ask(url.clone(), &commit, &dir.path().join("cache"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, MirrorError::Clone { url: failed, .. } if *failed == url),
+            "{error}"
+        );
+        let prepare = super::super::PrepareError::NoRepository {
+            commit: commit.clone(),
+            tried: error.to_string(),
+            plain_path: super::super::failed_file_url(&error),
+        };
+        assert_eq!(
+            crate::hint::Hint::hint(&prepare),
+            Some(format!(
+                "a file:// URL clones through git's transport, which needs every object; a plain \
+                 path clones locally: set env.repo_url={plain} (e.g. \
+                 env.repo_url=/srv/mirrors/{{repo}}.git instead of \
+                 file:///srv/mirrors/{{repo}}.git)"
+            ))
+        );
+        let cloned = ask(plain, &commit, &dir.path().join("cache2"))
+            .await
+            .unwrap();
+        assert_eq!(cloned, dir.path().join("cache2/o__n.git"));
+    }
+
     #[test]
     fn git_s_last_line_is_the_reason() {
         assert_eq!(

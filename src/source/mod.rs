@@ -167,6 +167,8 @@ pub enum PrepareError {
         commit: String,
         /// What was tried, and why each failed.
         tried: String,
+        /// The `env.repo_url` to try instead, when a `file://` mirror failed: its plain path.
+        plain_path: Option<String>,
     },
     /// The image could not be had.
     #[error(transparent)]
@@ -187,8 +189,33 @@ impl Hint for PrepareError {
     fn hint(&self) -> Option<String> {
         match self {
             Self::Env(error) => error.hint(),
+            Self::NoRepository {
+                plain_path: Some(path),
+                ..
+            } => Some(plain_path_hint(path)),
             Self::NoRepository { .. } | Self::Image(_) => None,
         }
+    }
+}
+
+/// The hint for a `file://` mirror that git could not clone or fetch from: a `file://` URL makes
+/// git copy objects over its transport, which fails on a mirror with missing objects (or
+/// alternates), where a plain path, which git clones locally, works.
+pub fn plain_path_hint(path: &str) -> String {
+    format!(
+        "a file:// URL clones through git's transport, which needs every object; a plain path \
+         clones locally: set env.repo_url={path} (e.g. env.repo_url=/srv/mirrors/{{repo}}.git \
+         instead of file:///srv/mirrors/{{repo}}.git)"
+    )
+}
+
+/// The plain path of a `file://` URL that git failed on (a clone or a missing commit).
+fn failed_file_url(error: &mirror::MirrorError) -> Option<String> {
+    match error {
+        mirror::MirrorError::Clone { url, .. } | mirror::MirrorError::MissingCommit { url, .. } => {
+            url.strip_prefix("file://").map(str::to_owned)
+        }
+        mirror::MirrorError::Url { .. } | mirror::MirrorError::Cache { .. } => None,
     }
 }
 
@@ -287,6 +314,7 @@ async fn from_mirror(
     let no_repository = |tried: &[String]| PrepareError::NoRepository {
         commit: commit.clone(),
         tried: tried.join("; "),
+        plain_path: None,
     };
     if commit.is_empty() {
         tried.push("no base_commit to take from a clone".to_owned());
@@ -308,7 +336,11 @@ async fn from_mirror(
         Ok(path) => Ok(Origin::Mirror { url, path }),
         Err(error) => {
             tried.push(error.to_string());
-            Err(no_repository(tried))
+            Err(PrepareError::NoRepository {
+                commit: commit.clone(),
+                tried: tried.join("; "),
+                plain_path: failed_file_url(&error),
+            })
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Bad input through the `aci` binary, each answered with one clear line and the right exit
-//! code, losing nothing: a config nested too deep, an empty predictions file, an instances file
-//! with a line that is not UTF-8, and control characters in the model's action on the
-//! terminal, and names holding control characters (an instance folder, a patch's file names)
+//! code, losing nothing: a config nested too deep, an empty predictions file, a missing instances
+//! or predictions file (with a hint), an instances file with a line that is not UTF-8, and
+//! control characters in the model's action on the terminal, and names holding control characters (an instance folder, a patch's file names)
 //! written out on stderr and in run_instance.log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -311,4 +311,50 @@ fn control_characters_in_log_folders_and_patch_names_are_written_out_on_stderr_a
             two("m\\x1b[2J2")
         )
     );
+}
+
+#[test]
+fn a_missing_instances_or_predictions_file_says_what_to_give_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = aci(
+        dir.path(),
+        &[
+            "eval",
+            "--instances",
+            "nope.jsonl",
+            "--predictions",
+            "gold",
+            "--output",
+            "out",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: failed to read instances file nope.jsonl: No such file or directory (os error 2)\n\
+         hint: --instances takes a JSONL or JSON file of task records (SWE-bench's fields: \
+         instance_id, repo, base_commit, problem_statement, …), e.g. a SWE-bench split exported \
+         to lite.jsonl\n"
+    );
+    let instances = demo_instances();
+    let out = aci(
+        dir.path(),
+        &[
+            "eval",
+            "--instances",
+            instances.to_str().unwrap(),
+            "--predictions",
+            "preds.json",
+            "--output",
+            "out",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: cannot read the predictions preds.json: No such file or directory (os error 2)\n\
+         hint: aci batch writes its predictions to <output>/preds.json; --predictions gold \
+         evaluates each record's own patch\n"
+    );
+    assert_eq!(entries(dir.path()), Vec::<String>::new());
 }

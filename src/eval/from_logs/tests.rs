@@ -107,6 +107,7 @@ fn logs_are_found_in_every_layout_with_their_model_and_patch() {
         path,
         model: model.map(str::to_owned),
         patch,
+        infra_failure: None,
     };
     let expected: BTreeMap<String, Vec<LogFile>> = [
         (
@@ -340,4 +341,94 @@ fn a_huge_log_is_graded_and_copied_as_its_bounded_head_and_tail() {
             path.display()
         )
     );
+}
+
+/// A run in SWE-bench 5.x's layout, as its harness writes it: `run.json` beside the model's
+/// directory, and per instance `report.json`, `test_output.txt`, `run_instance.log` and
+/// `patch.diff`. `a` ran and passed; `b`'s container never started, which the harness's
+/// report flags as an infrastructure failure.
+fn harness_v5_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("logs/run_evaluation/nightly-7");
+    write_file(
+        &run.join("run.json"),
+        "{\n  \"dataset\": \"acme/widget-bench\",\n  \"split\": \"test\",\n  \"task_repo\": null,\n  \
+         \"created_at\": \"2026-11-30T04:00:00+00:00\"\n}\n",
+    );
+    let a = run.join("org__model-9b/a__a-1");
+    write_file(&a.join("test_output.txt"), MARKER_LOG);
+    write_file(&a.join("patch.diff"), "diff --git a/src/w.py b/src/w.py\n");
+    write_file(&a.join("run_instance.log"), "Intermediate patch written\n");
+    write_file(
+        &a.join("report.json"),
+        r#"{"a__a-1": {"patch_is_None": false, "patch_exists": true,
+            "patch_successfully_applied": true, "resolved": true, "infra_failure": false}}"#,
+    );
+    let b = run.join("org__model-9b/b__b-2");
+    write_file(
+        &b.join("test_output.txt"),
+        "Error response from daemon: cannot start container: no space left on device\n",
+    );
+    write_file(&b.join("patch.diff"), "diff --git a/src/w.py b/src/w.py\n");
+    write_file(&b.join("run_instance.log"), "Container failed to start\n");
+    write_file(
+        &b.join("report.json"),
+        r#"{"b__b-2": {"patch_is_None": false, "patch_exists": true,
+            "patch_successfully_applied": false, "resolved": false, "infra_failure": true,
+            "infra_failure_reason": "container_unavailable"}}"#,
+    );
+    dir
+}
+
+#[test]
+fn a_swe_bench_5_run_is_graded_and_keeps_the_harness_s_infrastructure_failures() {
+    let logs = harness_v5_dir();
+    let out = tempfile::tempdir().unwrap();
+    let settings = FromLogsSettings {
+        logs: logs.path().to_path_buf(),
+        output: out.path().to_path_buf(),
+    };
+    let found = find_logs(logs.path(), &ids()).unwrap();
+    assert_eq!(found["a__a-1"][0].infra_failure, None);
+    assert_eq!(
+        found["b__b-2"][0].infra_failure.as_deref(),
+        Some("container_unavailable")
+    );
+    assert_eq!(found["b__b-2"][0].model.as_deref(), Some("org__model-9b"));
+    let summary = grade_logs(&instances(), None, &settings, &mut |_| {}).unwrap();
+    let strings = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>();
+    assert_eq!(summary.resolved_ids, strings(&["a__a-1"]));
+    assert_eq!(summary.error_ids, strings(&["b__b-2"]));
+    let report = read_json(&out.path().join("a__a-1/report.json"));
+    assert_eq!(report["a__a-1"]["resolved"], true);
+    assert_eq!(report["a__a-1"].get("infra_failure"), None);
+    // No test output: an error whose run_instance.log keeps the harness's flag and reason.
+    assert!(!out.path().join("b__b-2/report.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("b__b-2/run_instance.log")).unwrap(),
+        format!(
+            "graded from {}\nerror: the log has no start-of-tests marker\ninfra_failure: true \
+             (container_unavailable, from the SWE-bench harness's report.json)\n",
+            logs.path()
+                .join("logs/run_evaluation/nightly-7/org__model-9b/b__b-2/test_output.txt")
+                .display()
+        )
+    );
+}
+
+#[test]
+fn a_flagged_instance_whose_log_graded_keeps_the_flag_in_its_report() {
+    let json = "{\n    \"a__a-1\": {\n        \"patch_is_None\": false\n    }\n}\n".to_owned();
+    let flagged = with_infra_failure(json.clone(), "a__a-1", Some("out_of_memory"));
+    let value: serde_json::Value = serde_json::from_str(&flagged).unwrap();
+    assert_eq!(value["a__a-1"]["infra_failure"], true);
+    assert_eq!(value["a__a-1"]["infra_failure_reason"], "out_of_memory");
+    assert_eq!(
+        flagged.replace(
+            "        \"infra_failure\": true,\n        \"infra_failure_reason\": \"out_of_memory\",\n",
+            ""
+        ),
+        json
+    );
+    assert_eq!(with_infra_failure(json.clone(), "a__a-1", None), json);
 }

@@ -1,31 +1,127 @@
-//! SWE-bench's Python log parsers beyond plain pytest and unittest, each written from the output
-//! format it reads: pytest with options (requests, pylint), pytest v2 (astropy, scikit-learn,
-//! sphinx), matplotlib, seaborn, Django and sympy.
+//! SWE-bench's Python log parsers, read exactly as the harness reads them (`swebench` 5.0.2's
+//! `harness/log_parsers/python.py`): pytest and its variants with options (requests, pylint,
+//! pydicom), v2 (astropy, scikit-learn, sphinx), matplotlib and seaborn, Django and sympy.
 //!
-//! Every parser keeps SWE-bench's test ids, so a record's `FAIL_TO_PASS` and `PASS_TO_PASS` lists
-//! match. Where aci reads differently, it is never more lenient than SWE-bench: a status SWE-bench
-//! does not record (and so grades as a failure) is not turned into a pass here, and a test printed
-//! twice keeps its worse status ([`super::record`]).
+//! The datasets' `FAIL_TO_PASS` and `PASS_TO_PASS` lists were made with these parsers, so they
+//! hold the ids these parsers read, oddities included: the first word of a parametrized id
+//! whose parameters hold a space (`test_x[a`), the `[100%]` and `[` of a test that runs pytest
+//! inside itself, a Django docstring line, two Django results run into one line. aci reads the
+//! same ids, quirk for quirk, so a record grades as the harness grades it:
+//!
+//! - a log is split on `\n` only, and a line into words on Python's whitespace
+//!   ([`py_words`]; `\r` is whitespace);
+//! - a line is a result when it starts with a status word (`line.startswith("PASSED")`, so
+//!   `PASSEDx` counts too; the status is then the first word);
+//! - a test printed twice keeps its last status;
+//! - a status word that SWE-bench does not know (`XPASS`, `PASSEDx`, or `XPASSED` read from the
+//!   end of a v2 line) is kept, as there, and grades as neither a pass nor a failure: aci records
+//!   it as [`TestStatus::Skipped`], which its grading also counts in neither list.
+//!
+//! Where SWE-bench 4.1.0 (the version the June 2024 Lite data names) reads differently, it is
+//! said at the function: 5.0.2 drops `SKIPPED [N] file:line` summaries (4.1.0 stores `[N]`) and,
+//! in v2, cuts a `FAILED` line at its first ` - ` and keeps every word of the id.
 
-use super::{
-    StatusMap, TestStatus, clean_lines, leading_pytest_status, parse_pytest, pytest_status_word,
-    pytest_summary_id, record, strip_ansi, unittest_header,
-};
+use std::sync::LazyLock;
 
-/// pytest, as SWE-bench's `parse_log_pytest_options` reads it: [`parse_pytest`], then a
-/// parameter that is an absolute path (`test_x[/tmp/abc/data.txt]`) is cut to its last component
-/// (`test_x[/data.txt]`), since the temporary directory differs from run to run. Parameters
-/// starting with `//` or holding a `*` are kept.
-pub fn parse_pytest_options(log: &str) -> StatusMap {
+use regex::Regex;
+
+use super::{StatusMap, TestStatus};
+use crate::text::literal_regex;
+
+/// SWE-bench's status words, in the order its `TestStatus` enum lists them.
+const STATUS_WORDS: [&str; 5] = ["FAILED", "PASSED", "SKIPPED", "ERROR", "XFAIL"];
+
+/// Python's `str.isspace`: Unicode white space and the separators `\x1c`–`\x1f`.
+fn is_py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.split()`: the words between runs of white space.
+pub(super) fn py_words(line: &str) -> Vec<&str> {
+    line.split(is_py_space)
+        .filter(|word| !word.is_empty())
+        .collect()
+}
+
+/// Python's `str.strip()`.
+fn py_strip(line: &str) -> &str {
+    line.trim_matches(is_py_space)
+}
+
+/// The status a word names; a word SWE-bench stores but does not grade is [`TestStatus::Skipped`].
+fn status_of(word: &str) -> TestStatus {
+    match word {
+        "PASSED" => TestStatus::Passed,
+        "FAILED" => TestStatus::Failed,
+        "ERROR" => TestStatus::Error,
+        "XFAIL" => TestStatus::XFail,
+        _ => TestStatus::Skipped,
+    }
+}
+
+fn set(map: &mut StatusMap, id: &str, status: TestStatus) {
+    map.insert(id.to_owned(), status);
+}
+
+fn starts_with_status(line: &str) -> bool {
+    STATUS_WORDS.iter().any(|word| line.starts_with(word))
+}
+
+/// `SKIPPED [N] path:line: reason`: pytest's summary of skips, whose `[N]` names no test (5.0.2).
+fn is_skip_summary(status: &str, name: &str) -> bool {
+    static COUNT: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"^\[\d+\]$"));
+    status == "SKIPPED" && COUNT.is_match(name)
+}
+
+/// The id and status word of a `STATUS <id> …` line, as `parse_log_pytest` reads it: a `FAILED`
+/// line has every ` - ` replaced by a space, then the second word is the id.
+fn pytest_line(line: &str) -> Option<(String, String)> {
+    if !starts_with_status(line) {
+        return None;
+    }
+    let line = if line.starts_with("FAILED") {
+        line.replace(" - ", " ")
+    } else {
+        line.to_owned()
+    };
+    let words = py_words(&line);
+    if words.len() <= 1 || is_skip_summary(words[0], words[1]) {
+        return None;
+    }
+    Some((words[1].to_owned(), words[0].to_owned()))
+}
+
+/// pytest with `-rA`, as SWE-bench's `parse_log_pytest` reads it: a line starting with a status
+/// word gives its second word that status (`PASSED tests/a.py::test_x`; a `FAILED` line's ` - `
+/// is read as a space first). An id is one word, so `test_x[a b]` is read as `test_x[a`, and a
+/// nested run's `PASSED [100%]` line gives the test `[100%]`, as the dataset's lists expect. No
+/// colour code is removed. 4.1.0 also stores `[N]` from `SKIPPED [N] …` summary lines.
+pub fn parse_pytest(log: &str) -> StatusMap {
     let mut map = StatusMap::new();
-    for (id, status) in parse_pytest(log) {
-        record(&mut map, &normalize_path_parameter(&id), status);
+    for line in log.split('\n') {
+        if let Some((id, word)) = pytest_line(line) {
+            set(&mut map, &id, status_of(&word));
+        }
     }
     map
 }
 
-/// `main[option]` with an absolute-path option cut to `/<last component>`; anything after the
-/// last `]` is dropped, as SWE-bench's `(.*?)\[(.*)\]` does.
+/// pytest, as SWE-bench's `parse_log_pytest_options` reads it: [`parse_pytest`]'s ids, with a
+/// parameter that is an absolute path (`test_x[/tmp/abc/data.txt]`) cut to its last component
+/// (`test_x[/data.txt]`), since the temporary directory differs from run to run. Parameters
+/// starting with `//` or holding a `*` are kept; anything after the last `]` is dropped, as
+/// SWE-bench's `(.*?)\[(.*)\]` does.
+pub fn parse_pytest_options(log: &str) -> StatusMap {
+    let mut map = StatusMap::new();
+    for line in log.split('\n') {
+        if let Some((id, word)) = pytest_line(line) {
+            set(&mut map, &normalize_path_parameter(&id), status_of(&word));
+        }
+    }
+    map
+}
+
+/// `main[option]` with an absolute-path option cut to `/<last component>`.
 fn normalize_path_parameter(id: &str) -> String {
     let (Some(open), Some(close)) = (id.find('['), id.rfind(']')) else {
         return id.to_owned();
@@ -42,256 +138,217 @@ fn normalize_path_parameter(id: &str) -> String {
     }
 }
 
-/// pytest, as SWE-bench's `parse_log_pytest_v2` reads it: colour codes and other control
-/// characters are removed first (also a colour code whose escape byte was lost, `[31m`), then a
-/// line is either a short-summary line (`STATUS <id>`, as in [`parse_pytest`]) or the older and
-/// classic-verbose `<id> STATUS` line. In the second form the id is one word, or a parametrized id
-/// whose brackets hold spaces (SWE-bench cuts that one at its first space).
+/// A colour code whose escape byte may be gone: `[31m`, as SWE-bench's `\[(\d+)m` matches it.
+static BARE_COLOUR: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"\[(\d+)m"));
+
+/// pytest, as SWE-bench's `parse_log_pytest_v2` reads it: each line loses its `[<digits>m`
+/// colour codes, then its control characters (`\x01`–`\x1f`, the escape byte and tab included);
+/// a line starting with a status word gives that status to the rest of its words joined by one
+/// space (a `FAILED` line is cut at its first ` - ` first); else a line ending with a status word
+/// (the older and classic-verbose `<id> STATUS`) gives its last word as the status of the words
+/// before it. So `test_x XPASSED` stores the unknown status `XPASSED`. 4.1.0 instead replaces a
+/// `FAILED` line's every ` - ` by a space and keeps only the second word (or, at the end, the
+/// first).
 pub fn parse_pytest_v2(log: &str) -> StatusMap {
     let mut map = StatusMap::new();
-    for raw in log.lines() {
-        let line = v2_clean_line(raw);
-        if let Some((status, rest)) = leading_pytest_status(&line) {
-            if status == TestStatus::Skipped && rest.starts_with('[') {
-                continue;
+    for raw in log.split('\n') {
+        let mut line = BARE_COLOUR.replace_all(raw, "").into_owned();
+        line.retain(|c| !('\u{1}'..='\u{1f}').contains(&c));
+        if starts_with_status(&line) {
+            let head = if line.starts_with("FAILED") {
+                line.split_once(" - ")
+                    .map_or(line.as_str(), |(head, _)| head)
+            } else {
+                line.as_str()
+            };
+            let words = py_words(head);
+            if words.len() >= 2 && !is_skip_summary(words[0], words[1]) {
+                set(&mut map, &words[1..].join(" "), status_of(words[0]));
             }
-            if let Some(id) = pytest_summary_id(rest) {
-                record(&mut map, id, status);
+        } else if STATUS_WORDS.iter().any(|word| line.ends_with(word)) {
+            let words = py_words(&line);
+            if let [id @ .., status] = words.as_slice()
+                && !id.is_empty()
+            {
+                set(&mut map, &id.join(" "), status_of(status));
             }
-        } else if let Some((id, status)) = trailing_status(&line) {
-            record(&mut map, id, status);
         }
     }
     map
 }
 
-/// One line with ANSI sequences, bare `[<digits>m` colour codes and control characters removed.
-fn v2_clean_line(raw: &str) -> String {
-    let stripped = strip_ansi(raw);
-    let mut out = String::with_capacity(stripped.len());
-    let mut rest: &str = &stripped;
-    while let Some(index) = rest.find('[') {
-        out.push_str(&rest[..index]);
-        let after = &rest[index + 1..];
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && after.as_bytes().get(digits) == Some(&b'm') {
-            rest = &after[digits + 1..];
-        } else {
-            out.push('[');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out.retain(|c| !('\u{1}'..='\u{1f}').contains(&c));
-    out
-}
-
-/// `<id> STATUS` at the end of a line: a status word after whitespace, with one word (or a
-/// bracketed parametrized id) before it.
-fn trailing_status(line: &str) -> Option<(&str, TestStatus)> {
-    let (head, word) = line.rsplit_once(char::is_whitespace)?;
-    let status = pytest_status_word(word)?;
-    let id = head.trim();
-    if id.is_empty() {
-        return None;
-    }
-    let first_space = id.find(char::is_whitespace);
-    let one_word = first_space.is_none();
-    let bracketed = id.ends_with(']') && id.find('[').is_some_and(|open| Some(open) < first_space);
-    (one_word || bracketed).then_some((id, status))
-}
-
-/// pytest with matplotlib's ids: SWE-bench's `parse_log_matplotlib` is [`parse_pytest`] after
-/// `MouseButton.LEFT` and `MouseButton.RIGHT` are rewritten to `1` and `3`, the ids older runs
-/// printed and the dataset's test lists use.
+/// pytest with matplotlib's ids: SWE-bench's `parse_log_matplotlib` is [`parse_pytest`] on each
+/// line after `MouseButton.LEFT` and `MouseButton.RIGHT` are rewritten to `1` and `3`, the ids
+/// older runs printed and the dataset's test lists use.
 pub fn parse_matplotlib(log: &str) -> StatusMap {
-    if log.contains("MouseButton.") {
-        let rewritten = log
+    let mut map = StatusMap::new();
+    for line in log.split('\n') {
+        let line = line
             .replace("MouseButton.LEFT", "1")
             .replace("MouseButton.RIGHT", "3");
-        parse_pytest(&rewritten)
-    } else {
-        parse_pytest(log)
+        if let Some((id, word)) = pytest_line(&line) {
+            set(&mut map, &id, status_of(&word));
+        }
     }
+    map
 }
 
-/// pytest as SWE-bench's `parse_log_seaborn` reads it: `FAILED <id>` and `PASSED <id>`
-/// short-summary lines and the verbose `<id> PASSED [ 10%]` lines. `ERROR <id>` lines are read
-/// too (a failure either way: SWE-bench leaves the test out, which grades as failed). `XFAIL` and
-/// `SKIPPED` are not recorded, as in SWE-bench, so an expected failure still grades as failed.
+/// pytest as SWE-bench's `parse_log_seaborn` reads it: of lines of two words or more, one
+/// starting with `FAILED` fails its second word; else one holding ` PASSED ` whose second word
+/// is `PASSED` passes its first (the verbose `<id> PASSED [ 10%]`); else one starting with
+/// `PASSED` passes its second word. `ERROR`, `XFAIL` and `SKIPPED` lines are not read, so such a
+/// test is missing, which grades as failed.
 pub fn parse_seaborn(log: &str) -> StatusMap {
     let mut map = StatusMap::new();
-    for line in clean_lines(log) {
-        if let Some((status, rest)) = leading_pytest_status(&line) {
-            let kept = matches!(
-                status,
-                TestStatus::Passed | TestStatus::Failed | TestStatus::Error
-            );
-            if let Some(id) = pytest_summary_id(rest).filter(|_| kept) {
-                record(&mut map, id, status);
-            }
-        } else if let Some(index) = line.find(" PASSED ") {
-            let id = line[..index].trim();
-            if !id.is_empty() && !id.contains(char::is_whitespace) {
-                record(&mut map, id, TestStatus::Passed);
-            }
-        }
-    }
-    map
-}
-
-/// Django's test runner at `--verbosity 2`, as SWE-bench's `parse_log_django` reads it. The id is
-/// the text before ` ... `: `test_x (module.Class)` (or `test_x (module.Class.test_x)` on Python
-/// 3.11 and later), or, for a test with a docstring, the docstring's first line, which Django
-/// prints on the line after the method name. Outcomes: `ok`/`OK` → PASSED, `skipped …` →
-/// SKIPPED, `FAIL` → FAILED, `ERROR` → ERROR, `unexpected success` → FAILED; `expected failure`
-/// is not recorded (SWE-bench grades it as failed, so aci does not count it as a pass).
-///
-/// When output interrupts a result line (`test_x ... Internal Server Error: /x/` or Django's
-/// start-up messages, then `ok` on a line of its own), the next line starting with `ok` (or a
-/// lone `FAIL`/`ERROR`) settles that test; SWE-bench's three interleaving patterns are instances
-/// of this. `FAIL: <id>` and `ERROR: <id>` headers record the whole id (SWE-bench keeps only its
-/// first word). A migration line run into the result (`Applying x.0002...test_y (m.C) ... ok`)
-/// gives the test after the `...`.
-pub fn parse_django(log: &str) -> StatusMap {
-    let mut map = StatusMap::new();
-    let mut pending: Option<String> = None;
-    for raw in clean_lines(log) {
-        let line = raw.trim();
-        if let Some((name, status)) = django_result(line) {
-            if let Some(status) = status {
-                record(&mut map, django_name(name), status);
-            }
-            pending = None;
-        } else if let Some((name, _output)) = line.split_once(" ... ") {
-            pending = Some(django_name(name).to_owned());
-        } else if let Some(name) = line.strip_suffix(" ...") {
-            pending = Some(django_name(name).to_owned());
-        } else if let Some((status, name)) = unittest_header(line) {
-            record(&mut map, name, status);
-            if let Some(parent) = subtest_parent(name) {
-                record(&mut map, parent, status);
-            }
-        } else if let Some(status) = lone_outcome(line)
-            && let Some(name) = pending.take()
-        {
-            record(&mut map, &name, status);
-        }
-    }
-    map
-}
-
-/// A complete Django result line: the name and its status (`None`: seen but not recorded).
-fn django_result(line: &str) -> Option<(&str, Option<TestStatus>)> {
-    let ends = [
-        (" ... ok", Some(TestStatus::Passed)),
-        (" ... OK", Some(TestStatus::Passed)),
-        (" ...  OK", Some(TestStatus::Passed)),
-        (" ... FAIL", Some(TestStatus::Failed)),
-        (" ... ERROR", Some(TestStatus::Error)),
-        (" ... unexpected success", Some(TestStatus::Failed)),
-        (" ... expected failure", None),
-    ];
-    if let Some(found) = ends
-        .iter()
-        .find_map(|(end, status)| line.strip_suffix(end).map(|name| (name, *status)))
-    {
-        return Some(found);
-    }
-    line.find(" ... skipped")
-        .map(|index| (&line[..index], Some(TestStatus::Skipped)))
-}
-
-/// The test's name without what was printed in front of it on the same line: a migration
-/// message (`Applying x.0002...test_y (m.C)`), or an earlier test whose outcome was never printed
-/// (`test_a (m.C) ... test_b (m.C)`, as after a test whose subtests failed). SWE-bench keeps the
-/// whole text, which names no test.
-fn django_name(name: &str) -> &str {
-    let name = match name.strip_prefix("Applying ") {
-        Some(rest) => rest.split_once("...").map_or(name, |(_, test)| test.trim()),
-        None => name,
-    };
-    match name.rsplit_once(" ... ") {
-        Some((_, last)) if is_test_id(last) => last,
-        _ => name,
-    }
-}
-
-/// `method (dotted.path)`: the shape of a unittest test id.
-fn is_test_id(text: &str) -> bool {
-    let Some((method, rest)) = text.split_once(" (") else {
-        return false;
-    };
-    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let Some(path) = rest.strip_suffix(')') else {
-        return false;
-    };
-    !method.is_empty()
-        && method.chars().all(word)
-        && !path.is_empty()
-        && path.chars().all(|c| word(c) || c == '.')
-}
-
-/// The test a subtest's failure header names (`test_x (m.C) [label] (param=1)` → `test_x (m.C)`):
-/// a failed subtest fails its test.
-fn subtest_parent(name: &str) -> Option<&str> {
-    let close = name.find(") ")?;
-    let parent = &name[..=close];
-    is_test_id(parent).then_some(parent)
-}
-
-/// A line that settles an interrupted test: starting with `ok` (as SWE-bench reads it), or a lone
-/// `FAIL` or `ERROR`.
-fn lone_outcome(line: &str) -> Option<TestStatus> {
-    match line {
-        "FAIL" => Some(TestStatus::Failed),
-        "ERROR" => Some(TestStatus::Error),
-        _ if line.starts_with("ok") => Some(TestStatus::Passed),
-        _ => None,
-    }
-}
-
-/// sympy's `bin/test --verbose`, as SWE-bench's `parse_log_sympy` reads it: `test_x ok` → PASSED,
-/// `test_x F` → FAILED, `test_x E` → ERROR (the id is the bare function name), and each failure or
-/// exception banner `____ sympy/x/tests/test_y.py:test_z ____` → FAILED under its path-qualified
-/// id. Two readings SWE-bench does not make: the last test of a file keeps its result when the
-/// file's verdict follows it on the same line (`test_z ok   [OK]`, which SWE-bench misses), and
-/// `test_x X` (an expected failure that passed, which sympy counts as a failure) is FAILED where
-/// SWE-bench leaves it out, which grades the same. An expected failure (`f`) and a skip (`s`,
-/// `w`) are not recorded, as in SWE-bench.
-pub fn parse_sympy(log: &str) -> StatusMap {
-    let mut map = StatusMap::new();
-    for raw in clean_lines(log) {
-        let line = raw.trim();
-        if let Some(id) = sympy_banner(&raw) {
-            record(&mut map, id, TestStatus::Failed);
+    for line in log.split('\n') {
+        let words = py_words(line);
+        if words.len() < 2 {
             continue;
         }
+        if line.starts_with("FAILED") {
+            set(&mut map, words[1], TestStatus::Failed);
+        } else if line.contains(" PASSED ") {
+            if words[1] == "PASSED" {
+                set(&mut map, words[0], TestStatus::Passed);
+            }
+        } else if line.starts_with("PASSED") {
+            set(&mut map, words[1], TestStatus::Passed);
+        }
+    }
+    map
+}
+
+/// The three interleavings SWE-bench's Django parser reads across lines, over the whole log.
+static DJANGO_INTERRUPTED: LazyLock<[Regex; 3]> = LazyLock::new(|| {
+    [
+        literal_regex(
+            r"(?m)^(.*?)\s\.\.\.\sTesting against Django installed in ((?s:.*?)) silenced\)\.\nok$",
+        ),
+        literal_regex(r"(?m)^(.*?)\s\.\.\.\sInternal Server Error: /(.*)/\nok$"),
+        literal_regex(r"(?m)^(.*?)\s\.\.\.\sSystem check identified no issues \(0 silenced\)\nok$"),
+    ]
+});
+
+/// The one migration line SWE-bench's Django parser cuts off a result (django__django-7188).
+const DJANGO_7188: &str = "Applying sites.0002_alter_domain_unique...test_no_migrations";
+
+/// Django's test runner at `--verbosity 2`, as SWE-bench's `parse_log_django` reads it, each
+/// stripped line in turn:
+///
+/// - the text before the first ` ... ` is remembered as the last test seen;
+/// - ending ` ... ok`, ` ... OK` or ` ...  OK`: the text before it PASSED (the text before the
+///   first `...` is dropped only from the line starting with [`DJANGO_7188`]'s migration);
+/// - holding ` ... skipped`: the text before it SKIPPED; ending ` ... FAIL`: FAILED; ending
+///   ` ... ERROR`: ERROR; `FAIL: <id>` and `ERROR: <id>` headers: the header's second word
+///   (the method name alone) FAILED or ERROR;
+/// - starting with `ok`: the last test seen PASSED (output between `...` and `ok`);
+/// - holding `--version is equivalent to version`: that text PASSED.
+///
+/// Then, over the whole log, a result interrupted by `Testing against Django installed in …
+/// silenced).`, `Internal Server Error: /…/` or `System check identified no issues (0
+/// silenced)` with `ok` on the next line passes the text before its ` ... `.
+///
+/// So a test with a docstring is named by its docstring's first line (on the line after the
+/// method name), two results run into one line (`test_a (m.C) ... test_b (m.C) ... ok`) give the
+/// whole text, and `expected failure` and `unexpected success` are not read. A `FAIL:` header
+/// with nothing after it, on which SWE-bench's parser raises, is skipped.
+pub fn parse_django(log: &str) -> StatusMap {
+    let mut map = StatusMap::new();
+    let mut previous: Option<String> = None;
+    for raw in log.split('\n') {
+        let mut line = py_strip(raw);
+        if line.contains("--version is equivalent to version") {
+            set(
+                &mut map,
+                "--version is equivalent to version",
+                TestStatus::Passed,
+            );
+        }
+        if let Some((name, _)) = line.split_once(" ... ") {
+            previous = Some(name.to_owned());
+        }
+        for suffix in [" ... ok", " ... OK", " ...  OK"] {
+            if line.ends_with(suffix) {
+                if py_strip(line).starts_with(DJANGO_7188) {
+                    line = line
+                        .split_once("...")
+                        .map_or(line, |(_, rest)| py_strip(rest));
+                }
+                let test = line.rsplit_once(suffix).map_or(line, |(test, _)| test);
+                set(&mut map, test, TestStatus::Passed);
+                break;
+            }
+        }
+        if let Some((test, _)) = line.split_once(" ... skipped") {
+            set(&mut map, test, TestStatus::Skipped);
+        }
+        if line.ends_with(" ... FAIL") {
+            let test = line.split(" ... FAIL").next().unwrap_or(line);
+            set(&mut map, test, TestStatus::Failed);
+        }
+        if line.starts_with("FAIL:")
+            && let Some(test) = py_words(line).get(1)
+        {
+            set(&mut map, py_strip(test), TestStatus::Failed);
+        }
+        if line.ends_with(" ... ERROR") {
+            let test = line.split(" ... ERROR").next().unwrap_or(line);
+            set(&mut map, test, TestStatus::Error);
+        }
+        if line.starts_with("ERROR:")
+            && let Some(test) = py_words(line).get(1)
+        {
+            set(&mut map, py_strip(test), TestStatus::Error);
+        }
+        if line.trim_start_matches(is_py_space).starts_with("ok")
+            && let Some(test) = &previous
+        {
+            set(&mut map, test, TestStatus::Passed);
+        }
+    }
+    for pattern in DJANGO_INTERRUPTED.iter() {
+        for captures in pattern.captures_iter(log) {
+            set(&mut map, &captures[1], TestStatus::Passed);
+        }
+    }
+    map
+}
+
+/// A sympy failure or exception banner, as SWE-bench's `(_*) (.*)\.py:(.*) (_*)` finds it
+/// anywhere in the log.
+static SYMPY_BANNER: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"(_*) (.*)\.py:(.*) (_*)"));
+
+/// sympy's `bin/test --verbose`, as SWE-bench's `parse_log_sympy` reads it: every match of
+/// [`SYMPY_BANNER`] in the log (`____ sympy/x/tests/test_y.py:test_z ____`) fails
+/// `sympy/x/tests/test_y.py:test_z`; then each stripped line starting with `test_` and ending
+/// ` E`, ` F` or ` ok` gives its first word ERROR, FAILED or PASSED. So the last test of a file,
+/// whose line ends with the file's `[OK]` or `[FAIL]`, is not read, nor are `f`, `X`, `s` and
+/// `w` results.
+pub fn parse_sympy(log: &str) -> StatusMap {
+    let mut map = StatusMap::new();
+    for captures in SYMPY_BANNER.captures_iter(log) {
+        let id = format!("{}.py:{}", &captures[2], &captures[3]);
+        set(&mut map, &id, TestStatus::Failed);
+    }
+    for raw in log.split('\n') {
+        let line = py_strip(raw);
         if !line.starts_with("test_") {
             continue;
         }
-        let line = strip_file_verdict(line);
-        let status = [
-            (" ok", TestStatus::Passed),
-            (" F", TestStatus::Failed),
+        let Some(first) = py_words(line).first().copied() else {
+            continue;
+        };
+        for (end, status) in [
             (" E", TestStatus::Error),
-            (" X", TestStatus::Failed),
-        ]
-        .into_iter()
-        .find_map(|(end, status)| line.ends_with(end).then_some(status));
-        if let (Some(status), Some(name)) = (status, line.split_whitespace().next()) {
-            record(&mut map, name, status);
+            (" F", TestStatus::Failed),
+            (" ok", TestStatus::Passed),
+        ] {
+            if line.ends_with(end) {
+                set(&mut map, first, status);
+            }
         }
     }
     map
-}
-
-/// `path.py:test_name` from a banner: the id with a space on each side, centred in underscores
-/// (`____ sympy/a/test_b.py:test_c ____`), or with no underscores left when the id is long.
-fn sympy_banner(line: &str) -> Option<&str> {
-    let inner = line.trim_matches('_');
-    let id = inner.strip_prefix(' ')?.strip_suffix(' ')?;
-    (id.contains(".py:") && !id.contains(char::is_whitespace)).then_some(id)
 }
 
 /// The line without a trailing `[OK]` or `[FAIL]` (the file's verdict) and the spaces before it.
