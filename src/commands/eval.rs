@@ -21,7 +21,7 @@ use super::{
     Failure, Out, Signals, connect_docker, create_output_dir, default_run_id, engine, keep_ids,
     load_instances, settings, shown,
 };
-use crate::cli::EvalArgs;
+use crate::cli::{EvalArgs, SpecArg};
 
 /// `aci eval`.
 pub async fn eval(args: EvalArgs) -> Result<ExitCode, Failure> {
@@ -69,6 +69,7 @@ pub async fn execute(
         let settings = FromLogsSettings {
             logs: logs.clone(),
             output,
+            spec: args.spec.map(SpecArg::source).unwrap_or_default(),
         };
         return eval_from_logs(&selected, predictions.as_deref(), &settings, expected, out);
     }

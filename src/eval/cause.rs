@@ -22,6 +22,7 @@ use super::canary::UNTRUSTED_TEST_RUN;
 use super::grade::TestsStatus;
 use super::parse::NotRunReason;
 use super::script::APPLY_PATCH_FAIL;
+use crate::text::escape_controls;
 use crate::text::pattern::literal_regex;
 
 /// The kind of a [`Cause`], as `report.json` and the summary's `causes` name it.
@@ -130,6 +131,17 @@ impl Cause {
             names: Vec::new(),
             detail: String::new(),
         }
+    }
+
+    /// The SWE-bench harness's own word that an evaluation failed for its environment
+    /// (`infra_failure` in its `report.json`, read by `--from-logs`).
+    pub fn harness_infra_failure(reason: &str) -> Self {
+        let mut cause = Self::new(
+            CauseKind::EvaluationError,
+            format!("the SWE-bench harness flagged an infrastructure failure ({reason})"),
+        );
+        cause.infrastructure = true;
+        cause
     }
 
     fn with(mut self, names: Vec<String>, detail: String) -> Self {
@@ -592,6 +604,28 @@ fn listed<T: AsRef<str>>(items: &[T], shown: usize) -> String {
     } else {
         names.join(", ")
     }
+}
+
+/// `cause: <kind> (infrastructure|the patch's): <summary>` for `run_instance.log`, with the
+/// detail's lines indented under it.
+pub fn run_log_line(cause: Option<&Cause>) -> String {
+    let Some(cause) = cause else {
+        return String::new();
+    };
+    let whose = if cause.infrastructure {
+        "infrastructure"
+    } else {
+        "the patch's"
+    };
+    let mut text = format!(
+        "cause: {} ({whose}): {}\n",
+        cause.kind,
+        escape_controls(&cause.summary)
+    );
+    for line in cause.detail.lines() {
+        text.push_str(&format!("  {}\n", escape_controls(line)));
+    }
+    text
 }
 
 #[cfg(test)]

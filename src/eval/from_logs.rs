@@ -14,20 +14,23 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::cause::{Cause, CauseKind, Evidence, classify, run_log_line};
 use super::container::EVAL_OUTPUT_LIMIT;
-use super::grade::grade;
+use super::grade::grade_as;
 use super::logs::{AnyReading, LogFormat, log_format, read_any_log};
-use super::plan::log_parser;
+use super::parse::LogReading;
+use super::plan::{log_parser_for, own_spec, spec_source};
 use super::predictions::Prediction;
 use super::report::{
-    InstanceOutcome, InstanceReport, RunSummary, instance_report_json, model_path_component,
-    run_summary_from, run_summary_json,
+    InstanceOutcome, InstanceReport, RunSummary, add_causes, instance_report_json,
+    model_path_component, run_summary_from, run_summary_json,
 };
 use super::run::{EvalError, InstanceDone, InstanceStatus};
-use super::spec;
+use super::spec::{self, EvalType, SpecSource};
 use super::suspicious::{BaseFiles, TouchedFile, test_infrastructure};
 use crate::files::write_atomic;
 use crate::instance::Instance;
+use crate::patch::patch_files;
 use crate::sandbox::shell::CappedBuffer;
 use crate::text::escape_controls;
 
@@ -155,6 +158,9 @@ pub struct FromLogsSettings {
     pub logs: PathBuf,
     /// `--output OUT`.
     pub output: PathBuf,
+    /// Which spec grades a record that carries its own (`--spec`, `env.spec_source`): it
+    /// chooses the parser and how the lists are read (`eval_type`).
+    pub spec: SpecSource,
 }
 
 /// Grades the logs of `instances` (the selection) found under `settings.logs` and writes the
@@ -186,6 +192,7 @@ pub fn grade_logs(
     let mut outcomes = BTreeMap::new();
     let mut resolved_touching_tests = Vec::new();
     let mut touching_tests = Vec::new();
+    let mut causes = BTreeMap::new();
     for instance in instances {
         let started = Instant::now();
         let id = instance.instance_id.clone();
@@ -196,7 +203,7 @@ pub fn grade_logs(
             logs: logs.remove(&id).unwrap_or_default(),
             settings,
         };
-        let (status, touches_tests) = job.run();
+        let (status, touches_tests, cause) = job.run();
         match (&status, prediction) {
             (InstanceStatus::NoPrediction, _) => {}
             (InstanceStatus::EmptyPatch, _) => {
@@ -215,8 +222,11 @@ pub fn grade_logs(
             reused: false,
             elapsed: started.elapsed(),
             touches_tests,
-            cause: None,
+            cause,
         };
+        if let Some(cause) = &done.cause {
+            causes.insert(id.clone(), cause.clone());
+        }
         if let Some(outcome) = outcome(&done.status) {
             outcomes.insert(id.clone(), outcome);
         }
@@ -232,6 +242,7 @@ pub fn grade_logs(
     let mut summary = run_summary_from(&all, &submitted, &outcomes);
     summary.resolved_touching_tests_ids = resolved_touching_tests;
     summary.touching_tests_ids = touching_tests;
+    add_causes(&mut summary, &causes);
     let path = settings.output.join("report.json");
     write_atomic(&path, run_summary_json(&summary).as_bytes())
         .map_err(|source| EvalError::Output { path, source })?;
@@ -257,34 +268,35 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Grades and writes the files; returns the status and the test files the patch touches.
-    fn run(self) -> (InstanceStatus, Vec<TouchedFile>) {
+    /// Grades and writes the files; returns the status, the test files the patch touches and
+    /// why it did not resolve.
+    fn run(self) -> Graded {
         let dir = self.settings.output.join(&self.instance.instance_id);
         match self.prediction {
-            Some(None) => return (InstanceStatus::NoPrediction, Vec::new()),
+            Some(None) => return (InstanceStatus::NoPrediction, Vec::new(), None),
             Some(Some(prediction)) if prediction.model_patch.is_empty() => {
                 let _ = std::fs::remove_file(dir.join("report.json"));
-                return (InstanceStatus::EmptyPatch, Vec::new());
+                return (InstanceStatus::EmptyPatch, Vec::new(), None);
             }
             _ => {}
         }
         let log = match self.choose_log() {
             Ok(Some(log)) => log,
-            Ok(None) => return (InstanceStatus::NoPrediction, Vec::new()),
-            Err(reason) => return (self.error(&dir, None, &reason), Vec::new()),
+            Ok(None) => return (InstanceStatus::NoPrediction, Vec::new(), None),
+            Err(reason) => return self.failed(&dir, None, &reason, Vec::new()),
         };
         let (bytes, elided) = match read_bounded(&log.path) {
             Ok(read) => read,
             Err(e) => {
                 let reason = format!("cannot read {}: {e}", log.path.display());
-                return (self.error(&dir, Some((&log, 0)), &reason), Vec::new());
+                return self.failed(&dir, Some((&log, 0)), &reason, Vec::new());
             }
         };
         let text = String::from_utf8_lossy(&bytes);
         let patch = self.patch_text(&log);
         let written = self.copy_inputs(&dir, &log, &bytes, patch.as_deref());
         if let Err(reason) = written {
-            return (self.error(&dir, Some((&log, elided)), &reason), Vec::new());
+            return self.failed(&dir, Some((&log, elided)), &reason, Vec::new());
         }
         self.grade(&dir, (&log, elided), &text, patch.as_deref())
     }
@@ -366,23 +378,26 @@ impl Job<'_> {
     }
 
     /// Grades `text`, read from `read` (the log and the bytes dropped from its middle).
-    fn grade(
-        &self,
-        dir: &Path,
-        read: (&LogFile, u64),
-        text: &str,
-        patch: Option<&str>,
-    ) -> (InstanceStatus, Vec<TouchedFile>) {
+    fn grade(&self, dir: &Path, read: (&LogFile, u64), text: &str, patch: Option<&str>) -> Graded {
         let (log, elided) = read;
         let instance = self.instance;
-        let parser = match log_parser(instance, spec::builtin()).map_err(|e| e.to_string()) {
+        let table = spec::builtin();
+        let parser = match log_parser_for(instance, table, self.settings.spec) {
             Ok(parser) => parser,
-            Err(reason) => return (self.error(dir, Some(read), &reason), Vec::new()),
+            Err(e) => return self.failed(dir, Some(read), &e.to_string(), Vec::new()),
+        };
+        let eval_type = match own_spec(instance) {
+            Some(Ok(own))
+                if spec_source(instance, table, self.settings.spec) == SpecSource::Record =>
+            {
+                own.eval_type
+            }
+            _ => EvalType::PassAndFail,
         };
         let reading = match read_any_log(text, parser.parser()) {
             AnyReading::EmptyPatch if matches!(self.prediction, Some(Some(_))) => {
                 let reason = "the log is of an empty prediction, not of this patch";
-                return (self.error(dir, Some(read), reason), Vec::new());
+                return self.failed(dir, Some(read), reason, Vec::new());
             }
             AnyReading::EmptyPatch => {
                 let _ = std::fs::remove_file(dir.join("report.json"));
@@ -390,25 +405,54 @@ impl Job<'_> {
                     &dir.join("run_instance.log"),
                     source_line(log, Some(text), elided).as_bytes(),
                 );
-                return (InstanceStatus::EmptyPatch, Vec::new());
+                return (InstanceStatus::EmptyPatch, Vec::new(), None);
             }
             AnyReading::Reading(reading) => reading,
         };
-        let graded = grade(&reading, &instance.fail_to_pass, &instance.pass_to_pass);
+        let not_run = match &reading {
+            LogReading::NotRun(reason) => Some(*reason),
+            LogReading::Ran(_) => None,
+        };
+        let graded = grade_as(
+            &reading,
+            &instance.fail_to_pass,
+            &instance.pass_to_pass,
+            eval_type,
+        );
         let mut report = InstanceReport::from_grade(&graded, None);
         report.touches_tests = patch
             .map(|patch| {
                 test_infrastructure(patch, instance.test_patch.as_deref(), &BaseFiles::new())
             })
             .unwrap_or_default();
+        let files: Vec<String> = patch
+            .map(patch_files)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|change| change.old_path.into_iter().chain(change.new_path))
+            .collect();
+        let cause = classify(&Evidence {
+            resolved: report.resolved,
+            error: report.error.as_deref(),
+            not_run,
+            test_log: text,
+            timed_out: report.timed_out,
+            untrusted_reason: report.untrusted_reason.as_deref(),
+            tests_status: report.tests_status.as_ref(),
+            patch_files: &files,
+            ..Evidence::default()
+        });
+        report.cause = flagged(cause, report.resolved, log.infra_failure.as_deref());
         if let Some(error) = &report.error {
-            return (self.error(dir, Some(read), error), report.touches_tests);
+            let status = self.error(dir, Some(read), error, report.cause.as_ref());
+            return (status, report.touches_tests, report.cause);
         }
         let mut run_log = source_line(log, Some(text), elided);
         run_log.push_str(&format!("parser: {parser}\n"));
         if let Some(reason) = &log.infra_failure {
             run_log.push_str(&infra_failure_line(reason));
         }
+        run_log.push_str(&run_log_line(report.cause.as_ref()));
         let json = with_infra_failure(
             instance_report_json(&instance.instance_id, &report),
             &instance.instance_id,
@@ -417,19 +461,46 @@ impl Job<'_> {
         let written = write(&dir.join("run_instance.log"), run_log.as_bytes())
             .and_then(|()| write(&dir.join("report.json"), json.as_bytes()));
         if let Err(reason) = written {
-            return (self.error(dir, Some(read), &reason), report.touches_tests);
+            return self.failed(dir, Some(read), &reason, report.touches_tests);
         }
         let status = if report.resolved {
             InstanceStatus::Resolved
         } else {
             InstanceStatus::Unresolved(report.untrusted_reason.clone())
         };
-        (status, report.touches_tests)
+        (status, report.touches_tests, report.cause)
+    }
+
+    /// [`Self::error`], with the error's cause.
+    fn failed(
+        &self,
+        dir: &Path,
+        read: Option<(&LogFile, u64)>,
+        reason: &str,
+        touches_tests: Vec<TouchedFile>,
+    ) -> Graded {
+        let cause = classify(&Evidence {
+            error: Some(reason),
+            ..Evidence::default()
+        });
+        let flag = read.and_then(|(log, _)| log.infra_failure.as_deref());
+        let cause = flagged(cause, false, flag);
+        (
+            self.error(dir, read, reason, cause.as_ref()),
+            touches_tests,
+            cause,
+        )
     }
 
     /// Records an evaluation error: the reason in `run_instance.log`, no `report.json`. `read`:
     /// the log, when one was chosen, and the bytes dropped from its middle.
-    fn error(&self, dir: &Path, read: Option<(&LogFile, u64)>, reason: &str) -> InstanceStatus {
+    fn error(
+        &self,
+        dir: &Path,
+        read: Option<(&LogFile, u64)>,
+        reason: &str,
+        cause: Option<&Cause>,
+    ) -> InstanceStatus {
         let _ = std::fs::remove_file(dir.join("report.json"));
         let mut text = read
             .map(|(log, elided)| source_line(log, None, elided))
@@ -439,8 +510,29 @@ impl Job<'_> {
         if let Some(reason) = read.and_then(|(log, _)| log.infra_failure.as_deref()) {
             text.push_str(&infra_failure_line(reason));
         }
+        text.push_str(&run_log_line(cause));
         let _ = write(&dir.join("run_instance.log"), text.as_bytes());
         InstanceStatus::Error(reason.to_owned())
+    }
+}
+
+/// What [`Job::run`] returns: the status, the test files the patch touches, and why it did
+/// not resolve.
+type Graded = (InstanceStatus, Vec<TouchedFile>, Option<Cause>);
+
+/// The cause of an evaluation the SWE-bench harness flagged as an infrastructure failure
+/// (`infra_failure` in its `report.json`): the harness's word, unless aci read an
+/// infrastructure cause of its own from the log.
+fn flagged(cause: Option<Cause>, resolved: bool, infra_failure: Option<&str>) -> Option<Cause> {
+    match (infra_failure, cause) {
+        (None, cause) => cause,
+        (Some(_), _) if resolved => None,
+        (Some(_), Some(cause))
+            if cause.infrastructure && cause.kind != CauseKind::EvaluationError =>
+        {
+            Some(cause)
+        }
+        (Some(reason), _) => Some(Cause::harness_infra_failure(reason)),
     }
 }
 

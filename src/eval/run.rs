@@ -16,7 +16,7 @@ use super::canary::{
     CanaryNames, CanaryPlan, UNTRUSTED_TEST_RUN, add_to_command_line, canary_plan, random_word,
     verify,
 };
-use super::cause::{Cause, Evidence, classify};
+use super::cause::{Cause, Evidence, classify, run_log_line};
 use super::container::{ContainerJob, ContainerRun, run_in_container};
 use super::grade::{Grade, grade_as};
 use super::infra::ResetEntry;
@@ -650,7 +650,7 @@ impl Job<'_> {
         if let Some(error) = &report.error {
             run_log.push_str(&format!("error: {}\n", escape_controls(error)));
         }
-        run_log.push_str(&cause_line(report.cause.as_ref()));
+        run_log.push_str(&run_log_line(report.cause.as_ref()));
         let written = written
             .and_then(|()| self.write("run_instance.log", &run_log))
             .and_then(|()| self.write("test_output.txt", &outcome.log));
@@ -739,7 +739,7 @@ impl Job<'_> {
             "{}error: {}\n{}",
             touches_lines(&report.touches_tests),
             escape_controls(reason),
-            cause_line(report.cause.as_ref())
+            run_log_line(report.cause.as_ref())
         );
         let _ = self
             .write("patch.diff", self.patch)
@@ -757,28 +757,6 @@ impl Job<'_> {
         write_atomic(&path, text.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
-}
-
-/// `cause: <kind> (infrastructure|the patch's): <summary>` for `run_instance.log`, with the
-/// detail's lines indented under it.
-fn cause_line(cause: Option<&Cause>) -> String {
-    let Some(cause) = cause else {
-        return String::new();
-    };
-    let whose = if cause.infrastructure {
-        "infrastructure"
-    } else {
-        "the patch's"
-    };
-    let mut text = format!(
-        "cause: {} ({whose}): {}\n",
-        cause.kind,
-        escape_controls(&cause.summary)
-    );
-    for line in cause.detail.lines() {
-        text.push_str(&format!("  {}\n", escape_controls(line)));
-    }
-    text
 }
 
 /// One trial's scripts and canaries (names drawn afresh for each).

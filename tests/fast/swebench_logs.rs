@@ -95,6 +95,11 @@ fn grading_the_harness_logs_gives_the_published_verdict_on_137_of_138() {
              prediction 162); resolve rate 14.3%, 14.3% without the 0 infrastructure failure(s)"
         )
     );
+    // Every unresolved log has a cause read from it, as `aci eval` gives them.
+    assert_eq!(
+        stdout.lines().nth(1),
+        Some("causes: patch_not_applied 9, tests_did_not_run 4, tests_failed 67, timed_out 1")
+    );
     let verdicts = read_json(&data.join("harness-verdicts.json"));
     let verdicts = verdicts.as_object().unwrap();
     assert_eq!(verdicts.len(), 138);

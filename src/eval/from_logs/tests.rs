@@ -167,6 +167,7 @@ fn without_predictions_every_instance_with_one_log_is_graded_and_the_rest_counte
     let settings = FromLogsSettings {
         logs: logs.path().to_path_buf(),
         output: out.path().to_path_buf(),
+        spec: SpecSource::Record,
     };
     let mut seen = Vec::new();
     let summary = grade_logs(&instances(), None, &settings, &mut |done| {
@@ -231,6 +232,7 @@ fn with_predictions_the_log_of_the_predictions_model_is_graded_and_a_missing_log
     let settings = FromLogsSettings {
         logs: logs.path().to_path_buf(),
         output: out.path().to_path_buf(),
+        spec: SpecSource::Record,
     };
     let prediction = |id: &str, model: &str, patch: &str| Prediction {
         instance_id: id.to_owned(),
@@ -257,14 +259,21 @@ fn with_predictions_the_log_of_the_predictions_model_is_graded_and_a_missing_log
     );
     let d = std::fs::read_to_string(out.path().join("d__d-4/run_instance.log")).unwrap();
     assert!(
-        d.ends_with("error: the log is of an empty prediction, not of this patch\n"),
+        d.ends_with(
+            "error: the log is of an empty prediction, not of this patch\n\
+             cause: evaluation_error (infrastructure): the evaluation failed: the log is of an \
+             empty prediction, not of this patch\n  the log is of an empty prediction, not of \
+             this patch\n"
+        ),
         "{d}"
     );
     let f = std::fs::read_to_string(out.path().join("f__f-6/run_instance.log")).unwrap();
     assert_eq!(
         f,
         format!(
-            "error: no log of this instance under {}\n",
+            "error: no log of this instance under {0}\ncause: evaluation_error (infrastructure): \
+             the evaluation failed: no log of this instance under {0}\n  no log of this instance \
+             under {0}\n",
             logs.path().display()
         )
     );
@@ -276,6 +285,7 @@ fn grading_an_output_directory_in_place_keeps_its_logs_and_drops_a_stale_report(
     let settings = FromLogsSettings {
         logs: logs.path().to_path_buf(),
         output: logs.path().to_path_buf(),
+        spec: SpecSource::Record,
     };
     let stale = logs.path().join("e__e-5/report.json");
     write_file(&stale, "{}");
@@ -316,6 +326,7 @@ fn a_huge_log_is_graded_and_copied_as_its_bounded_head_and_tail() {
     let settings = FromLogsSettings {
         logs: logs.path().to_path_buf(),
         output: out.path().to_path_buf(),
+        spec: SpecSource::Record,
     };
     let summary = grade_logs(&instances()[..1], None, &settings, &mut |_| {}).unwrap();
     assert_eq!(summary.resolved_ids, ["a__a-1"]);
@@ -387,6 +398,7 @@ fn a_swe_bench_5_run_is_graded_and_keeps_the_harness_s_infrastructure_failures()
     let settings = FromLogsSettings {
         logs: logs.path().to_path_buf(),
         output: out.path().to_path_buf(),
+        spec: SpecSource::Record,
     };
     let found = find_logs(logs.path(), &ids()).unwrap();
     assert_eq!(found["a__a-1"][0].infra_failure, None);
@@ -399,6 +411,7 @@ fn a_swe_bench_5_run_is_graded_and_keeps_the_harness_s_infrastructure_failures()
     let strings = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>();
     assert_eq!(summary.resolved_ids, strings(&["a__a-1"]));
     assert_eq!(summary.error_ids, strings(&["b__b-2"]));
+    assert_eq!(summary.infrastructure_failure_ids, strings(&["b__b-2"]));
     let report = read_json(&out.path().join("a__a-1/report.json"));
     assert_eq!(report["a__a-1"]["resolved"], true);
     assert_eq!(report["a__a-1"].get("infra_failure"), None);
@@ -408,7 +421,9 @@ fn a_swe_bench_5_run_is_graded_and_keeps_the_harness_s_infrastructure_failures()
         std::fs::read_to_string(out.path().join("b__b-2/run_instance.log")).unwrap(),
         format!(
             "graded from {}\nerror: the log has no start-of-tests marker\ninfra_failure: true \
-             (container_unavailable, from the SWE-bench harness's report.json)\n",
+             (container_unavailable, from the SWE-bench harness's report.json)\ncause: \
+             evaluation_error (infrastructure): the SWE-bench harness flagged an infrastructure \
+             failure (container_unavailable)\n",
             logs.path()
                 .join("logs/run_evaluation/nightly-7/org__model-9b/b__b-2/test_output.txt")
                 .display()
