@@ -303,7 +303,8 @@ pub struct EnvConfig {
     /// `~/.cache/aci/build-logs`.
     pub build_logs: Option<PathBuf>,
     /// As of when pip resolves the packages of the environments aci builds from SWE-bench
-    /// specs: `created_at` (each layer as of its record's date; see docs/swebench.md),
+    /// specs: `created_at` (each layer as of its record's date, never before its Python's
+    /// release; see docs/swebench.md),
     /// `today` (no filter), or a date / RFC 3339 time for every instance.
     pub resolve_as_of: ResolveAsOf,
 }

@@ -18,19 +18,47 @@ use crate::config::{Cutoff, ResolveAsOf};
 
 /// The label with the instant a layer's packages were resolved as of (`today`: unfiltered).
 pub const LABEL_RESOLVED_AS_OF: &str = "aci.resolved_as_of";
-/// The label with the distributions the layer's venv holds (`pip freeze --all`, one
-/// `name==version` each, separated by spaces).
+/// The label with the distributions the layer's venv holds (`pip freeze --all` but its
+/// comments, one line each, separated by `, `).
 pub const LABEL_LOCK: &str = "aci.lock";
 
 /// The cutoff of a layer, from `env.resolve_as_of` and the record's date for that layer
-/// (the environment setup commit's committer date, or `created_at`). `None`: no filter, with
-/// `today`, or with `created_at` for a record without a readable date.
-pub fn layer_cutoff(setting: ResolveAsOf, record_date: Option<&str>) -> Option<Cutoff> {
+/// (the environment setup commit's committer date, or `created_at`). With `created_at` the
+/// cutoff is never before the release of the layer's Python (`python`, `3.11`): what PyPI
+/// had before it was not made for it (setuptools 41.0.1, of May 2019, does not even import
+/// on Python 3.9). `None`: no filter, with `today`, or with `created_at` for a record without
+/// a readable date.
+pub fn layer_cutoff(
+    setting: ResolveAsOf,
+    record_date: Option<&str>,
+    python: &str,
+) -> Option<Cutoff> {
     match setting {
         ResolveAsOf::Today => None,
         ResolveAsOf::At(cutoff) => Some(cutoff),
-        ResolveAsOf::CreatedAt => record_date.and_then(|date| Cutoff::parse(date).ok()),
+        ResolveAsOf::CreatedAt => {
+            let date = record_date.and_then(|date| Cutoff::parse(date).ok())?;
+            Some(python_released(python).map_or(date, |released| date.max(released)))
+        }
     }
+}
+
+/// The day CPython `X.Y`.0 was released (00:00 UTC), for the versions SWE-bench's specs name.
+pub fn python_released(python: &str) -> Option<Cutoff> {
+    let date = match python {
+        "3.5" => "2015-09-13",
+        "3.6" => "2016-12-23",
+        "3.7" => "2018-06-27",
+        "3.8" => "2019-10-14",
+        "3.9" => "2020-10-05",
+        "3.10" => "2021-10-04",
+        "3.11" => "2022-10-24",
+        "3.12" => "2023-10-02",
+        "3.13" => "2024-10-07",
+        "3.14" => "2025-10-07",
+        _ => return None,
+    };
+    Cutoff::parse(&format!("{date}T00:00:00Z")).ok()
 }
 
 /// How a cutoff is shown in labels and hashes: RFC 3339 in UTC, or `today`.

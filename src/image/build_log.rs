@@ -68,7 +68,8 @@ pub fn write_lock(env: &EnvConfig, tag: &str, constraints: &str) {
 }
 
 /// Puts the lock (`pip freeze --all`) on the image `image_id` as the label
-/// [`super::as_of::LABEL_LOCK`] (the pins separated by spaces) and tags the result `tag`.
+/// [`super::as_of::LABEL_LOCK`] (its lines but comments, separated by `, `) and tags the
+/// result `tag`.
 /// One `LABEL` over the image: no container runs, no network. Returns the new image id (the
 /// image itself when there is no lock).
 ///
@@ -80,8 +81,13 @@ pub async fn label_lock(
     image_id: &str,
     freeze: &[String],
 ) -> Result<String, String> {
+    let lines: Vec<&str> = freeze
+        .iter()
+        .map(String::as_str)
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .collect();
     let labels =
-        std::collections::BTreeMap::from([(super::as_of::LABEL_LOCK.to_owned(), freeze.join(" "))]);
+        std::collections::BTreeMap::from([(super::as_of::LABEL_LOCK.to_owned(), lines.join(", "))]);
     if freeze.is_empty() {
         return Ok(image_id.to_owned());
     }

@@ -429,9 +429,9 @@ pub async fn ensure_env_image(
         } => {
             let mut spec = spec_env::for_entry(instance, &entry, table, release).await?;
             let setting = request.env.resolve_as_of;
-            spec.cutoff = spec_env::layer_cutoff(instance, setting).await;
+            spec.cutoff = spec_env::layer_cutoff(instance, setting, &spec.python).await;
             let env = spec_env::ensure_spec_env(runtime, &spec, id, locks, request).await?;
-            let cutoff = as_of::layer_cutoff(setting, Some(&instance.created_at));
+            let cutoff = as_of::layer_cutoff(setting, Some(&instance.created_at), &spec.python);
             (env.tag, spec.repo_setup(), Some(cutoff))
         }
         EnvBase::Image(image) => (image.to_owned(), instance.setup.clone(), None),

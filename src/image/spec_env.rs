@@ -711,10 +711,15 @@ pub async fn ensure_spec_env(
 /// The cutoff of the spec's environment layer (`env.resolve_as_of`): with `created_at`, the
 /// committer date of the record's `environment_setup_commit` in its repository (`repo_path`,
 /// read with git, no network), so that every instance of a (repository, version) shares the
-/// layer; else the record's `created_at`.
-pub async fn layer_cutoff(instance: &Instance, setting: ResolveAsOf) -> Option<Cutoff> {
+/// layer; else the record's `created_at`; never before the release of `python`
+/// ([`as_of::layer_cutoff`]).
+pub async fn layer_cutoff(
+    instance: &Instance,
+    setting: ResolveAsOf,
+    python: &str,
+) -> Option<Cutoff> {
     if setting != ResolveAsOf::CreatedAt {
-        return as_of::layer_cutoff(setting, None);
+        return as_of::layer_cutoff(setting, None, python);
     }
     let committed = match (&instance.repo_path, &instance.environment_setup_commit) {
         (Some(repo), Some(commit)) => {
@@ -727,7 +732,7 @@ pub async fn layer_cutoff(instance: &Instance, setting: ResolveAsOf) -> Option<C
         _ => None,
     };
     let date = committed.unwrap_or_else(|| instance.created_at.clone());
-    as_of::layer_cutoff(setting, Some(&date))
+    as_of::layer_cutoff(setting, Some(&date), python)
 }
 
 /// The committer date of `commit` in the git repository `repo` (strict ISO 8601).

@@ -31,6 +31,7 @@ mod image_history;
 mod images_push;
 mod inspect_browser;
 mod lint_differential;
+mod resolve_as_of;
 mod sandbox;
 mod sandbox_docker;
 mod sandbox_k8s;

@@ -142,8 +142,8 @@ fn commit_dated(repo: &Path, message: &str) -> String {
     let dated = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
         .args(["commit", "-qm", message])
-        .env("GIT_AUTHOR_DATE", "2020-06-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2020-06-01T00:00:00Z")
+        .env("GIT_AUTHOR_DATE", "2025-06-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2025-06-01T00:00:00Z")
         .current_dir(repo)
         .status()
         .unwrap();

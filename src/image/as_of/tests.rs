@@ -67,14 +67,27 @@ fn a_page_that_is_not_pep_691_json_is_an_error_naming_the_project() {
 fn the_cutoff_of_a_layer_follows_the_setting() {
     let date = Some("2019-05-15T13:51:41Z");
     let at = Cutoff::parse("2020-01-01").unwrap();
+    let created_at = |date, python| layer_cutoff(ResolveAsOf::CreatedAt, date, python);
+    assert_eq!(created_at(date, "3.7"), Some(Cutoff(1_557_928_301)));
+    // Never before the layer's Python was released.
     assert_eq!(
-        layer_cutoff(ResolveAsOf::CreatedAt, date),
-        Some(Cutoff(1_557_928_301))
+        created_at(date, "3.9").map(|c| c.to_string()),
+        Some("2020-10-05T00:00:00Z".to_owned())
     );
-    assert_eq!(layer_cutoff(ResolveAsOf::CreatedAt, None), None);
-    assert_eq!(layer_cutoff(ResolveAsOf::CreatedAt, Some("")), None);
-    assert_eq!(layer_cutoff(ResolveAsOf::Today, date), None);
-    assert_eq!(layer_cutoff(ResolveAsOf::At(at), date), Some(at));
+    assert_eq!(
+        created_at(date, "3.11").map(|c| c.to_string()),
+        Some("2022-10-24T00:00:00Z".to_owned())
+    );
+    assert_eq!(
+        created_at(Some("2023-06-01T00:00:00Z"), "3.11").map(|c| c.to_string()),
+        Some("2023-06-01T00:00:00Z".to_owned())
+    );
+    assert_eq!(created_at(date, "2.7"), Some(Cutoff(1_557_928_301)));
+    assert_eq!(created_at(None, "3.11"), None);
+    assert_eq!(created_at(Some(""), "3.11"), None);
+    assert_eq!(layer_cutoff(ResolveAsOf::Today, date, "3.11"), None);
+    // A date of the user's own is taken as it is.
+    assert_eq!(layer_cutoff(ResolveAsOf::At(at), date, "3.11"), Some(at));
     assert_eq!(cutoff_text(Some(at)), "2020-01-01T23:59:59Z");
     assert_eq!(cutoff_text(None), "today");
 }
