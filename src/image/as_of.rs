@@ -135,7 +135,7 @@ pub fn filter_page(project: &str, json: &[u8], cutoff: Cutoff) -> Result<String,
             .upload_time
             .as_deref()
             .and_then(|time| Cutoff::parse(time).ok());
-        if !uploaded.is_some_and(|time| time <= cutoff) {
+        if uploaded.is_none_or(|time| time > cutoff) {
             continue;
         }
         let mut href = file.url.clone();

@@ -497,10 +497,7 @@ impl SpecEnv {
 
 /// The command that prints the venv's distributions, each behind [`LOCK_MARKER`].
 pub(super) fn lock_command() -> String {
-    format!(
-        "{VENV}/bin/python -m pip freeze --all | sed 's/^/{}/'",
-        LOCK_MARKER
-    )
+    format!("{VENV}/bin/python -m pip freeze --all | sed 's/^/{LOCK_MARKER}/'")
 }
 
 /// A failure because pip found no distribution gets the hint that conda may have it.
