@@ -726,8 +726,8 @@ async fn a_pin_pypi_does_not_have_fails_the_build_at_its_step_with_the_last_line
     // one's output in full.
     let text = std::fs::read_to_string(&log).unwrap();
     for line in [
-        "Step 4/7 : RUN bash /tmp/aci-spec/1-venv.sh\n",
-        "Step 5/7 : RUN bash /tmp/aci-spec/4-pip-packages.sh\n",
+        "Step 4/8 : RUN bash /tmp/aci-spec/1-venv.sh\n",
+        "Step 5/8 : RUN bash /tmp/aci-spec/4-pip-packages.sh\n",
         "[aci] step: pip install the pip_packages of the spec\n",
         "ERROR: Could not find a version that satisfies the requirement pytest==0.0.0 (from \
          versions: 2.0.0, ",
