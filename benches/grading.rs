@@ -77,6 +77,7 @@ fn bench_grading(c: &mut Criterion) {
     let settings = FromLogsSettings {
         logs: data_dir().join("harness-logs"),
         output: out.path().to_path_buf(),
+        spec: aci::spec::SpecSource::Record,
     };
     group.sample_size(10);
     group.bench_function("aci eval --from-logs, 138 harness logs", |b| {

@@ -7,6 +7,7 @@
 //! `aci.recipe`, a hash of its Dockerfile and of the base image's id: a build is a no-op when
 //! that hash matches, and a changed recipe or base rebuilds it.
 
+pub mod as_of;
 pub mod build_log;
 pub mod env;
 pub mod prune;
@@ -256,6 +257,7 @@ pub async fn build_release(
             build_args: &args,
             labels: &labels,
             network: true,
+            host_network: false,
         };
         let id = runtime
             .build_image(request, |line| progress(&format!("{prefix}{line}")))

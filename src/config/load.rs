@@ -409,7 +409,7 @@ mod tests {
             "configs/x.yaml:3:3: env: unknown field `comand_timeout`, expected one of `image`, `images`, \
              `repo_dir`, `command_timeout`, `instance_timeout`, `build_timeout`, `memory_mb`, `cpus`, `pids`, `disk_mb`, `network`, \
              `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`, `repo_url`, `repo_cache`, \
-             `image_template`, `pull`, `activate`, `k8s`, `specs`, `spec_source`, `build_logs`\nhint: did you mean `command_timeout`?"
+             `image_template`, `pull`, `activate`, `k8s`, `specs`, `spec_source`, `build_logs`, `resolve_as_of`\nhint: did you mean `command_timeout`?"
         );
     }
 

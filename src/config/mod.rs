@@ -4,6 +4,7 @@
 
 pub mod aci;
 pub mod agent;
+pub mod as_of;
 pub mod k8s;
 pub mod load;
 pub mod model;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use aci::Blocklist;
 pub use agent::{HistoryConfig, Limits, NudgeTexts};
+pub use as_of::{Cutoff, ResolveAsOf};
 pub use model::ModelConfig;
 pub use units::{Positive, Seconds};
 
@@ -353,6 +355,11 @@ pub struct EnvConfig {
     /// per image (`<tag>.log`). Null: `$XDG_CACHE_HOME/aci/build-logs`, else
     /// `~/.cache/aci/build-logs`.
     pub build_logs: Option<PathBuf>,
+    /// As of when pip resolves the packages of the environments aci builds from SWE-bench
+    /// specs: `created_at` (each layer as of its record's date, never before its Python's
+    /// release; see docs/swebench.md),
+    /// `today` (no filter), or a date / RFC 3339 time for every instance.
+    pub resolve_as_of: ResolveAsOf,
 }
 
 /// `env.pull`: when an image is pulled.
@@ -419,6 +426,7 @@ impl Default for EnvConfig {
             specs: Vec::new(),
             spec_source: crate::spec::SpecSource::Record,
             build_logs: None,
+            resolve_as_of: ResolveAsOf::CreatedAt,
         }
     }
 }

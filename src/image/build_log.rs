@@ -18,6 +18,9 @@ use crate::text::safe_name;
 
 /// The start of the line with which a build script announces a step: `[aci] step: <name>`.
 pub const STEP_MARKER: &str = "[aci] step: ";
+/// The start of each line with which a build prints one distribution of its venv's lock
+/// (`pip freeze --all`): `[aci] lock: name==1.0`.
+pub const LOCK_MARKER: &str = "[aci] lock: ";
 /// Lines of the build's output a failure quotes.
 pub const TAIL_LINES: usize = 25;
 /// Characters of one line a failure quotes (pip lists every version it knows on one line).
@@ -41,6 +44,80 @@ pub fn log_file_name(tag: &str) -> String {
     format!("{}.log", safe_name(tag, '_'))
 }
 
+/// Where the lock of the image `tag` is kept: `<log_dir>/<tag>.lock.txt` (`:` and `/` as
+/// `_`), beside its build log.
+pub fn lock_path(env: &EnvConfig, tag: &str) -> Option<PathBuf> {
+    log_dir(env).map(|dir| dir.join(format!("{}.lock.txt", safe_name(tag, '_'))))
+}
+
+/// The lock of an earlier build of `tag` (a constraints file), when there is one with a pin.
+pub fn read_lock(env: &EnvConfig, tag: &str) -> Option<String> {
+    let text = std::fs::read_to_string(lock_path(env, tag)?).ok()?;
+    text.lines().any(|line| line.contains("==")).then_some(text)
+}
+
+/// Keeps `constraints` as the lock of `tag`; a lock that cannot be written costs only the
+/// pinning of a later rebuild.
+pub fn write_lock(env: &EnvConfig, tag: &str, constraints: &str) {
+    if let Some(path) = lock_path(env, tag) {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(path, constraints);
+    }
+}
+
+/// Puts the lock (`pip freeze --all`) on the image `image_id` as the label
+/// [`super::as_of::LABEL_LOCK`] (its lines but comments, separated by `, `) and tags the
+/// result `tag`.
+/// One `LABEL` over the image: no container runs, no network. Returns the new image id (the
+/// image itself when there is no lock).
+///
+/// # Errors
+/// The daemon refused: its message.
+pub async fn label_lock(
+    runtime: &DockerRuntime,
+    tag: &str,
+    image_id: &str,
+    freeze: &[String],
+) -> Result<String, String> {
+    let lines: Vec<&str> = freeze
+        .iter()
+        .map(String::as_str)
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .collect();
+    let labels =
+        std::collections::BTreeMap::from([(super::as_of::LABEL_LOCK.to_owned(), lines.join(", "))]);
+    if freeze.is_empty() {
+        return Ok(image_id.to_owned());
+    }
+    let mut dockerfile = format!("FROM {image_id}\n");
+    if let Some(line) = super::env::label_line(&labels) {
+        dockerfile.push_str(&line);
+        dockerfile.push('\n');
+    }
+    let mut context = tar::Builder::new(Vec::new());
+    super::env::append_file(&mut context, "Dockerfile", dockerfile.as_bytes())
+        .map_err(|e| format!("cannot write the build context: {e}"))?;
+    let context = context
+        .into_inner()
+        .map_err(|e| format!("cannot write the build context: {e}"))?;
+    let none = HashMap::new();
+    let request = BuildRequest {
+        tag,
+        dockerfile: "Dockerfile",
+        context,
+        build_args: &none,
+        labels: &none,
+        network: false,
+        host_network: false,
+    };
+    runtime
+        .build_image(request, |_| {})
+        .await
+        .map_err(|e| format!("cannot label the image with its lock: {e}"))
+}
+
 /// The log of one build: written to its file as the output arrives (when the file could be
 /// opened), with the current step and the last lines kept in memory.
 #[derive(Debug)]
@@ -51,6 +128,7 @@ pub struct BuildLog {
     tail: VecDeque<String>,
     marker_step: Option<String>,
     docker_step: Option<String>,
+    lock: Vec<String>,
 }
 
 impl BuildLog {
@@ -71,6 +149,7 @@ impl BuildLog {
             tail: VecDeque::new(),
             marker_step: None,
             docker_step: None,
+            lock: Vec::new(),
         }
     }
 
@@ -96,6 +175,9 @@ impl BuildLog {
     }
 
     fn line(&mut self, line: &str) {
+        if let Some(pin) = line.strip_prefix(LOCK_MARKER) {
+            self.lock.push(pin.trim().to_owned());
+        }
         if let Some(step) = line.strip_prefix(STEP_MARKER) {
             self.marker_step = Some(step.trim().to_owned());
         } else if line.starts_with("Step ") {
@@ -121,6 +203,11 @@ impl BuildLog {
         if let Some(file) = &mut self.file {
             let _ = file.flush();
         }
+    }
+
+    /// The lock lines the build printed ([`LOCK_MARKER`]), in order.
+    pub fn lock(&self) -> &[String] {
+        &self.lock
     }
 
     /// The step the build is at: the last marker of a script, else the daemon's last step.
@@ -178,14 +265,55 @@ pub async fn build_logged(
     request: &EnvRequest<'_>,
     instance_id: &str,
 ) -> Result<String, String> {
+    build_logged_with(
+        runtime,
+        tag,
+        context,
+        request,
+        instance_id,
+        &BuildOptions::default(),
+    )
+    .await
+    .map(|built| built.id)
+}
+
+/// What a build of an environment gets besides its context.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// `ARG` values (`PIP_INDEX_URL`, `PIP_CONSTRAINT`).
+    pub args: HashMap<String, String>,
+    /// Build on the host's network (to reach the as-of index on its loopback).
+    pub host_network: bool,
+}
+
+/// A finished build: the image id and the lock lines it printed ([`LOCK_MARKER`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    /// The image id.
+    pub id: String,
+    /// `pip freeze --all`, one line each, when the build printed it.
+    pub lock: Vec<String>,
+}
+
+/// [`build_logged`] with build arguments and the host's network ([`BuildOptions`]); returns
+/// the lock lines too.
+pub async fn build_logged_with(
+    runtime: &DockerRuntime,
+    tag: &str,
+    context: Vec<u8>,
+    request: &EnvRequest<'_>,
+    instance_id: &str,
+    options: &BuildOptions,
+) -> Result<Built, String> {
     let none = HashMap::new();
     let build = BuildRequest {
         tag,
         dockerfile: "Dockerfile",
         context,
-        build_args: &none,
+        build_args: &options.args,
         labels: &none,
         network: true,
+        host_network: options.host_network,
     };
     let on_step = request.on_step;
     let limit = Duration::from_secs_f64(request.env.build_timeout.get().max(1.0));
@@ -209,7 +337,10 @@ pub async fn build_logged(
     match result {
         Ok(Ok(id)) => {
             log.flush();
-            Ok(id)
+            Ok(Built {
+                id,
+                lock: log.lock().to_vec(),
+            })
         }
         Ok(Err(error)) => Err(log.failure(&error.to_string())),
         Err(_) => Err(log.failure(&format!(

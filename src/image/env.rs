@@ -19,9 +19,12 @@ use crate::spec::{SpecEntry, SpecTable};
 use sha2::{Digest, Sha256};
 
 use super::LABEL_IMAGE;
-use super::build_log::{STEP_MARKER, build_logged};
+use super::as_of::{self, LABEL_RESOLVED_AS_OF};
+use super::build_log::{
+    BuildOptions, Built, STEP_MARKER, build_logged_with, label_lock, read_lock, write_lock,
+};
 use super::spec_env;
-use crate::config::EnvConfig;
+use crate::config::{Cutoff, EnvConfig};
 use crate::hint::Hint;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
@@ -167,9 +170,16 @@ pub fn dockerfile(recipe: &Recipe<'_>) -> String {
         baseline,
         setup,
         labels,
+        pip,
     } = recipe;
     let mut lines = vec![format!("FROM {base}")];
     lines.extend(label_line(labels));
+    if pip.index {
+        lines.push(format!("ARG {}", spec_env::INDEX_ARG));
+    }
+    if pip.constraints.is_some() && !setup.is_empty() {
+        lines.push(format!("ARG PIP_CONSTRAINT={SETUP_DIR}/constraints.txt"));
+    }
     let mut sources = Vec::new();
     if baseline.is_some() {
         sources.push("repo.tar");
@@ -187,6 +197,9 @@ pub fn dockerfile(recipe: &Recipe<'_>) -> String {
     }
     if !setup.is_empty() {
         commands.extend((1..=setup.len()).map(|index| format!("bash {SETUP_DIR}/{index}.sh")));
+        if pip.lock {
+            commands.push(spec_env::lock_command());
+        }
         commands.push(format!("rm -rf {SETUP_DIR}"));
         commands.push(
             "if [ -d .git ]; then git ls-files --others --exclude-standard --directory \
@@ -243,12 +256,22 @@ fn setup_script(repo_dir: &str, command: &str, index: usize, total: usize) -> St
 }
 
 /// The environment hash: lowercase hex SHA-256 over the recipe version, the base image id, the
-/// repository's fingerprint, the repo_dir, and each setup command (length-prefixed).
-pub fn env_hash(base_id: &str, repository: &str, repo_dir: &str, setup: &[String]) -> String {
+/// repository's fingerprint, the repo_dir, and each setup command (length-prefixed); then,
+/// for a layer resolved as of a cutoff, `as of <RFC 3339>`, so that two dates never share an
+/// image and an unfiltered layer keeps its hash.
+pub fn env_hash(
+    base_id: &str,
+    repository: &str,
+    repo_dir: &str,
+    setup: &[String],
+    as_of: Option<&str>,
+) -> String {
     let mut hasher = Sha256::new();
+    let as_of = as_of.map(|cutoff| format!("as of {cutoff}"));
     let fields = [RECIPE_VERSION, base_id, repository, repo_dir]
         .into_iter()
-        .chain(setup.iter().map(String::as_str));
+        .chain(setup.iter().map(String::as_str))
+        .chain(as_of.as_deref());
     for field in fields {
         hasher.update(u64::try_from(field.len()).unwrap_or(u64::MAX).to_le_bytes());
         hasher.update(field.as_bytes());
@@ -396,18 +419,24 @@ pub async fn ensure_env_image(
         instance_id: id.clone(),
         source,
     };
-    let (base, setup) = match base {
+    // A spec's layers are resolved as of a date and locked ([`super::as_of`]): `as_of` is
+    // the instance layer's cutoff then (`None` inside: today), and `None` for an image.
+    let (base, setup, as_of) = match base {
         EnvBase::Spec {
             entry,
             table,
             release,
         } => {
-            let spec = spec_env::for_entry(instance, &entry, table, release).await?;
+            let mut spec = spec_env::for_entry(instance, &entry, table, release).await?;
+            let setting = request.env.resolve_as_of;
+            spec.cutoff = spec_env::layer_cutoff(instance, setting, &spec.python).await;
             let env = spec_env::ensure_spec_env(runtime, &spec, id, locks, request).await?;
-            (env.tag, spec.repo_setup())
+            let cutoff = as_of::layer_cutoff(setting, Some(&instance.created_at), &spec.python);
+            (env.tag, spec.repo_setup(), Some(cutoff))
         }
-        EnvBase::Image(image) => (image.to_owned(), instance.setup.clone()),
+        EnvBase::Image(image) => (image.to_owned(), instance.setup.clone(), None),
     };
+    let cutoff = as_of.flatten();
     let base_info = runtime
         .inspect_image(&base)
         .await
@@ -427,7 +456,14 @@ pub async fn ensure_env_image(
         });
     }
     let fingerprint = repository_fingerprint(instance).await?;
-    let hash = env_hash(&base_info.id, &fingerprint, &repo_dir, &setup);
+    let as_of_text = cutoff.map(|cutoff| cutoff.to_string());
+    let hash = env_hash(
+        &base_info.id,
+        &fingerprint,
+        &repo_dir,
+        &setup,
+        as_of_text.as_deref(),
+    );
     let tag = env_tag(instance, &hash);
     let _lock = locks.lock(&format!("env-{hash}")).await;
     if let Some(built) = built_env_image(runtime, &tag, &hash, &base)
@@ -442,17 +478,26 @@ pub async fn ensure_env_image(
             DiskCheck::Low(low) => low,
             DiskCheck::Docker(source) => docker_error(source),
         })?;
+    let mut labels = std::collections::BTreeMap::from([
+        (LABEL_IMAGE.to_owned(), ENV_IMAGE_KIND.to_owned()),
+        (LABEL_ENV_HASH.to_owned(), hash.clone()),
+        (LABEL_BASE_IMAGE.to_owned(), base.clone()),
+        (LABEL_RUN_ID.to_owned(), request.run_id.to_owned()),
+    ]);
+    if as_of.is_some() {
+        labels.insert(LABEL_RESOLVED_AS_OF.to_owned(), as_of::cutoff_text(cutoff));
+    }
     let recipe = Recipe {
         base: &base_info.id,
         repo_dir: &repo_dir,
         baseline: repo_source(instance).map(|source| repo::Baseline::for_source(Some(&source))),
         setup: &setup,
-        labels: std::collections::BTreeMap::from([
-            (LABEL_IMAGE.to_owned(), ENV_IMAGE_KIND.to_owned()),
-            (LABEL_ENV_HASH.to_owned(), hash.clone()),
-            (LABEL_BASE_IMAGE.to_owned(), base.clone()),
-            (LABEL_RUN_ID.to_owned(), request.run_id.to_owned()),
-        ]),
+        labels,
+        pip: PipSteps {
+            index: cutoff.is_some(),
+            constraints: as_of.and_then(|_| read_lock(request.env, &tag)),
+            lock: as_of.is_some(),
+        },
     };
     let repo_tar = repository_tar(instance, &repo_dir).await?;
     let context = build_context(&recipe, &repo_tar).map_err(|message| EnvImageError::Build {
@@ -461,7 +506,23 @@ pub async fn ensure_env_image(
         message,
         hint: None,
     })?;
-    let image_id = build(runtime, &tag, context, request, id).await?;
+    let build_error = |message: String| EnvImageError::Build {
+        instance_id: id.clone(),
+        tag: tag.clone(),
+        message,
+        hint: None,
+    };
+    let options = as_of::server::build_options(cutoff).map_err(build_error)?;
+    let built = build(runtime, &tag, context, request, id, &options, cutoff).await?;
+    let image_id = if recipe.pip.lock {
+        let labelled = label_lock(runtime, &tag, &built.id, &built.lock)
+            .await
+            .map_err(build_error)?;
+        write_lock(request.env, &tag, &as_of::constraints(&built.lock));
+        labelled
+    } else {
+        built.id
+    };
     Ok(EnvImage {
         tag,
         id: image_id,
@@ -526,13 +587,15 @@ async fn build(
     context: Vec<u8>,
     request: &EnvRequest<'_>,
     instance_id: &str,
-) -> Result<String, EnvImageError> {
-    build_logged(runtime, tag, context, request, instance_id)
+    options: &BuildOptions,
+    cutoff: Option<Cutoff>,
+) -> Result<Built, EnvImageError> {
+    build_logged_with(runtime, tag, context, request, instance_id, options)
         .await
         .map_err(|message| EnvImageError::Build {
             instance_id: instance_id.to_owned(),
             tag: tag.to_owned(),
-            message: shorten_step_error(&message),
+            message: as_of::server::with_failures(shorten_step_error(&message), cutoff),
             hint: None,
         })
 }
@@ -562,6 +625,19 @@ pub struct Recipe<'a> {
     pub setup: &'a [String],
     /// Labels of the image, sorted.
     pub labels: std::collections::BTreeMap<String, String>,
+    /// How the setup's pip is pointed and locked (all off but for a spec's layer).
+    pub pip: PipSteps,
+}
+
+/// The pip parts of a spec's instance layer ([`super::as_of`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PipSteps {
+    /// Declare the build argument `PIP_INDEX_URL` (the layer is resolved as of a cutoff).
+    pub index: bool,
+    /// The lock of an earlier build, given to the setup as `PIP_CONSTRAINT`.
+    pub constraints: Option<String>,
+    /// Print the venv's distributions after the setup (behind the build log's lock marker).
+    pub lock: bool,
 }
 
 /// The tar build context: `Dockerfile`, `repo.tar` (the repository, entries under repo_dir)
@@ -573,6 +649,10 @@ fn build_context(recipe: &Recipe<'_>, repo_tar: &[u8]) -> Result<Vec<u8>, String
         let script = setup_script(recipe.repo_dir, command, index + 1, recipe.setup.len());
         let name = format!("{}/{}.sh", SETUP_DIR.trim_start_matches('/'), index + 1);
         append_file(&mut setup, &name, script.as_bytes()).map_err(context_error)?;
+    }
+    if let Some(constraints) = &recipe.pip.constraints {
+        let name = format!("{}/constraints.txt", SETUP_DIR.trim_start_matches('/'));
+        append_file(&mut setup, &name, constraints.as_bytes()).map_err(context_error)?;
     }
     let setup = setup.into_inner().map_err(context_error)?;
     let mut builder = tar::Builder::new(Vec::new());

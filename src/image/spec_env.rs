@@ -23,12 +23,16 @@ use std::sync::LazyLock;
 use sha2::{Digest, Sha256};
 
 use super::LABEL_IMAGE;
-use super::build_log::{STEP_MARKER, build_logged};
+use super::as_of::{self, LABEL_RESOLVED_AS_OF};
+use super::build_log::{
+    LOCK_MARKER, STEP_MARKER, build_logged_with, label_lock, read_lock, write_lock,
+};
 use super::env::{
     BuildLocks, ENV_IMAGE_KIND, EnvImage, EnvImageError, EnvRequest, LABEL_BASE_IMAGE,
     LABEL_ENV_HASH, append_file, built_env_image, label_line,
 };
 use super::release::DebianRelease;
+use crate::config::{Cutoff, ResolveAsOf};
 use crate::hint::Hint;
 use crate::instance::Instance;
 use crate::sandbox::docker::{DockerRuntime, LABEL_RUN_ID};
@@ -48,6 +52,8 @@ pub const VENV_PATH: &str =
 const RECIPE_VERSION: &str = "aci-spec-env-v1";
 /// Where the scripts and the requirements file sit during the build.
 const SCRIPT_DIR: &str = "/tmp/aci-spec";
+/// The build argument that points pip at the as-of index.
+pub(crate) const INDEX_ARG: &str = "PIP_INDEX_URL";
 /// The suggestion of every error that says aci cannot build an environment.
 const SWEBENCH_HINT: &str = "run it in SWE-bench's prebuilt image with --images swebench";
 
@@ -144,6 +150,11 @@ pub struct SpecEnv {
     pub pre_install: Vec<String>,
     /// The command that installs the repository (per instance).
     pub install: Option<String>,
+    /// The instant pip resolves this layer as of (`env.resolve_as_of`); `None`: today.
+    pub cutoff: Option<Cutoff>,
+    /// The lock of an earlier build of this environment, installed as pip's constraints
+    /// (`PIP_CONSTRAINT`) so that a rebuild installs the same versions. Not part of the hash.
+    pub constraints: Option<String>,
 }
 
 /// One step of the spec environment's build: a script run by its own `RUN`.
@@ -209,6 +220,8 @@ pub fn spec_env(
         pip_packages: spec.pip_packages.clone(),
         pre_install: spec.pre_install.clone(),
         install: spec.install.clone(),
+        cutoff: None,
+        constraints: None,
     }
 }
 
@@ -315,7 +328,9 @@ impl SpecEnv {
 
     /// The environment hash: lowercase hex SHA-256 over the recipe version, the base image id,
     /// the Python version, and each package, the requirements text and each pip pin, every
-    /// field length-prefixed and each list ended by its length.
+    /// field length-prefixed and each list ended by its length; then, when the layer is
+    /// resolved as of a cutoff, `as of <RFC 3339>` (so an unfiltered environment keeps its
+    /// hash, and two cutoffs never share an image).
     pub fn env_hash(&self, base_id: &str) -> String {
         let mut hasher = Sha256::new();
         let mut field = |text: &str| {
@@ -332,6 +347,9 @@ impl SpecEnv {
             field(&format!("#{}", list.len()));
         }
         field(self.requirements.as_deref().unwrap_or("\0none"));
+        if let Some(cutoff) = self.cutoff {
+            field(&format!("as of {cutoff}"));
+        }
         data_encoding::HEXLOWER.encode(&hasher.finalize())
     }
 
@@ -403,15 +421,27 @@ impl SpecEnv {
                 ),
             });
         }
+        steps.push(BuildStep {
+            file: "5-lock.sh".to_owned(),
+            script: script("pip freeze --all (the lock)", &[lock_command()]),
+        });
         steps
     }
 
     /// The Dockerfile over `base` (an image id): the labels, the scripts, one `RUN` per step,
     /// and the venv first on `PATH`. pip reaches PyPI with the host CA bundle that the
-    /// language image was built with (`PIP_CERT`).
+    /// language image was built with (`PIP_CERT`). With a cutoff, the build argument
+    /// `PIP_INDEX_URL` (the as-of index) is declared; with a lock, `PIP_CONSTRAINT` names its
+    /// file. Both are the `RUN` steps' environment only, never the image's.
     pub fn dockerfile(&self, base: &str, labels: &BTreeMap<String, String>) -> String {
         let mut lines = vec![format!("FROM {base}")];
         lines.extend(label_line(labels));
+        if self.cutoff.is_some() {
+            lines.push(format!("ARG {INDEX_ARG}"));
+        }
+        if self.constraints.is_some() {
+            lines.push(format!("ARG PIP_CONSTRAINT={SCRIPT_DIR}/constraints.txt"));
+        }
         lines.push("ADD spec.tar /".to_owned());
         for step in self.steps() {
             lines.push(format!("RUN bash {SCRIPT_DIR}/{}", step.file));
@@ -446,6 +476,13 @@ impl SpecEnv {
                 requirements.as_bytes(),
             )?;
         }
+        if let Some(constraints) = &self.constraints {
+            append_file(
+                &mut inner,
+                &format!("{dir}/constraints.txt"),
+                constraints.as_bytes(),
+            )?;
+        }
         let inner = inner.into_inner()?;
         let mut outer = tar::Builder::new(Vec::new());
         append_file(
@@ -456,6 +493,11 @@ impl SpecEnv {
         append_file(&mut outer, "spec.tar", &inner)?;
         outer.into_inner()
     }
+}
+
+/// The command that prints the venv's distributions, each behind [`LOCK_MARKER`].
+pub(super) fn lock_command() -> String {
+    format!("{VENV}/bin/python -m pip freeze --all | sed 's/^/{LOCK_MARKER}/'")
 }
 
 /// A failure because pip found no distribution gets the hint that conda may have it.
@@ -633,16 +675,27 @@ pub async fn ensure_spec_env(
             LABEL_SPEC.to_owned(),
             format!("{} python{}", spec.repo, spec.python),
         ),
+        (
+            LABEL_RESOLVED_AS_OF.to_owned(),
+            as_of::cutoff_text(spec.cutoff),
+        ),
     ]);
+    let mut spec = spec.clone();
+    spec.constraints = read_lock(request.env, &tag);
     let context = spec
         .build_context(&base_info.id, &labels)
         .map_err(|e| build_error(format!("cannot write the build context: {e}"), None))?;
-    let image_id = build_logged(runtime, &tag, context, request, instance_id)
+    let options = as_of::server::build_options(spec.cutoff).map_err(|e| build_error(e, None))?;
+    let built = build_logged_with(runtime, &tag, context, request, instance_id, &options)
         .await
         .map_err(|message| {
             let hint = pypi_hint(&message);
-            build_error(message, hint)
+            build_error(as_of::server::with_failures(message, spec.cutoff), hint)
         })?;
+    let image_id = label_lock(runtime, &tag, &built.id, &built.lock)
+        .await
+        .map_err(|message| build_error(message, None))?;
+    write_lock(request.env, &tag, &as_of::constraints(&built.lock));
     Ok(EnvImage {
         tag,
         id: image_id,
@@ -650,6 +703,46 @@ pub async fn ensure_spec_env(
         base_image: base,
         built: true,
     })
+}
+
+/// The cutoff of the spec's environment layer (`env.resolve_as_of`): with `created_at`, the
+/// committer date of the record's `environment_setup_commit` in its repository (`repo_path`,
+/// read with git, no network), so that every instance of a (repository, version) shares the
+/// layer; else the record's `created_at`; never before the release of `python`
+/// ([`as_of::layer_cutoff`]).
+pub async fn layer_cutoff(
+    instance: &Instance,
+    setting: ResolveAsOf,
+    python: &str,
+) -> Option<Cutoff> {
+    if setting != ResolveAsOf::CreatedAt {
+        return as_of::layer_cutoff(setting, None, python);
+    }
+    let committed = match (&instance.repo_path, &instance.environment_setup_commit) {
+        (Some(repo), Some(commit)) => {
+            let (repo, commit) = (repo.clone(), commit.clone());
+            tokio::task::spawn_blocking(move || committer_date(&repo, &commit))
+                .await
+                .ok()
+                .flatten()
+        }
+        _ => None,
+    };
+    let date = committed.unwrap_or_else(|| instance.created_at.clone());
+    as_of::layer_cutoff(setting, Some(&date), python)
+}
+
+/// The committer date of `commit` in the git repository `repo` (strict ISO 8601).
+fn committer_date(repo: &Path, commit: &str) -> Option<String> {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["show", "-s", "--format=%cI", "--end-of-options", commit])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    (output.status.success() && !text.is_empty()).then_some(text)
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ mod lint_differential;
 mod mini_side_by_side;
 mod mini_swe_agent;
 mod record_spec;
+mod resolve_as_of;
 mod sandbox;
 mod sandbox_docker;
 mod sandbox_k8s;

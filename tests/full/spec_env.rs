@@ -142,8 +142,8 @@ fn commit_dated(repo: &Path, message: &str) -> String {
     let dated = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
         .args(["commit", "-qm", message])
-        .env("GIT_AUTHOR_DATE", "2020-06-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2020-06-01T00:00:00Z")
+        .env("GIT_AUTHOR_DATE", "2025-06-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2025-06-01T00:00:00Z")
         .current_dir(repo)
         .status()
         .unwrap();
@@ -726,8 +726,8 @@ async fn a_pin_pypi_does_not_have_fails_the_build_at_its_step_with_the_last_line
     // one's output in full.
     let text = std::fs::read_to_string(&log).unwrap();
     for line in [
-        "Step 4/7 : RUN bash /tmp/aci-spec/1-venv.sh\n",
-        "Step 5/7 : RUN bash /tmp/aci-spec/4-pip-packages.sh\n",
+        "Step 4/8 : RUN bash /tmp/aci-spec/1-venv.sh\n",
+        "Step 5/8 : RUN bash /tmp/aci-spec/4-pip-packages.sh\n",
         "[aci] step: pip install the pip_packages of the spec\n",
         "ERROR: Could not find a version that satisfies the requirement pytest==0.0.0 (from \
          versions: 2.0.0, ",

@@ -24,6 +24,7 @@ fn recipe(baseline: Option<repo::Baseline>, setup: &[String]) -> Recipe<'_> {
         baseline,
         setup,
         labels: std::collections::BTreeMap::new(),
+        pip: PipSteps::default(),
     }
 }
 
@@ -54,6 +55,63 @@ fn the_dockerfile_labels_then_adds_the_repository_commits_the_baseline_and_runs_
     );
     assert_eq!(lines[3], run);
     assert_eq!(lines.len(), 4);
+}
+
+#[test]
+fn a_spec_layer_declares_the_index_argument_gets_its_lock_as_constraints_and_prints_the_freeze() {
+    let setup = ["python -m pip install -e .".to_owned()];
+    let mut recipe = recipe(None, &setup);
+    recipe.pip = PipSteps {
+        index: true,
+        constraints: Some("py==1.11.0\n".to_owned()),
+        lock: true,
+    };
+    let text = dockerfile(&recipe);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "FROM sha256:abc",
+            "ARG PIP_INDEX_URL",
+            "ARG PIP_CONSTRAINT=/tmp/aci-setup/constraints.txt"
+        ]
+    );
+    assert!(
+        lines[4].contains(
+            " && bash /tmp/aci-setup/1.sh && /opt/aci-venv/bin/python -m pip freeze --all | sed \
+             's/^/[aci] lock: /' && rm -rf /tmp/aci-setup && "
+        ),
+        "{}",
+        lines[4]
+    );
+    let context = build_context(&recipe, &[]).unwrap();
+    let mut outer = tar::Archive::new(context.as_slice());
+    let mut setup_tar = Vec::new();
+    for entry in outer.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().to_str() == Some("setup.tar") {
+            std::io::Read::read_to_end(&mut entry, &mut setup_tar).unwrap();
+        }
+    }
+    let mut inner = tar::Archive::new(setup_tar.as_slice());
+    let files: Vec<(String, String)> = inner
+        .entries()
+        .unwrap()
+        .map(|entry| {
+            let mut entry = entry.unwrap();
+            let name = entry.path().unwrap().display().to_string();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+            (name, text)
+        })
+        .collect();
+    assert_eq!(
+        files[1],
+        (
+            "tmp/aci-setup/constraints.txt".to_owned(),
+            "py==1.11.0\n".to_owned()
+        )
+    );
 }
 
 #[test]
@@ -92,17 +150,36 @@ fn setup_scripts_announce_their_step_and_stop_at_the_first_failure_in_the_reposi
 #[test]
 fn the_env_hash_changes_with_every_input() {
     let setup = vec!["make".to_owned()];
-    let base = env_hash("sha256:1", "tar", "/testbed", &setup);
+    let base = env_hash("sha256:1", "tar", "/testbed", &setup, None);
     assert_eq!(base.len(), 64);
-    assert_eq!(base, env_hash("sha256:1", "tar", "/testbed", &setup));
-    assert_ne!(base, env_hash("sha256:2", "tar", "/testbed", &setup));
-    assert_ne!(base, env_hash("sha256:1", "tar2", "/testbed", &setup));
-    assert_ne!(base, env_hash("sha256:1", "tar", "/work", &setup));
-    assert_ne!(base, env_hash("sha256:1", "tar", "/testbed", &[]));
+    assert_eq!(base, env_hash("sha256:1", "tar", "/testbed", &setup, None));
+    assert_ne!(base, env_hash("sha256:2", "tar", "/testbed", &setup, None));
+    assert_ne!(base, env_hash("sha256:1", "tar2", "/testbed", &setup, None));
+    assert_ne!(base, env_hash("sha256:1", "tar", "/work", &setup, None));
+    assert_ne!(base, env_hash("sha256:1", "tar", "/testbed", &[], None));
+    // A cutoff is part of the hash, and two cutoffs differ.
+    let dated = env_hash(
+        "sha256:1",
+        "tar",
+        "/testbed",
+        &setup,
+        Some("2019-05-15T13:51:41Z"),
+    );
+    assert_ne!(base, dated);
+    assert_ne!(
+        dated,
+        env_hash(
+            "sha256:1",
+            "tar",
+            "/testbed",
+            &setup,
+            Some("2019-05-15T13:51:42Z")
+        )
+    );
     // Length prefixes: moving text between fields changes the hash.
     assert_ne!(
-        env_hash("a", "b", "c", &["de".to_owned()]),
-        env_hash("a", "b", "cd", &["e".to_owned()])
+        env_hash("a", "b", "c", &["de".to_owned()], None),
+        env_hash("a", "b", "cd", &["e".to_owned()], None)
     );
 }
 

@@ -153,7 +153,7 @@ fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and
         env.dockerfile("sha256:py39", &labels),
         "FROM sha256:py39\nLABEL \"aci.image\"=\"env\"\nADD spec.tar /\nRUN bash /tmp/aci-spec/1-venv.sh\nRUN \
          bash /tmp/aci-spec/2-packages.sh\nRUN bash /tmp/aci-spec/3-requirements.sh\nRUN bash \
-         /tmp/aci-spec/4-pip-packages.sh\nRUN rm -rf /tmp/aci-spec\nENV \
+         /tmp/aci-spec/4-pip-packages.sh\nRUN bash /tmp/aci-spec/5-lock.sh\nRUN rm -rf /tmp/aci-spec\nENV \
          VIRTUAL_ENV=/opt/aci-venv \
          PATH=/opt/aci-venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
     );
@@ -182,14 +182,33 @@ fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and
         "set -eo pipefail\necho '[aci] step: pip install the pip_packages of the spec'\nset -x\n\
          /opt/aci-venv/bin/python -m pip install mpmath==1.3.0 flake8-comprehensions\n"
     );
-    // A spec with no packages, no requirements and no pins only makes the venv.
+    assert_eq!(
+        steps[4].script,
+        "set -eo pipefail\necho '[aci] step: pip freeze --all (the lock)'\nset -x\n\
+         /opt/aci-venv/bin/python -m pip freeze --all | sed 's/^/[aci] lock: /'\n"
+    );
+    // A spec with no packages, no requirements and no pins only makes the venv (and its lock).
     let bare = SpecEnv {
         packages: Vec::new(),
         requirements: None,
         pip_packages: Vec::new(),
+        ..env.clone()
+    };
+    assert_eq!(bare.steps().len(), 2);
+    // Resolved as of a date and rebuilt from a lock: the index argument and the constraints.
+    let dated = SpecEnv {
+        cutoff: Some(crate::config::Cutoff(1_557_928_301)),
+        constraints: Some("mpmath==1.3.0\n".to_owned()),
         ..env
     };
-    assert_eq!(bare.steps().len(), 1);
+    assert!(
+        dated
+            .dockerfile("sha256:py39", &BTreeMap::new())
+            .starts_with(
+                "FROM sha256:py39\nARG PIP_INDEX_URL\nARG \
+             PIP_CONSTRAINT=/tmp/aci-spec/constraints.txt\nADD spec.tar /\n"
+            )
+    );
 }
 
 #[test]
@@ -227,10 +246,11 @@ fn the_build_context_holds_the_dockerfile_and_the_scripts() {
             "tmp/aci-spec/2-packages.sh",
             "tmp/aci-spec/3-requirements.sh",
             "tmp/aci-spec/4-pip-packages.sh",
+            "tmp/aci-spec/5-lock.sh",
             "tmp/aci-spec/requirements.txt"
         ]
     );
-    assert_eq!(inner[4].1, b"pytest==8\n");
+    assert_eq!(inner[5].1, b"pytest==8\n");
 }
 
 #[test]
@@ -264,6 +284,17 @@ fn the_env_hash_changes_with_what_is_installed_and_not_with_per_instance_steps()
     assert_eq!(changed(&|e| e.install = Some("make".to_owned())), hash);
     assert_eq!(changed(&|e| e.pre_install.push("ls".to_owned())), hash);
     assert_eq!(changed(&|e| e.version = "1.9".to_owned()), hash);
+    // A cutoff makes it another environment; a lock to rebuild it with does not.
+    let dated = changed(&|e| e.cutoff = Some(crate::config::Cutoff(0)));
+    assert_ne!(dated, hash);
+    assert_ne!(
+        changed(&|e| e.cutoff = Some(crate::config::Cutoff(1))),
+        dated
+    );
+    assert_eq!(
+        changed(&|e| e.constraints = Some("six==1\n".to_owned())),
+        hash
+    );
 }
 
 #[test]

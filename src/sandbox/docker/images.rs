@@ -171,6 +171,7 @@ impl DockerRuntime {
             build_args,
             labels,
             network,
+            host_network,
         } = request;
         let options = BuildImageOptionsBuilder::default()
             .dockerfile(dockerfile)
@@ -179,7 +180,11 @@ impl DockerRuntime {
             .forcerm(true)
             .buildargs(build_args)
             .labels(labels)
-            .networkmode(if network { "default" } else { "none" })
+            .networkmode(match (network, host_network) {
+                (false, _) => "none",
+                (true, false) => "default",
+                (true, true) => "host",
+            })
             .build();
         let mut stream = self.docker.build_image(
             options,

@@ -17,6 +17,9 @@ pub struct BuildRequest<'a> {
     pub labels: &'a HashMap<String, String>,
     /// Whether `RUN` steps get a network (to reach package mirrors).
     pub network: bool,
+    /// With `network`: the host's network instead of the default bridge, so that `RUN` steps
+    /// reach a server on the host's loopback (the as-of package index).
+    pub host_network: bool,
 }
 
 /// One image as [`super::DockerRuntime::list_images_labelled`] lists it.
