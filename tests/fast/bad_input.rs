@@ -302,13 +302,16 @@ fn control_characters_in_log_folders_and_patch_names_are_written_out_on_stderr_a
         run_log(graded),
         "graded from logs/esc__x-1/test_output.txt (test log with start and end markers)\nparser: pytest\n"
     );
+    let error = format!(
+        "several logs of this instance, {}, {}; point --from-logs at one run's directory",
+        two("m\\x1b]0;pwned\\x071"),
+        two("m\\x1b[2J2")
+    );
     assert_eq!(
         run_log(twice),
         format!(
-            "error: several logs of this instance, {}, {}; point --from-logs at one run's \
-             directory\n",
-            two("m\\x1b]0;pwned\\x071"),
-            two("m\\x1b[2J2")
+            "error: {error}\ncause: evaluation_error (infrastructure): the evaluation failed: \
+             {error}\n  {error}\n"
         )
     );
 }
