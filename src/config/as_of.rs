@@ -12,9 +12,10 @@ pub enum ResolveAsOf {
     /// The record's dates: the environment layer as of the `environment_setup_commit`'s
     /// committer date (else the record's `created_at`), the instance's layer as of its
     /// `created_at`.
-    #[default]
     CreatedAt,
-    /// No filter: what PyPI has now.
+    /// No filter: what PyPI has now (the default, until a version a spec pins can never be
+    /// hidden by the date: SWE-bench's specs pin versions newer than many records).
+    #[default]
     Today,
     /// This instant for every layer of every instance.
     At(Cutoff),

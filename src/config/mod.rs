@@ -426,7 +426,7 @@ impl Default for EnvConfig {
             specs: Vec::new(),
             spec_source: crate::spec::SpecSource::Record,
             build_logs: None,
-            resolve_as_of: ResolveAsOf::CreatedAt,
+            resolve_as_of: ResolveAsOf::Today,
         }
     }
 }

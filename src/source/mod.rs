@@ -209,11 +209,14 @@ pub fn plain_path_hint(path: &str) -> String {
     )
 }
 
-/// The plain path of a `file://` URL that git failed on (a clone or a missing commit).
+/// The plain path of a `file://` URL that git failed on (a clone or a missing commit), when
+/// that path is a directory: a plain path to nothing would fail the same way, so no hint.
 fn failed_file_url(error: &mirror::MirrorError) -> Option<String> {
     match error {
         mirror::MirrorError::Clone { url, .. } | mirror::MirrorError::MissingCommit { url, .. } => {
-            url.strip_prefix("file://").map(str::to_owned)
+            url.strip_prefix("file://")
+                .filter(|path| std::path::Path::new(path).is_dir())
+                .map(str::to_owned)
         }
         mirror::MirrorError::Url { .. } | mirror::MirrorError::Cache { .. } => None,
     }
