@@ -15,6 +15,7 @@ pub mod server;
 use serde::Deserialize;
 
 use crate::config::{Cutoff, ResolveAsOf};
+use crate::text::html::escape;
 
 /// The label with the instant a layer's packages were resolved as of (`today`: unfiltered).
 pub const LABEL_RESOLVED_AS_OF: &str = "aci.resolved_as_of";
@@ -158,22 +159,6 @@ pub fn filter_page(project: &str, json: &[u8], cutoff: Cutoff) -> Result<String,
     }
     html.push_str("</body>\n</html>\n");
     Ok(html)
-}
-
-/// Text as HTML text or a double-quoted attribute value.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// The distributions of a `pip freeze --all` as a constraints file for a rebuild: the

@@ -18,31 +18,7 @@ pub const SCRIPT: &str = include_str!("assets/app.js");
 /// The page style.
 pub const STYLE: &str = include_str!("assets/app.css");
 
-/// Appends `text` escaped for HTML text and double-quoted attribute values.
-pub fn push_escaped(out: &mut String, text: &str) {
-    let mut start = 0;
-    for (index, byte) in text.bytes().enumerate() {
-        let replacement = match byte {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'"' => "&quot;",
-            b'\'' => "&#39;",
-            _ => continue,
-        };
-        out.push_str(&text[start..index]);
-        out.push_str(replacement);
-        start = index + 1;
-    }
-    out.push_str(&text[start..]);
-}
-
-/// `text` escaped for HTML text and double-quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    push_escaped(&mut out, text);
-    out
-}
+pub use crate::text::html::{escape, push_escaped};
 
 /// `value` as JSON that is safe inside a `<script>` element: `<`, `>` and `&` are written as
 /// `\u003c`, `\u003e` and `\u0026`, so no `</script>` or `<!--` can end or change the element,
