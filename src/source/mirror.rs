@@ -407,6 +407,17 @@ mod tests {
         ensure_commit(&request, &Notes::quiet(), &MirrorStates::default()).await
     }
 
+    /// `git args…` as a test user, which must succeed; its stdout, trimmed.
+    fn git_as_test_user(args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
     /// `--upload-pack=CMD` as a commit ran CMD on the host through `git fetch origin <commit>`
     /// of a `file://` mirror, and `ext::` as a URL runs its command through `git clone`:
     /// neither runs now.
@@ -414,15 +425,9 @@ mod tests {
     async fn a_commit_or_url_that_names_a_command_runs_nothing_on_the_host() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("source");
+        let at = source.to_str().unwrap();
         let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .arg("-C")
-                .arg(&source)
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
+            git_as_test_user(&[&["-C", at], args].concat());
         };
         std::fs::create_dir_all(&source).unwrap();
         git(&["init", "-q"]);
@@ -459,15 +464,7 @@ mod tests {
     async fn a_file_url_that_fails_on_missing_objects_gets_a_hint_naming_the_plain_path() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("source");
-        let run = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            String::from_utf8(out.stdout).unwrap().trim().to_owned()
-        };
+        let run = git_as_test_user;
         let at = source.to_str().unwrap();
         run(&["init", "-q", at]);
         std::fs::write(source.join("a"), "a\n").unwrap();
