@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::{Value, json};
+use crate::support::{aci, read_json};
+use serde_json::json;
 
 /// The server container, removed on drop.
 struct Server {
@@ -62,26 +63,6 @@ impl Drop for Server {
 
 fn docker(args: &[&str]) -> Output {
     Command::new("docker").args(args).output().unwrap()
-}
-
-fn aci(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_aci"))
-        .args(args)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ aci {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
 }
 
 /// A git diff that creates `path` with `lines`.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use crate::support::{aci, read_json};
 use serde_json::{Value, json};
 
 const RUN_ID: &str = "test-eval";
@@ -68,20 +69,6 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn aci(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_aci"))
-        .args(args)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ aci {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
 /// `aci eval --instances <demo> --run-id test-eval --workers 2 --output DIR <extra…>`.
 fn eval(output: &Path, extra: &[&str]) -> Output {
     let instances = demo_instances();
@@ -102,12 +89,6 @@ fn eval(output: &Path, extra: &[&str]) -> Output {
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
 }
 
 fn write_predictions(dir: &Path, predictions: &Value) -> PathBuf {

@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use crate::support::aci;
 use serde_json::Value;
 
 /// The test command of the record's script: names none of the test patch's files, and adds
@@ -33,20 +33,6 @@ fn demo_record(id: &str) -> Value {
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
         .find(|record| record["instance_id"] == id)
         .unwrap()
-}
-
-fn aci(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_aci"))
-        .args(args)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ aci {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
 }
 
 fn read(path: &Path) -> String {

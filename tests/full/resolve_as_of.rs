@@ -10,6 +10,7 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::support::{aci, read_json};
 use aci::config::{EnvConfig, ResolveAsOf};
 use aci::instance::{Instance, parse_instances};
 use aci::provision::Provisioner;
@@ -129,24 +130,6 @@ fn record(dir: &Path) -> Value {
             "tests/test_rangeset.py::test_total",
         ],
     })
-}
-
-fn aci(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_aci"))
-        .args(args)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ aci {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn validate(dir: &Path, record: &Value, as_of: &str) -> (Output, Value) {

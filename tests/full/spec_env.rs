@@ -9,9 +9,10 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
+use crate::support::{aci, read_json};
 use aci::config::EnvConfig;
 use aci::image::env::{EnvImageError, EnvRequest};
 use aci::image::release::DebianRelease;
@@ -63,26 +64,6 @@ fn git(dir: &Path, args: &[&str]) -> String {
     let mut all = vec!["-c", "user.name=t", "-c", "user.email=t@example.invalid"];
     all.extend_from_slice(args);
     run(dir, "git", &all)
-}
-
-fn aci(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_aci"))
-        .args(args)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ aci {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
 }
 
 /// The sdist from PyPI's simple index (PEP 691 JSON), checked against its pinned SHA-256.

@@ -5,6 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use aci::sandbox::docker::DockerRuntime;
@@ -91,3 +92,25 @@ pub mod disk;
 pub mod mock_llm;
 
 pub const SHORT: Duration = Duration::from_secs(30);
+
+/// Runs the `aci` binary with `args`, its output echoed to stderr for the test's log.
+pub fn aci(args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .args(args)
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ aci {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// The JSON file at `path`; a missing file fails the test naming it.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
