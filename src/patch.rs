@@ -16,6 +16,15 @@ pub struct FileChange {
     pub new_path: Option<String>,
 }
 
+/// Every path a git diff names, in order: each file's path before the patch, then after it
+/// (a rename or copy names both; `/dev/null` none).
+pub fn patch_paths(patch: &str) -> Vec<String> {
+    patch_files(patch)
+        .into_iter()
+        .flat_map(|change| change.old_path.into_iter().chain(change.new_path))
+        .collect()
+}
+
 /// A hunk header, with the old start and the old and new line counts.
 pub static HUNK_HEADER: LazyLock<Regex> =
     LazyLock::new(|| literal_regex(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@"));

@@ -19,18 +19,18 @@ use super::container::EVAL_OUTPUT_LIMIT;
 use super::grade::grade_as;
 use super::logs::{AnyReading, LogFormat, log_format, read_any_log};
 use super::parse::LogReading;
-use super::plan::{log_parser_for, own_spec, spec_source};
+use super::plan::{eval_type_for, log_parser_for};
 use super::predictions::Prediction;
 use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, add_causes, instance_report_json,
     model_path_component, run_summary_from, run_summary_json,
 };
 use super::run::{EvalError, InstanceDone, InstanceStatus};
-use super::spec::{self, EvalType, SpecSource};
+use super::spec::{self, SpecSource};
 use super::suspicious::{BaseFiles, TouchedFile, test_infrastructure};
 use crate::files::write_atomic;
 use crate::instance::Instance;
-use crate::patch::patch_files;
+use crate::patch::patch_paths;
 use crate::sandbox::shell::CappedBuffer;
 use crate::text::escape_controls;
 
@@ -386,14 +386,7 @@ impl Job<'_> {
             Ok(parser) => parser,
             Err(e) => return self.failed(dir, Some(read), &e.to_string(), Vec::new()),
         };
-        let eval_type = match own_spec(instance) {
-            Some(Ok(own))
-                if spec_source(instance, table, self.settings.spec) == SpecSource::Record =>
-            {
-                own.eval_type
-            }
-            _ => EvalType::PassAndFail,
-        };
+        let eval_type = eval_type_for(instance, table, self.settings.spec);
         let reading = match read_any_log(text, parser.parser()) {
             AnyReading::EmptyPatch if matches!(self.prediction, Some(Some(_))) => {
                 let reason = "the log is of an empty prediction, not of this patch";
@@ -425,12 +418,7 @@ impl Job<'_> {
                 test_infrastructure(patch, instance.test_patch.as_deref(), &BaseFiles::new())
             })
             .unwrap_or_default();
-        let files: Vec<String> = patch
-            .map(patch_files)
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|change| change.old_path.into_iter().chain(change.new_path))
-            .collect();
+        let files = patch.map(patch_paths).unwrap_or_default();
         let cause = classify(&Evidence {
             resolved: report.resolved,
             error: report.error.as_deref(),

@@ -28,7 +28,7 @@ use super::report::{
     InstanceOutcome, InstanceReport, RunSummary, TripwireReport, add_causes, eval_key,
     instance_report_json, parse_instance_report, run_summary, run_summary_json,
 };
-use super::script::{EvalScriptSpec, Stages, patch_files};
+use super::script::{EvalScriptSpec, Stages};
 use super::suspicious::{
     BaseFiles, TouchedFile, base_files_needed, git_dir_paths, test_infrastructure,
 };
@@ -40,6 +40,7 @@ use crate::hint::with_hint;
 use crate::image::env::{EnvImage, EnvImageError};
 use crate::image::pull::Notes;
 use crate::instance::Instance;
+use crate::patch::patch_paths;
 use crate::provision::{ProvisionRequest, Provisioner, SpecUse};
 use crate::sandbox::SandboxSpec;
 use crate::source::PrepareError;
@@ -619,10 +620,7 @@ impl Job<'_> {
         );
         report.reaches_into_tests = reaches_into_tests(self.patch);
         report.infrastructure_reset.clone_from(&run.reset);
-        let files: Vec<String> = patch_files(self.patch)
-            .into_iter()
-            .flat_map(|change| change.old_path.into_iter().chain(change.new_path))
-            .collect();
+        let files = patch_paths(self.patch);
         report.cause = classify(&Evidence {
             resolved: report.resolved,
             build_error: None,

@@ -235,10 +235,11 @@ pub fn grading_plan_for(
         }
         _ => None,
     };
-    let (eval_type, spec_source) = match (&own, own_test_cmd(instance), &entry) {
-        (_, Some(_), _) => (EvalType::PassAndFail, None),
-        (Some(own), None, _) => (own.eval_type, Some(SpecSource::Record)),
-        (None, None, _) => (EvalType::PassAndFail, Some(SpecSource::Builtin)),
+    let eval_type = eval_type_of(instance, own.as_ref());
+    let spec_source = match (&own, own_test_cmd(instance)) {
+        (_, Some(_)) => None,
+        (Some(_), None) => Some(SpecSource::Record),
+        (None, None) => Some(SpecSource::Builtin),
     };
     let own_cmd = own_test_cmd(instance).or(own.as_ref().map(|own| own.script.test_cmd.as_str()));
     let (test_cmd, test_directives) = match (own_cmd, &entry) {
@@ -274,6 +275,26 @@ pub fn grading_plan_for(
         eval_type,
         spec_source,
     })
+}
+
+/// How the FAIL_TO_PASS and PASS_TO_PASS lists of `instance` are read under `choice`: as
+/// [`grading_plan_for`] reads them, without the rest of the plan (for logs graded with no
+/// container, which need no test command).
+pub fn eval_type_for(instance: &Instance, table: &SpecTable, choice: SpecSource) -> EvalType {
+    let own = match own_spec(instance) {
+        Some(Ok(own)) if spec_source(instance, table, choice) == SpecSource::Record => Some(own),
+        _ => None,
+    };
+    eval_type_of(instance, own.as_ref())
+}
+
+/// The record's own `eval_type` when its own spec grades it (`own`) and it brings no test
+/// command of its own; `pass_and_fail` otherwise.
+fn eval_type_of(instance: &Instance, own: Option<&RecordSpec>) -> EvalType {
+    match (own, own_test_cmd(instance)) {
+        (Some(own), None) => own.eval_type,
+        _ => EvalType::PassAndFail,
+    }
 }
 
 fn own_test_cmd(instance: &Instance) -> Option<&str> {
