@@ -15,12 +15,12 @@
 //! Docker, and only `sandbox::k8s` to a Kubernetes API server.
 //!
 //! 1. `hint` — what to do about an error, kept apart from its message.
-//! 2. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec`, `error_chain` —
+//! 2. `files`, `protocol`, `text`, `secret`, `tls`, `instance`, `lint`, `spec`, `error_chain`, `http` —
 //!    leaves: atomic writes; the data the layers hand each other (roles, exit statuses,
 //!    predictions); placeholders, literal regular expressions and escaped names; the credentials
 //!    held and their scrubbing; the TLS provider; task instances; the lint verdict; SWE-bench's
 //!    specifications, which grading and environments both read; an error and its causes as one
-//!    line.
+//!    line; the head of an HTTP request, for aci's two small servers.
 //! 3. `config`, `trajectory`, `patch` — the configuration schema and its data types; `.traj`
 //!    files; reading a diff.
 //! 4. `sandbox`, `model` — the sandboxes commands run in; the language models.
@@ -49,6 +49,7 @@ pub mod eval;
 pub mod failure;
 pub mod files;
 pub mod hint;
+pub mod http;
 pub mod image;
 pub mod inspect;
 pub mod instance;

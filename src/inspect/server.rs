@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+
+use crate::http::read_head;
+pub use crate::http::{Request, parse_head};
 
 use super::html::content_security_policy;
 use super::site::{FullText, Mode, Site};
@@ -114,38 +117,6 @@ impl Response {
         }
         bytes
     }
-}
-
-/// The parts of a request head the server looks at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
-    /// `GET`, …
-    pub method: String,
-    /// The request target as sent.
-    pub target: String,
-    /// The `Host` header, if any.
-    pub host: Option<String>,
-}
-
-/// Reads the request line and the `Host` header out of a request head.
-pub fn parse_head(head: &[u8]) -> Option<Request> {
-    let head = std::str::from_utf8(head).ok()?;
-    let mut lines = head.split("\r\n");
-    let mut parts = lines.next()?.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || !version.starts_with("HTTP/1.") {
-        return None;
-    }
-    let host = lines.find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("host")
-            .then(|| value.trim().to_owned())
-    });
-    Some(Request {
-        method: method.to_owned(),
-        target: target.to_owned(),
-        host,
-    })
 }
 
 /// Percent-decodes a path; `None` for a bad escape or bytes that are not UTF-8.
@@ -304,26 +275,8 @@ impl std::io::Write for ChunkSender {
     }
 }
 
-async fn read_head(stream: &mut TcpStream) -> Result<Vec<u8>, u16> {
-    let mut head = Vec::with_capacity(1024);
-    let mut buffer = [0u8; 4096];
-    loop {
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            head.truncate(end);
-            return Ok(head);
-        }
-        if head.len() > MAX_HEAD {
-            return Err(431);
-        }
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return Err(400),
-            Ok(n) => head.extend_from_slice(&buffer[..n]),
-        }
-    }
-}
-
 async fn handle(mut stream: TcpStream, site: Arc<Site>, check_host: bool) {
-    let head = match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await {
+    let head = match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream, MAX_HEAD)).await {
         Ok(Ok(head)) => head,
         Ok(Err(status)) => {
             let _ = stream

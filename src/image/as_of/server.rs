@@ -10,10 +10,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::Cutoff;
+use crate::http::{Request, parse_head, read_head};
 use crate::image::build_log::BuildOptions;
 use crate::image::spec_env::INDEX_ARG;
 
@@ -156,11 +157,13 @@ fn start() -> Result<AsOfIndex, String> {
 
 /// Answers one request, then closes the connection.
 async fn serve(mut stream: TcpStream, state: &State) {
-    let Ok(Some(path)) = tokio::time::timeout(READ_TIMEOUT, read_path(&mut stream))
+    let request = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream, MAX_HEAD))
         .await
-        .map(Result::ok)
-        .map(Option::flatten)
-    else {
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|head| parse_head(&head))
+        .filter(|request| request.method == "GET");
+    let Some(Request { target: path, .. }) = request else {
         let _ = answer(&mut stream, 400, "text/plain", b"bad request\n").await;
         return;
     };
@@ -229,25 +232,6 @@ async fn fetch(state: &State, project: &str) -> Upstream {
         .await
         .map_err(|e| format!("cannot read {url}: {e}"))?;
     Ok(Some(Arc::new(body.to_vec())))
-}
-
-/// The path of a `GET` request, once its head has arrived; `None` for anything else.
-async fn read_path(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
-    let mut head = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let read = stream.read(&mut buffer).await?;
-        if read == 0 || head.len() + read > MAX_HEAD {
-            return Ok(None);
-        }
-        head.extend_from_slice(&buffer[..read]);
-    }
-    let text = String::from_utf8_lossy(&head);
-    let mut words = text.lines().next().unwrap_or_default().split(' ');
-    Ok(match (words.next(), words.next()) {
-        (Some("GET"), Some(path)) => Some(path.to_owned()),
-        _ => None,
-    })
 }
 
 async fn answer(
