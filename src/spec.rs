@@ -452,6 +452,45 @@ pub enum ParserName {
     Unittest,
     /// `cargo test` (libtest's pretty format).
     Cargo,
+    /// `cargo test` as SWE-bench reads it (its `parse_log_cargo`, for the records that carry
+    /// their own spec).
+    CargoSwebench,
+    /// PHPUnit `--testdox` (`parse_log_phpunit`).
+    Phpunit,
+    /// `go test -v` (`parse_log_gotest`).
+    Gotest,
+    /// RSpec's JSON report through `jq` (`parse_log_rspec_transformed_json`).
+    RspecTransformedJson,
+    /// Karma's mocha reporter (`parse_log_karma`).
+    Karma,
+    /// Ant's `junit` task (`parse_log_ant`).
+    Ant,
+    /// Maven, one run per test (`parse_log_maven`).
+    Maven,
+    /// Redis's Tcl test suite (`parse_log_redis`).
+    Redis,
+    /// test-unit's verbose output (`parse_log_ruby_unit`).
+    RubyUnit,
+    /// GoogleTest (`parse_log_googletest`).
+    Googletest,
+    /// Gradle's test events (`parse_log_gradle_custom`).
+    GradleCustom,
+    /// Jest `--verbose` (`parse_log_jest`).
+    Jest,
+    /// Jest's JSON report through `jq` (`parse_log_jest_json`).
+    JestJson,
+    /// TAP (`parse_log_tap`).
+    Tap,
+    /// Automake's test driver (`parse_log_jq`).
+    Jq,
+    /// minitest `-v` (`parse_log_minitest`).
+    Minitest,
+    /// Cucumber's progress format (`parse_log_cucumber`).
+    Cucumber,
+    /// MicroPython's `run-tests.py` (`parse_log_micropython_test`).
+    MicropythonTest,
+    /// Vitest `--reporter=verbose` (`parse_log_vitest`).
+    Vitest,
 }
 
 /// SWE-bench's per-repository parser names (`parse_log_<repo>`) and the parser each is.
@@ -473,7 +512,7 @@ const SWE_BENCH_REPO_PARSERS: [(&str, ParserName); 13] = [
 
 impl ParserName {
     /// Every parser, in the order `--help` and error messages list them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 28] = [
         Self::Pytest,
         Self::PytestOptions,
         Self::PytestV2,
@@ -483,10 +522,30 @@ impl ParserName {
         Self::Sympy,
         Self::Unittest,
         Self::Cargo,
+        Self::CargoSwebench,
+        Self::Phpunit,
+        Self::Gotest,
+        Self::RspecTransformedJson,
+        Self::Karma,
+        Self::Ant,
+        Self::Maven,
+        Self::Redis,
+        Self::RubyUnit,
+        Self::Googletest,
+        Self::GradleCustom,
+        Self::Jest,
+        Self::JestJson,
+        Self::Tap,
+        Self::Jq,
+        Self::Minitest,
+        Self::Cucumber,
+        Self::MicropythonTest,
+        Self::Vitest,
     ];
 
     /// aci's name: `pytest`, `pytest_options`, `pytest_v2`, `matplotlib`, `seaborn`, `django`,
-    /// `sympy`, `unittest`, `cargo`.
+    /// `sympy`, `unittest`, `cargo`; SWE-bench's name without `parse_log_` for the parsers of the
+    /// Multilingual records (`gotest`, `phpunit`, …), and `cargo_swebench` for its cargo parser.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pytest => "pytest",
@@ -498,6 +557,25 @@ impl ParserName {
             Self::Sympy => "sympy",
             Self::Unittest => "unittest",
             Self::Cargo => "cargo",
+            Self::CargoSwebench => "cargo_swebench",
+            Self::Phpunit => "phpunit",
+            Self::Gotest => "gotest",
+            Self::RspecTransformedJson => "rspec_transformed_json",
+            Self::Karma => "karma",
+            Self::Ant => "ant",
+            Self::Maven => "maven",
+            Self::Redis => "redis",
+            Self::RubyUnit => "ruby_unit",
+            Self::Googletest => "googletest",
+            Self::GradleCustom => "gradle_custom",
+            Self::Jest => "jest",
+            Self::JestJson => "jest_json",
+            Self::Tap => "tap",
+            Self::Jq => "jq",
+            Self::Minitest => "minitest",
+            Self::Cucumber => "cucumber",
+            Self::MicropythonTest => "micropython_test",
+            Self::Vitest => "vitest",
         }
     }
 

@@ -82,6 +82,25 @@ impl ParserName {
             Self::Sympy => python::parse_sympy,
             Self::Unittest => parse_unittest,
             Self::Cargo => parse_cargo,
+            Self::CargoSwebench => rust::parse_cargo_swebench,
+            Self::Phpunit => php::parse_phpunit,
+            Self::Gotest => go::parse_gotest,
+            Self::RspecTransformedJson => ruby::parse_rspec_transformed_json,
+            Self::Karma => javascript::parse_karma,
+            Self::Ant => java::parse_ant,
+            Self::Maven => java::parse_maven,
+            Self::Redis => c::parse_redis,
+            Self::RubyUnit => ruby::parse_ruby_unit,
+            Self::Googletest => c::parse_googletest,
+            Self::GradleCustom => java::parse_gradle_custom,
+            Self::Jest => javascript::parse_jest,
+            Self::JestJson => javascript::parse_jest_json,
+            Self::Tap => javascript::parse_tap,
+            Self::Jq => c::parse_jq,
+            Self::Minitest => ruby::parse_minitest,
+            Self::Cucumber => ruby::parse_cucumber,
+            Self::MicropythonTest => c::parse_micropython_test,
+            Self::Vitest => javascript::parse_vitest,
         }
     }
 }
@@ -383,13 +402,27 @@ pub fn suite_ran(log: &str) -> bool {
         .any(|line| regex.is_match(line))
 }
 
+mod c;
+mod go;
+mod java;
+mod javascript;
+mod php;
 mod python;
+mod ruby;
+mod rust;
 pub mod summary;
 
+pub use c::{parse_googletest, parse_jq, parse_micropython_test, parse_redis};
+pub use go::parse_gotest;
+pub use java::{parse_ant, parse_gradle_custom, parse_maven};
+pub use javascript::{parse_jest, parse_jest_json, parse_karma, parse_tap, parse_vitest};
+pub use php::parse_phpunit;
 pub use python::{
     parse_django, parse_matplotlib, parse_pytest, parse_pytest_options, parse_pytest_v2,
     parse_seaborn, parse_sympy,
 };
+pub use ruby::{parse_cucumber, parse_minitest, parse_rspec_transformed_json, parse_ruby_unit};
+pub use rust::parse_cargo_swebench;
 
 #[cfg(test)]
 mod tests;

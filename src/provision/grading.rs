@@ -62,14 +62,26 @@ impl GradingPlan {
 /// Why an instance cannot be graded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    /// `log_parser` is one of SWE-bench's parsers that aci does not have (Go, Java, JavaScript,
-    /// …: the multilingual and multimodal exports).
+    /// `log_parser` is one of SWE-bench's parsers that aci does not have (the JavaScript ones of
+    /// the Multimodal export).
     #[error("SWE-bench's log parser {name:?} is not supported yet (aci reads: {known})")]
     UnsupportedParser {
         /// The name given.
         name: String,
         /// The names aci reads in its place.
         known: String,
+    },
+    /// `log_parser` is one of SWE-bench's parsers that pick a runner by the instance
+    /// (`parse_log_jekyll`, `parse_log_immutable_js`), and it knows none for this one.
+    #[error(
+        "SWE-bench's log parser {name:?} picks its runner by the instance and has none for \
+         {instance_id:?}"
+    )]
+    UnknownInstanceParser {
+        /// The name given.
+        name: String,
+        /// The instance's id.
+        instance_id: String,
     },
     /// The record's own spec cannot be read.
     #[error("{0}")]
@@ -101,6 +113,9 @@ pub enum PlanError {
 /// An unknown `log_parser`; or nothing to go by.
 pub fn log_parser(instance: &Instance, table: &SpecTable) -> Result<ParserName, PlanError> {
     if let Some(name) = &instance.log_parser {
+        if let Some(parser) = parser_by_instance(name, &instance.instance_id) {
+            return parser;
+        }
         if instance.extra_fields.contains_key("eval_script") {
             return swe_bench_parser(name);
         }
@@ -139,24 +154,65 @@ fn parser_named(name: &str) -> Result<ParserName, PlanError> {
     })
 }
 
-/// SWE-bench's Python parsers, the ones a record's own spec may name.
-const SWE_BENCH_PYTHON_PARSERS: &str = "parse_log_pytest, parse_log_pytest_options, \
+/// SWE-bench's parsers a record's own spec may name, for the error message.
+const SWE_BENCH_PARSERS: &str = "parse_log_pytest, parse_log_pytest_options, \
      parse_log_pytest_v2, parse_log_matplotlib, parse_log_seaborn, parse_log_django, \
-     parse_log_sympy and their per-repository names";
+     parse_log_sympy and their per-repository names; parse_log_cargo, parse_log_phpunit, \
+     parse_log_gotest, parse_log_rspec_transformed_json, parse_log_karma, parse_log_ant, \
+     parse_log_maven, parse_log_redis, parse_log_ruby_unit, parse_log_googletest, \
+     parse_log_gradle_custom, parse_log_jest, parse_log_jest_json, parse_log_tap, parse_log_jq, \
+     parse_log_minitest, parse_log_cucumber, parse_log_jekyll, parse_log_micropython_test, \
+     parse_log_vitest, parse_log_immutable_js";
 
-/// The parser a record's own spec names: one of SWE-bench's Python parsers; any other
-/// (`parse_log_gotest`, `parse_log_cargo`, …: the multilingual and multimodal exports) is not
-/// supported yet, aci's own cargo parser included, as it does not read logs as SWE-bench's does.
+/// The parser a record's own spec names: one of SWE-bench's Python parsers or of the parsers of
+/// the Multilingual records, `parse_log_cargo` being SWE-bench's reading of cargo
+/// ([`ParserName::CargoSwebench`]), not aci's own. Any other (`parse_log_chart_js`, … of the
+/// Multimodal records) is not supported yet.
 fn swe_bench_parser(name: &str) -> Result<ParserName, PlanError> {
+    if name == "parse_log_cargo" {
+        return Ok(ParserName::CargoSwebench);
+    }
     match ParserName::from_name(name) {
-        Some(ParserName::Cargo | ParserName::Unittest) | None => {
+        Some(ParserName::Cargo | ParserName::CargoSwebench | ParserName::Unittest) | None => {
             Err(PlanError::UnsupportedParser {
                 name: name.to_owned(),
-                known: SWE_BENCH_PYTHON_PARSERS.to_owned(),
+                known: SWE_BENCH_PARSERS.to_owned(),
             })
         }
         Some(parser) => Ok(parser),
     }
+}
+
+/// SWE-bench's parsers that pick a runner's parser by the instance: `parse_log_jekyll` by the
+/// number after the first `-` of its id (minitest for 9141, 8047 and 8167, cucumber for 8761 and
+/// 8771), `parse_log_immutable_js` by the number after the last `-` (jest for 2006, jest's JSON
+/// report for 2005). `None` for every other name.
+fn parser_by_instance(name: &str, instance_id: &str) -> Option<Result<ParserName, PlanError>> {
+    let (number, choices): (Option<&str>, &[(&str, ParserName)]) = match name {
+        "parse_log_jekyll" => (
+            instance_id.split('-').nth(1),
+            &[
+                ("9141", ParserName::Minitest),
+                ("8047", ParserName::Minitest),
+                ("8167", ParserName::Minitest),
+                ("8761", ParserName::Cucumber),
+                ("8771", ParserName::Cucumber),
+            ],
+        ),
+        "parse_log_immutable_js" => (
+            instance_id.rsplit('-').next(),
+            &[("2006", ParserName::Jest), ("2005", ParserName::JestJson)],
+        ),
+        _ => return None,
+    };
+    let parser = choices
+        .iter()
+        .find(|(choice, _)| Some(*choice) == number)
+        .map(|(_, parser)| *parser);
+    Some(parser.ok_or_else(|| PlanError::UnknownInstanceParser {
+        name: name.to_owned(),
+        instance_id: instance_id.to_owned(),
+    }))
 }
 
 /// The record's own spec, when it carries an `eval_script` (kept in `extra_fields`); `eval_type`

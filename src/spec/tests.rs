@@ -229,9 +229,12 @@ fn a_spec_file_of_its_own_is_read_with_swe_bench_parser_names() {
 fn invalid_spec_files_are_rejected_with_the_reason() {
     let cases = [
         (
-            MINIMAL.replace("parse_log_pytest", "jest"),
-            "invalid SWE-bench spec for acme/widget: unknown log_parser \"jest\" (known: pytest, \
-             pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo)",
+            MINIMAL.replace("parse_log_pytest", "mocha"),
+            "invalid SWE-bench spec for acme/widget: unknown log_parser \"mocha\" (known: pytest, \
+             pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo, \
+             cargo_swebench, phpunit, gotest, rspec_transformed_json, karma, ant, maven, redis, \
+             ruby_unit, googletest, gradle_custom, jest, jest_json, tap, jq, minitest, cucumber, \
+             micropython_test, vitest)",
         ),
         (
             MINIMAL.replace("[\"1.0\", \"1.1\"]", "[\"1.0\", \"1.0\"]"),

@@ -5,8 +5,8 @@
 //! - for the Python records (Verified, dev, lite-dev), the record's own spec and the built-in
 //!   table give the same test command and the same parser, apart from the disagreements listed
 //!   in [`ALLOWED`] with their reason;
-//! - the non-Python records (multilingual, multimodal dev) each get one line saying that their
-//!   parser is not supported yet;
+//! - every Multilingual record maps to one of aci's parsers, but the one of `parse_log_doctest`,
+//!   and each Multimodal dev record gets one line saying that its parser is not supported yet;
 //! - how many Python records of Lite, Verified and dev get their test command and parser from
 //!   their own spec, from the built-in table, or from neither, under each `--spec`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -147,13 +147,18 @@ fn the_record_s_own_spec_and_the_builtin_table_agree_on_every_python_record() {
 }
 
 #[test]
-fn a_record_with_a_parser_aci_lacks_gets_one_line_saying_so() {
+fn every_multilingual_record_but_doctest_maps_to_a_parser_and_the_rest_get_one_line() {
     let mut unsupported: BTreeMap<String, usize> = BTreeMap::new();
+    let mut mapped: BTreeMap<String, usize> = BTreeMap::new();
     for name in ["multilingual", "multimodal-dev"] {
         for record in records(name) {
             let id = &record.instance_id;
             let parser = record.log_parser.clone().unwrap();
             match grading_plan_for(&record, builtin(), SpecSource::Record) {
+                Ok(plan) => {
+                    assert_eq!(name, "multilingual", "{id}");
+                    *mapped.entry(plan.parser.to_string()).or_insert(0) += 1;
+                }
                 Err(error @ PlanError::UnsupportedParser { .. }) => {
                     let line = error.to_string();
                     assert!(!line.contains('\n'), "{id}: {line}");
@@ -164,20 +169,53 @@ fn a_record_with_a_parser_aci_lacks_gets_one_line_saying_so() {
                         )),
                         "{id}: {line}"
                     );
-                    *unsupported.entry(name.to_owned()).or_insert(0) += 1;
+                    *unsupported.entry(format!("{name} {parser}")).or_insert(0) += 1;
                 }
                 other => panic!("{id} ({parser}): {other:?}"),
             }
         }
     }
-    // No record of either export names a Python parser: none of them is compared above.
+    let count = |pairs: &[(&str, usize)]| -> BTreeMap<String, usize> {
+        pairs
+            .iter()
+            .map(|(name, count)| ((*name).to_owned(), *count))
+            .collect()
+    };
+    // jekyll's 5 records: 3 minitest, 2 cucumber; immutable-js's 2: jest and jest_json.
     assert_eq!(
-        unsupported,
-        BTreeMap::from([
-            ("multilingual".to_owned(), 300),
-            ("multimodal-dev".to_owned(), 102)
+        mapped,
+        count(&[
+            ("ant", 17),
+            ("cargo_swebench", 43),
+            ("cucumber", 2),
+            ("googletest", 11),
+            ("gotest", 42),
+            ("gradle_custom", 10),
+            ("jest", 11),
+            ("jest_json", 1),
+            ("jq", 9),
+            ("karma", 17),
+            ("maven", 16),
+            ("micropython_test", 5),
+            ("minitest", 3),
+            ("phpunit", 43),
+            ("redis", 16),
+            ("rspec_transformed_json", 25),
+            ("ruby_unit", 14),
+            ("tap", 9),
+            ("vitest", 5),
         ])
     );
+    assert_eq!(mapped.values().sum::<usize>(), 299);
+    let multimodal = records("multimodal-dev").len();
+    assert_eq!(multimodal, 102);
+    let mut expected = BTreeMap::from([("multilingual parse_log_doctest".to_owned(), 1)]);
+    for record in records("multimodal-dev") {
+        *expected
+            .entry(format!("multimodal-dev {}", record.log_parser.unwrap()))
+            .or_insert(0) += 1;
+    }
+    assert_eq!(unsupported, expected);
 }
 
 /// `(own spec, built-in table, neither)`: where each record's test command and parser come from.

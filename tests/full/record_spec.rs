@@ -57,11 +57,11 @@ fn a_record_s_own_spec_grades_it_inside_aci_s_eval_script() {
     object.insert("eval_script".into(), own_script("HEAD").into());
     object.insert("log_parser".into(), "parse_log_pytest".into());
     object.insert("eval_type".into(), "pass_and_fail".into());
-    let mut go = own.clone();
-    go["instance_id"] = "demo__inicfg-go".into();
-    go["log_parser"] = "parse_log_gotest".into();
+    let mut js = own.clone();
+    js["instance_id"] = "demo__inicfg-js".into();
+    js["log_parser"] = "parse_log_chart_js".into();
     let instances = dir.join("instances.jsonl");
-    std::fs::write(&instances, format!("{own}\n{go}\n")).unwrap();
+    std::fs::write(&instances, format!("{own}\n{js}\n")).unwrap();
     let out = dir.join("eval");
     let output = aci(&[
         "eval",
@@ -102,20 +102,25 @@ fn a_record_s_own_spec_grades_it_inside_aci_s_eval_script() {
         "the script's activation is not run here"
     );
 
-    let log = read(&out.join("demo__inicfg-go/run_instance.log"));
+    let log = read(&out.join("demo__inicfg-js/run_instance.log"));
     assert_eq!(
         log.lines()
             .rev()
             .find_map(|line| line.strip_prefix("error: ")),
         Some(
-            "SWE-bench's log parser \"parse_log_gotest\" is not supported yet (aci reads: \
+            "SWE-bench's log parser \"parse_log_chart_js\" is not supported yet (aci reads: \
              parse_log_pytest, parse_log_pytest_options, parse_log_pytest_v2, \
              parse_log_matplotlib, parse_log_seaborn, parse_log_django, parse_log_sympy and \
-             their per-repository names)"
+             their per-repository names; parse_log_cargo, parse_log_phpunit, parse_log_gotest, \
+             parse_log_rspec_transformed_json, parse_log_karma, parse_log_ant, parse_log_maven, \
+             parse_log_redis, parse_log_ruby_unit, parse_log_googletest, \
+             parse_log_gradle_custom, parse_log_jest, parse_log_jest_json, parse_log_tap, \
+             parse_log_jq, parse_log_minitest, parse_log_cucumber, parse_log_jekyll, \
+             parse_log_micropython_test, parse_log_vitest, parse_log_immutable_js)"
         ),
         "{log}"
     );
-    assert!(!out.join("demo__inicfg-go/report.json").exists());
+    assert!(!out.join("demo__inicfg-js/report.json").exists());
     let summary: Value = serde_json::from_str(&read(&out.join("report.json"))).unwrap();
     assert_eq!(
         summary["resolved_ids"],
@@ -124,7 +129,7 @@ fn a_record_s_own_spec_grades_it_inside_aci_s_eval_script() {
     );
     assert_eq!(
         summary["error_ids"],
-        serde_json::json!(["demo__inicfg-go"]),
+        serde_json::json!(["demo__inicfg-js"]),
         "{summary}"
     );
 }

@@ -44,7 +44,7 @@ pub(super) fn py_words(line: &str) -> Vec<&str> {
 }
 
 /// Python's `str.strip()`.
-fn py_strip(line: &str) -> &str {
+pub(super) fn py_strip(line: &str) -> &str {
     line.trim_matches(is_py_space)
 }
 
@@ -59,7 +59,9 @@ fn status_of(word: &str) -> TestStatus {
     }
 }
 
-fn set(map: &mut StatusMap, id: &str, status: TestStatus) {
+/// Records `status` for `id`, replacing an earlier one: SWE-bench's parsers keep a test's last
+/// status.
+pub(super) fn set(map: &mut StatusMap, id: &str, status: TestStatus) {
     map.insert(id.to_owned(), status);
 }
 

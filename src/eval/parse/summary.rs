@@ -53,7 +53,8 @@ pub fn test_region(log: &str) -> Option<&str> {
 }
 
 /// What the runner's own summary in `region` says, in the shape of [`line_tally`]; `None` when
-/// `region` has no summary of that runner.
+/// `region` has no summary of that runner, and for the parsers of the Multilingual records, whose
+/// runners' summaries are not compared yet.
 pub fn runner_tally(region: &str, parser: ParserName) -> Option<Tally> {
     let lines = clean_lines(region);
     match parser {
@@ -65,10 +66,12 @@ pub fn runner_tally(region: &str, parser: ParserName) -> Option<Tally> {
         | ParserName::PytestV2
         | ParserName::Matplotlib
         | ParserName::Seaborn => pytest_summary(&lines),
+        _ => None,
     }
 }
 
-/// The result lines of `region`, counted as [`runner_tally`] counts them.
+/// The result lines of `region`, counted as [`runner_tally`] counts them (nothing for the
+/// parsers [`runner_tally`] has no summary for).
 pub fn line_tally(region: &str, parser: ParserName) -> Tally {
     let lines = clean_lines(region);
     match parser {
@@ -80,6 +83,7 @@ pub fn line_tally(region: &str, parser: ParserName) -> Tally {
         | ParserName::PytestV2
         | ParserName::Matplotlib
         | ParserName::Seaborn => pytest_lines(&lines),
+        _ => Tally(Vec::new()),
     }
 }
 

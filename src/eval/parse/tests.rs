@@ -231,7 +231,7 @@ fn unittest_settles_a_django_test_interrupted_by_server_error_output() {
 fn parsers_are_found_by_name() {
     // The unittest parser takes everything before ` ... ` as the id, as SWE-bench's does.
     let log = "test tests::a ... ok\n";
-    let found: Vec<Option<StatusMap>> = ["pytest", "cargo", "unittest", "django", "jest"]
+    let found: Vec<Option<StatusMap>> = ["pytest", "cargo", "unittest", "django", "mocha"]
         .iter()
         .map(|name| parser_by_name(name).map(|parser| parser(log)))
         .collect();

@@ -211,10 +211,12 @@ fn a_record_without_test_cmd_that_the_table_lacks_is_an_error_naming_repo_and_ve
             record(
                 "psf/requests",
                 "2.10",
-                serde_json::json!({"log_parser": "jest"}),
+                serde_json::json!({"log_parser": "mocha"}),
             ),
-            "unknown log_parser \"jest\" (known: pytest, pytest_options, pytest_v2, matplotlib, \
-             seaborn, django, sympy, unittest, cargo)",
+            "unknown log_parser \"mocha\" (known: pytest, pytest_options, pytest_v2, matplotlib, \
+             seaborn, django, sympy, unittest, cargo, cargo_swebench, phpunit, gotest, \
+             rspec_transformed_json, karma, ant, maven, redis, ruby_unit, googletest, \
+             gradle_custom, jest, jest_json, tap, jq, minitest, cucumber, micropython_test, vitest)",
         ),
         (
             record(
@@ -338,28 +340,37 @@ fn a_record_with_its_own_spec_is_graded_by_it_unless_builtin_is_chosen() {
 #[test]
 fn a_swe_bench_parser_aci_lacks_is_not_supported_yet_and_a_bad_script_says_why() {
     let table = builtin();
+    let chart = record(
+        "chartjs/Chart.js",
+        "3.0",
+        serde_json::json!({"eval_script": OWN_SCRIPT, "log_parser": "parse_log_chart_js"}),
+    );
+    assert_eq!(
+        grading_plan(&chart, table).unwrap_err().to_string(),
+        "SWE-bench's log parser \"parse_log_chart_js\" is not supported yet (aci reads: \
+         parse_log_pytest, parse_log_pytest_options, parse_log_pytest_v2, parse_log_matplotlib, \
+         parse_log_seaborn, parse_log_django, parse_log_sympy and their per-repository names; \
+         parse_log_cargo, parse_log_phpunit, parse_log_gotest, parse_log_rspec_transformed_json, \
+         parse_log_karma, parse_log_ant, parse_log_maven, parse_log_redis, parse_log_ruby_unit, \
+         parse_log_googletest, parse_log_gradle_custom, parse_log_jest, parse_log_jest_json, \
+         parse_log_tap, parse_log_jq, parse_log_minitest, parse_log_cucumber, parse_log_jekyll, \
+         parse_log_micropython_test, parse_log_vitest, parse_log_immutable_js)"
+    );
     let go = record(
         "caddyserver/caddy",
         "2.7",
         serde_json::json!({"eval_script": OWN_SCRIPT, "log_parser": "parse_log_gotest"}),
     );
-    assert_eq!(
-        grading_plan(&go, table).unwrap_err().to_string(),
-        "SWE-bench's log parser \"parse_log_gotest\" is not supported yet (aci reads: \
-         parse_log_pytest, parse_log_pytest_options, parse_log_pytest_v2, parse_log_matplotlib, \
-         parse_log_seaborn, parse_log_django, parse_log_sympy and their per-repository names)"
-    );
+    assert_eq!(grading_plan(&go, table).unwrap().parser, ParserName::Gotest);
     let cargo = record(
         "tokio-rs/tokio",
         "1.0",
         serde_json::json!({"eval_script": OWN_SCRIPT, "log_parser": "parse_log_cargo"}),
     );
-    assert!(
-        grading_plan(&cargo, table)
-            .unwrap_err()
-            .to_string()
-            .starts_with("SWE-bench's log parser \"parse_log_cargo\" is not supported yet"),
-        "aci's own cargo parser does not read logs as SWE-bench's does"
+    assert_eq!(
+        grading_plan(&cargo, table).unwrap().parser,
+        ParserName::CargoSwebench,
+        "a record's own spec is graded by SWE-bench's reading of cargo, not aci's"
     );
     // aci's own records may still name it.
     let own = record(
@@ -376,5 +387,58 @@ fn a_swe_bench_parser_aci_lacks_is_not_supported_yet_and_a_bad_script_says_why()
     assert_eq!(
         grading_plan(&broken, table).unwrap_err().to_string(),
         "the record's eval_script has no line \": '>>>>> Start Test Output'\""
+    );
+}
+
+#[test]
+fn jekyll_and_immutable_js_pick_their_runner_by_the_instance() {
+    let table = builtin();
+    let cases = [
+        (
+            "jekyll__jekyll-8047",
+            "parse_log_jekyll",
+            ParserName::Minitest,
+        ),
+        (
+            "jekyll__jekyll-8771",
+            "parse_log_jekyll",
+            ParserName::Cucumber,
+        ),
+        (
+            "immutable-js__immutable-js-2006",
+            "parse_log_immutable_js",
+            ParserName::Jest,
+        ),
+        (
+            "immutable-js__immutable-js-2005",
+            "parse_log_immutable_js",
+            ParserName::JestJson,
+        ),
+    ];
+    for (id, name, parser) in cases {
+        let instance = record(
+            "acme/widget",
+            "1.0",
+            serde_json::json!({"eval_script": OWN_SCRIPT, "log_parser": name, "instance_id": id}),
+        );
+        assert_eq!(
+            grading_plan(&instance, table).unwrap().parser,
+            parser,
+            "{id}"
+        );
+    }
+    let other = record(
+        "acme/widget",
+        "1.0",
+        serde_json::json!({
+            "eval_script": OWN_SCRIPT,
+            "log_parser": "parse_log_jekyll",
+            "instance_id": "jekyll__jekyll-1234",
+        }),
+    );
+    assert_eq!(
+        grading_plan(&other, table).unwrap_err().to_string(),
+        "SWE-bench's log parser \"parse_log_jekyll\" picks its runner by the instance and has \
+         none for \"jekyll__jekyll-1234\""
     );
 }

@@ -234,7 +234,7 @@ fn parsers_are_found_by_aci_names_and_swe_bench_names() {
     for (name, parser) in cases {
         assert_eq!(ParserName::from_name(name), Some(parser), "{name}");
     }
-    for unknown in ["jest", "parse_log_jest", "PYTEST", ""] {
+    for unknown in ["mocha", "parse_log_mocha", "PYTEST", ""] {
         assert_eq!(ParserName::from_name(unknown), None, "{unknown}");
     }
     for parser in ParserName::ALL {
@@ -242,6 +242,9 @@ fn parsers_are_found_by_aci_names_and_swe_bench_names() {
     }
     assert_eq!(
         ParserName::names(),
-        "pytest, pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo"
+        "pytest, pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo, \
+         cargo_swebench, phpunit, gotest, rspec_transformed_json, karma, ant, maven, redis, \
+         ruby_unit, googletest, gradle_custom, jest, jest_json, tap, jq, minitest, cucumber, \
+         micropython_test, vitest"
     );
 }
