@@ -425,4 +425,6 @@ pub use ruby::{parse_cucumber, parse_minitest, parse_rspec_transformed_json, par
 pub use rust::parse_cargo_swebench;
 
 #[cfg(test)]
+mod harness_tests;
+#[cfg(test)]
 mod tests;
