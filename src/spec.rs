@@ -491,6 +491,8 @@ pub enum ParserName {
     MicropythonTest,
     /// Vitest `--reporter=verbose` (`parse_log_vitest`).
     Vitest,
+    /// doctest's XML reporter (`parse_log_doctest`).
+    Doctest,
 }
 
 /// SWE-bench's per-repository parser names (`parse_log_<repo>`) and the parser each is.
@@ -512,7 +514,7 @@ const SWE_BENCH_REPO_PARSERS: [(&str, ParserName); 13] = [
 
 impl ParserName {
     /// Every parser, in the order `--help` and error messages list them.
-    pub const ALL: [Self; 28] = [
+    pub const ALL: [Self; 29] = [
         Self::Pytest,
         Self::PytestOptions,
         Self::PytestV2,
@@ -541,6 +543,7 @@ impl ParserName {
         Self::Cucumber,
         Self::MicropythonTest,
         Self::Vitest,
+        Self::Doctest,
     ];
 
     /// aci's name: `pytest`, `pytest_options`, `pytest_v2`, `matplotlib`, `seaborn`, `django`,
@@ -576,6 +579,7 @@ impl ParserName {
             Self::Cucumber => "cucumber",
             Self::MicropythonTest => "micropython_test",
             Self::Vitest => "vitest",
+            Self::Doctest => "doctest",
         }
     }
 

@@ -101,6 +101,7 @@ impl ParserName {
             Self::Cucumber => ruby::parse_cucumber,
             Self::MicropythonTest => c::parse_micropython_test,
             Self::Vitest => javascript::parse_vitest,
+            Self::Doctest => c::parse_doctest,
         }
     }
 }
@@ -412,7 +413,7 @@ mod ruby;
 mod rust;
 pub mod summary;
 
-pub use c::{parse_googletest, parse_jq, parse_micropython_test, parse_redis};
+pub use c::{parse_doctest, parse_googletest, parse_jq, parse_micropython_test, parse_redis};
 pub use go::parse_gotest;
 pub use java::{parse_ant, parse_gradle_custom, parse_maven};
 pub use javascript::{parse_jest, parse_jest_json, parse_karma, parse_tap, parse_vitest};

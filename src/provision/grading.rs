@@ -162,7 +162,7 @@ const SWE_BENCH_PARSERS: &str = "parse_log_pytest, parse_log_pytest_options, \
      parse_log_maven, parse_log_redis, parse_log_ruby_unit, parse_log_googletest, \
      parse_log_gradle_custom, parse_log_jest, parse_log_jest_json, parse_log_tap, parse_log_jq, \
      parse_log_minitest, parse_log_cucumber, parse_log_jekyll, parse_log_micropython_test, \
-     parse_log_vitest, parse_log_immutable_js";
+     parse_log_vitest, parse_log_immutable_js, parse_log_doctest";
 
 /// The parser a record's own spec names: one of SWE-bench's Python parsers or of the parsers of
 /// the Multilingual records, `parse_log_cargo` being SWE-bench's reading of cargo

@@ -234,7 +234,7 @@ fn invalid_spec_files_are_rejected_with_the_reason() {
              pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo, \
              cargo_swebench, phpunit, gotest, rspec_transformed_json, karma, ant, maven, redis, \
              ruby_unit, googletest, gradle_custom, jest, jest_json, tap, jq, minitest, cucumber, \
-             micropython_test, vitest)",
+             micropython_test, vitest, doctest)",
         ),
         (
             MINIMAL.replace("[\"1.0\", \"1.1\"]", "[\"1.0\", \"1.0\"]"),

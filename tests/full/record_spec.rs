@@ -116,7 +116,7 @@ fn a_record_s_own_spec_grades_it_inside_aci_s_eval_script() {
              parse_log_redis, parse_log_ruby_unit, parse_log_googletest, \
              parse_log_gradle_custom, parse_log_jest, parse_log_jest_json, parse_log_tap, \
              parse_log_jq, parse_log_minitest, parse_log_cucumber, parse_log_jekyll, \
-             parse_log_micropython_test, parse_log_vitest, parse_log_immutable_js)"
+             parse_log_micropython_test, parse_log_vitest, parse_log_immutable_js, parse_log_doctest)"
         ),
         "{log}"
     );

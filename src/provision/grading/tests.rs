@@ -216,7 +216,7 @@ fn a_record_without_test_cmd_that_the_table_lacks_is_an_error_naming_repo_and_ve
             "unknown log_parser \"mocha\" (known: pytest, pytest_options, pytest_v2, matplotlib, \
              seaborn, django, sympy, unittest, cargo, cargo_swebench, phpunit, gotest, \
              rspec_transformed_json, karma, ant, maven, redis, ruby_unit, googletest, \
-             gradle_custom, jest, jest_json, tap, jq, minitest, cucumber, micropython_test, vitest)",
+             gradle_custom, jest, jest_json, tap, jq, minitest, cucumber, micropython_test, vitest, doctest)",
         ),
         (
             record(
@@ -354,7 +354,7 @@ fn a_swe_bench_parser_aci_lacks_is_not_supported_yet_and_a_bad_script_says_why()
          parse_log_karma, parse_log_ant, parse_log_maven, parse_log_redis, parse_log_ruby_unit, \
          parse_log_googletest, parse_log_gradle_custom, parse_log_jest, parse_log_jest_json, \
          parse_log_tap, parse_log_jq, parse_log_minitest, parse_log_cucumber, parse_log_jekyll, \
-         parse_log_micropython_test, parse_log_vitest, parse_log_immutable_js)"
+         parse_log_micropython_test, parse_log_vitest, parse_log_immutable_js, parse_log_doctest)"
     );
     let go = record(
         "caddyserver/caddy",

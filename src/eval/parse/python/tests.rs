@@ -245,6 +245,6 @@ fn parsers_are_found_by_aci_names_and_swe_bench_names() {
         "pytest, pytest_options, pytest_v2, matplotlib, seaborn, django, sympy, unittest, cargo, \
          cargo_swebench, phpunit, gotest, rspec_transformed_json, karma, ant, maven, redis, \
          ruby_unit, googletest, gradle_custom, jest, jest_json, tap, jq, minitest, cucumber, \
-         micropython_test, vitest"
+         micropython_test, vitest, doctest"
     );
 }
