@@ -388,11 +388,16 @@ pub(crate) static SUITE_RAN: LazyLock<Regex> = LazyLock::new(|| {
         r"|TOTAL: [1-9]\d* (?:SUCCESS|FAILED)",
         r"|[1-9]\d* passing",
         r"|Tests:\s+[1-9]\d*",
+        r"|Test Suites:\s+(?:\d+ \w+, )*[1-9]\d* total",
+        r"|^# tests [1-9]\d*",
+        r"|[1-9]\d* specs?, \d+ failures?",
+        r"|': ok$",
     ))
 });
 
-/// Whether `log` shows a test runner ran at least one test (v5's `SUITE_RAN`, plus the pytest,
-/// unittest and cargo summaries). Every count must be non-zero: `no tests ran`, `Ran 0 tests`
+/// Whether `log` shows a test runner ran at least one test (v5's `SUITE_RAN`: karma, Jest, TAP,
+/// jasmine, mocha, openlayers' `'<case>': ok` lines; plus the pytest, unittest and cargo
+/// summaries). Every count must be non-zero: `no tests ran`, `Ran 0 tests`
 /// and `running 0 tests` are not evidence.
 /// Lines written through `eval.sh`'s inert filter (the header, the reinstall) are not evidence.
 pub fn suite_ran(log: &str) -> bool {

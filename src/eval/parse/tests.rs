@@ -350,6 +350,12 @@ fn suite_evidence_needs_a_non_zero_count() {
         ("Ran 0 tests in 0.000s", false),
         ("running 0 tests", false),
         ("\x1b[32m3 passed\x1b[0m", true),
+        ("Test Suites: 1 failed, 2 passed, 3 total", true),
+        ("Test Suites: 0 total", false),
+        ("# tests 8", true),
+        ("# tests 0", false),
+        ("12 specs, 0 failures", true),
+        ("case 'rendering': ok", true),
     ];
     let results: Vec<(&str, bool)> = cases
         .iter()
