@@ -129,7 +129,7 @@ pub fn canary_plan(plan: &GradingPlan, test_patch: Option<&str>, names: CanaryNa
         .into_iter()
         .filter_map(|change| change.new_path)
         .collect();
-    if plan.parser == ParserName::Cargo {
+    if matches!(plan.parser, ParserName::Cargo | ParserName::CargoSwebench) {
         return rust_plan(&left, names);
     }
     let dir = left

@@ -112,7 +112,7 @@ fn target(parser: ParserName, id: &str) -> Option<Target> {
                 name: Some(id.to_owned()),
             })
         }
-        ParserName::Cargo => {
+        ParserName::Cargo | ParserName::CargoSwebench => {
             let mut parts: Vec<&str> = id.split("::").collect();
             let name = parts.pop()?;
             let valid = |part: &str| {

@@ -190,6 +190,15 @@ fn cargo_gets_two_tests_appended_to_a_touched_test_file_and_no_fail_fast() {
     );
     assert_eq!(canary.directive, None);
     assert!(canary.no_fail_fast);
+    let swebench = canary_plan(
+        &plan(ParserName::CargoSwebench, "cargo test --offline", &[]),
+        Some(&patch),
+        names(),
+    );
+    assert_eq!(
+        swebench, canary,
+        "SWE-bench's cargo parser reads the same runner"
+    );
     let without = canary_plan(&plan(ParserName::Cargo, "cargo test", &[]), None, names());
     assert_eq!(without.files[0].path, "tests/test_aaaaaaaaaaaa.rs");
     assert!(!without.files[0].append);
@@ -272,6 +281,11 @@ fn gold_runs_with_their_canaries_are_trusted() {
     let ringbuf = recorded("test_9fc4c8e9e891", "test_5bcb34358d00");
     assert_eq!(
         verify(RINGBUF_GOLD, ParserName::Cargo, &ringbuf, &[]),
+        Ok(())
+    );
+    // A Multilingual record's cargo parser reads the same runner: the same canaries and summary.
+    assert_eq!(
+        verify(RINGBUF_GOLD, ParserName::CargoSwebench, &ringbuf, &[]),
         Ok(())
     );
 }

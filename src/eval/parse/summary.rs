@@ -53,12 +53,13 @@ pub fn test_region(log: &str) -> Option<&str> {
 }
 
 /// What the runner's own summary in `region` says, in the shape of [`line_tally`]; `None` when
-/// `region` has no summary of that runner, and for the parsers of the Multilingual records, whose
-/// runners' summaries are not compared yet.
+/// `region` has no summary of that runner, and for the parsers of the Multilingual records other
+/// than SWE-bench's cargo (the same runner as aci's), whose runners' summaries are not compared
+/// yet.
 pub fn runner_tally(region: &str, parser: ParserName) -> Option<Tally> {
     let lines = clean_lines(region);
     match parser {
-        ParserName::Cargo => cargo_summary(&lines),
+        ParserName::Cargo | ParserName::CargoSwebench => cargo_summary(&lines),
         ParserName::Unittest | ParserName::Django => unittest_summary(&lines),
         ParserName::Sympy => sympy_summary(&lines),
         ParserName::Pytest
@@ -75,7 +76,7 @@ pub fn runner_tally(region: &str, parser: ParserName) -> Option<Tally> {
 pub fn line_tally(region: &str, parser: ParserName) -> Tally {
     let lines = clean_lines(region);
     match parser {
-        ParserName::Cargo => cargo_lines(&lines),
+        ParserName::Cargo | ParserName::CargoSwebench => cargo_lines(&lines),
         ParserName::Unittest | ParserName::Django => unittest_lines(&lines),
         ParserName::Sympy => sympy_lines(&lines),
         ParserName::Pytest
