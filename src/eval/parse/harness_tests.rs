@@ -82,13 +82,14 @@ fn map(entries: &[(&str, TestStatus)]) -> StatusMap {
 #[test]
 fn every_fixture_log_reads_as_swebench_reads_it() {
     assert_eq!(
-        same_maps_as_swebench("logs", 27),
+        same_maps_as_swebench("logs", 30),
         [
             "ant",
             "cargo",
             "doctest",
             "googletest",
             "gotest",
+            "gradle_custom",
             "jq",
             "maven",
             "minitest",
@@ -144,6 +145,22 @@ fn jest_names_a_test_by_its_title_only_and_vitest_by_its_path() {
         vitest.get("packages/runtime-core/__tests__/apiWatch.spec.ts > api: watch > skipped"),
         Some(&Skipped)
     );
+}
+
+#[test]
+fn gradle_reads_a_failed_task_as_a_test_and_a_line_a_test_prints() {
+    assert_eq!(
+        read("gradle_custom/streams.txt"),
+        map(&[
+            (":test", Failed),
+            ("org.example.CalcTest > adds", Passed),
+            ("org.example.CalcTest > fake", Passed),
+            ("org.example.CalcTest > prints", Passed),
+            ("org.example.CalcTest > subtracts", Failed),
+        ]),
+        "`SKIPPED` is not read"
+    );
+    assert_eq!(read("gradle_custom/build_failure.txt"), StatusMap::new());
 }
 
 #[test]
