@@ -414,7 +414,21 @@ impl<S: Sandbox> Aci<S> {
                 Ok(request) => self.search(&request).await?,
                 Err(usage) => Err(usage),
             },
-            Builtin::StrReplaceEditor => self.str_replace_editor(args, step).await?,
+            Builtin::StrReplaceEditor => {
+                // 1.x runs the tool as a program in the shell: its output is read as any
+                // command's output is (`aci.raw_output`).
+                let output = self
+                    .str_replace_editor(args, step)
+                    .await?
+                    .unwrap_or_else(|text| {
+                        step.failed = true;
+                        text
+                    });
+                return Ok(Piece::Shell {
+                    output,
+                    notes: String::new(),
+                });
+            }
             Builtin::Submit => {
                 let forced = matches!(args.trim(), "-f" | "--force");
                 if let Some(review) = self
