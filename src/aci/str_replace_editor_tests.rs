@@ -473,3 +473,47 @@ fn a_rejected_edit_says_why_shows_both_versions_and_that_nothing_changed() {
         "FIRST\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\nThis is how your edit would have looked if applied\n-------------------------------------------------\nHere's the result of running `cat -n` on /w/long.txt:\n     2\tl2\n     3\tl3\n     4\tl4\n     5\tl5\n     6\tsix\n     7\tSIX\n     8\tl7\n     9\tl8\n    10\tl9\n    11\tl10\n-------------------------------------------------\n\nThis is the original code before your edit\n-------------------------------------------------\nHere's the result of running `cat -n` on /w/long.txt:\n     2\tl2\n     3\tl3\n     4\tl4\n     5\tl5\n     6\tl6\n     7\tl7\n     8\tl8\n     9\tl9\n    10\tl10\n-------------------------------------------------\nYour changes have NOT been applied. Please fix your edit command and try again.\nDO NOT re-run the same failed edit command. Running it again will lead to the same error.\n"
     );
 }
+
+#[test]
+fn crlf_and_latin_1_files_are_edited_as_1x_edits_them() {
+    let (text, encoding) = decode(b"a\r\nb\tc\r\nd\n");
+    assert_eq!(
+        view_file("/e/crlf.txt", &text, None, None).unwrap(),
+        "Here's the result of running `cat -n` on /e/crlf.txt:\n     1\ta\n     2\tb       c\n     3\td\n     4\t\n\n"
+    );
+    let edit = str_replace("/e/crlf.txt", &text, "b", Some("B")).unwrap();
+    assert_eq!(
+        edit.message,
+        "The file /e/crlf.txt has been edited. Here's the result of running `cat -n` on a snippet of /e/crlf.txt:\n     1\ta\n     2\tB       c\n     3\td\nReview the changes and make sure they are as expected. Edit the file again if necessary.\n"
+    );
+    assert_eq!(
+        encode(&edit.text, encoding, "/e/crlf.txt").unwrap(),
+        b"a\nB       c\nd\n"
+    );
+    let (text, encoding) = decode(b"caf\xe9\nx\n");
+    let edit = str_replace("/e/lat.txt", &text, "x", Some("\u{e9}2")).unwrap();
+    assert_eq!(
+        edit.message,
+        "The file /e/lat.txt has been edited. Here's the result of running `cat -n` on a snippet of /e/lat.txt:\n     1\tcaf\u{e9}\n     2\t\u{e9}2\nReview the changes and make sure they are as expected. Edit the file again if necessary.\n"
+    );
+    assert_eq!(
+        encode(&edit.text, encoding, "/e/lat.txt").unwrap(),
+        b"caf\xe9\n\xe92\n"
+    );
+}
+
+#[test]
+fn an_empty_old_str_occurs_everywhere() {
+    assert_eq!(
+        str_replace("/e/m.txt", "x\ny\nx\ny\n", "", Some("z")).unwrap_err(),
+        "No replacement was performed. Multiple occurrences of old_str `` in lines [1, 2, 3, 4, 5]. Please ensure it is unique\n"
+    );
+    assert_eq!(
+        str_replace("/e/m.txt", "x\ny\nx\ny\n", "x\ny\n", Some("z")).unwrap_err(),
+        "No replacement was performed. Multiple occurrences of old_str `x\ny\n` in lines []. Please ensure it is unique\n"
+    );
+    assert_eq!(
+        view_file("/e/m.txt", "x\ny\nx\ny\n", Some([2, 2]), None).unwrap(),
+        "Here's the result of running `cat -n` on /e/m.txt:\n     2\ty\n\n"
+    );
+}
