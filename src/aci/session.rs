@@ -699,10 +699,11 @@ impl<S: Sandbox> Aci<S> {
             Err(usage) => return Ok(Err(usage)),
         };
         let path = editor::normalize_path(&request.path);
+        // In a subshell, so that the session's variables are left alone.
         let probe = format!(
-            "p={}; if [ -d \"$p\" ]; then echo dir; elif [ -e \"$p\" ]; then echo file; else echo \
-             missing; fi; if [ -d \"$(dirname -- \"$p\")\" ]; then echo parent; else echo none; \
-             fi; pwd",
+            "( p={}; if [ -d \"$p\" ]; then echo dir; elif [ -e \"$p\" ]; then echo file; else \
+             echo missing; fi; if [ -d \"$(dirname -- \"$p\")\" ]; then echo parent; else echo \
+             none; fi; pwd )",
             shell_quote(&path)
         );
         let out = self.sandbox.run(&probe, self.command_timeout).await?;

@@ -210,6 +210,17 @@ async fn view_str_replace_insert_and_undo_print_1xs_messages() {
         aci.aci.read_repo_file("notes.txt").await.unwrap(),
         b"a\nb\n"
     );
+    // A quoted argument over several lines, typed as a model without tool calls would, then a
+    // shell line; the tool's probes leave the session's variables alone.
+    let typed = "str_replace_editor str_replace {repo}/notes.txt --old_str 'a\nb' --new_str 'A\nB'\necho ${p-unset}";
+    assert_eq!(
+        run(&mut aci, typed).await,
+        "The file {repo}/notes.txt has been edited. Here's the result of running `cat -n` on a snippet of {repo}/notes.txt:\n     1\tA\n     2\tB\nReview the changes and make sure they are as expected. Edit the file again if necessary.\nunset"
+    );
+    assert_eq!(
+        aci.aci.read_repo_file("notes.txt").await.unwrap(),
+        b"A\nB\n"
+    );
     aci.shutdown().await;
 }
 
