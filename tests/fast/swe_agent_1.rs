@@ -325,3 +325,22 @@ async fn submit_dash_f_submits_at_once() {
     assert_eq!(step.submission.as_deref(), Some(&b""[..]));
     aci.shutdown().await;
 }
+
+#[test]
+fn a_docstring_for_a_command_that_does_not_exist_is_a_config_error() {
+    let config = config(&[swe1()], &["aci.docstrings={subimt: x}"]);
+    let error = aci::batch::RunContext::new(
+        config,
+        Vec::new(),
+        "replay".to_owned(),
+        aci::engine::Engine::Local,
+        "test-swe1".to_owned(),
+        tempfile::tempdir().unwrap().path().to_owned(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "aci.docstrings: unknown command `subimt`\nvalid commands: open, goto, scroll_up, scroll_down, create, edit, search_file, search_dir, find_file, submit, str_replace_editor"
+    );
+}
