@@ -344,3 +344,45 @@ fn a_docstring_for_a_command_that_does_not_exist_is_a_config_error() {
         "aci.docstrings: unknown command `subimt`\nvalid commands: open, goto, scroll_up, scroll_down, create, edit, search_file, search_dir, find_file, submit, str_replace_editor"
     );
 }
+
+#[tokio::test]
+async fn an_external_linter_on_the_editor_puts_the_file_back_after_the_edit() {
+    // A linter run in the sandbox after the edit: it reports any line holding `BAD`.
+    // (YAML single quotes, the inner ones doubled.)
+    let linter = r#"aci.lint.external='awk ''/BAD/ {print "x:" NR ":1: E999 SyntaxError: bad line"}'' {file}'"#;
+    let mut aci = start(&[
+        "aci.lint.str_replace_editor=true",
+        "aci.lint.builtin=false",
+        linter,
+    ])
+    .await;
+    let original = parser_py(&mut aci).await;
+    let rejected = run(
+        &mut aci,
+        "str_replace_editor insert {repo}/inicfg/parser.py --insert_line 18 --new_str 'BAD = 1'",
+    )
+    .await;
+    assert!(
+        rejected.contains("\n\nERRORS:\n- E999 SyntaxError: bad line\n\nThis is how your edit would have looked if applied\n"),
+        "{rejected}"
+    );
+    assert!(rejected.contains("    19\tBAD = 1\n"), "{rejected}");
+    assert_eq!(parser_py(&mut aci).await, original);
+    let landed = run(
+        &mut aci,
+        "str_replace_editor insert {repo}/inicfg/parser.py --insert_line 18 --new_str 'GOOD = 1'",
+    )
+    .await;
+    assert!(
+        landed.starts_with("The file {repo}/inicfg/parser.py has been edited."),
+        "{landed}"
+    );
+    let text = String::from_utf8(original).unwrap();
+    let good = text.replacen(
+        &format!("{OLD_LINE}\n"),
+        &format!("{OLD_LINE}\nGOOD = 1\n"),
+        1,
+    );
+    assert_eq!(parser_py(&mut aci).await, good.as_bytes());
+    aci.shutdown().await;
+}
