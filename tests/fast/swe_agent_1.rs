@@ -386,3 +386,38 @@ async fn an_external_linter_on_the_editor_puts_the_file_back_after_the_edit() {
     assert_eq!(parser_py(&mut aci).await, good.as_bytes());
     aci.shutdown().await;
 }
+
+#[test]
+fn the_format_errors_are_1xs_function_calling_messages() {
+    use aci::agent::prompt::Prompts;
+    use minijinja::context;
+    let config = config(&[swe1()], &[]);
+    let prompts = Prompts::new(&config.agent.templates).unwrap();
+    let render = |error_code: &str, exception_message: &str| {
+        prompts
+            .render("format_error", &context! { error_code, exception_message })
+            .unwrap()
+    };
+    assert_eq!(
+        render("missing", "x"),
+        "Your last output did not use any tool calls!\nPlease make sure your output includes exactly _ONE_ function call!\nYou must invoke the function directly using the function call format.\nYou cannot invoke commands with ```, you have to use the function call format.\nIf you think you have already resolved the issue, please submit your changes by running the `submit` command.\nIf you think you cannot solve the problem, please run `exit_forfeit` (if available).\nElse, please continue with a new tool call!"
+    );
+    assert_eq!(
+        render("multiple", "x"),
+        "Your last output included multiple tool calls!\nPlease make sure your output includes a thought and exactly _ONE_ function call."
+    );
+    assert_eq!(
+        render("unexpected_arg", "Unexpected argument(s): pth"),
+        "Your action could not be parsed properly: Unexpected argument(s): pth.\nMake sure your function call doesn't include any extra arguments that are not in the allowed arguments, and only use the allowed commands."
+    );
+    assert_eq!(
+        render("missing_arg", "Required argument(s) missing: path"),
+        "Your action could not be parsed properly: Required argument(s) missing: path.\n"
+    );
+    assert_eq!(
+        prompts
+            .render("next_step", &context! { observation => "out" })
+            .unwrap(),
+        "OBSERVATION:\nout"
+    );
+}
