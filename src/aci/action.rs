@@ -38,6 +38,9 @@ pub enum SubAction {
 /// shell input (an open quote, a heredoc, a loop, a trailing `|`) is never read as a command.
 /// Whitespace-only shell input is dropped. The list ends after `submit`.
 ///
+/// A command whose spec has `quoted_lines` takes the following lines too while a quote (or
+/// anything else that makes bash read on) is open, so that a quoted argument may span lines.
+///
 /// Differences from v0, on purpose: the command name must be followed by whitespace or the end
 /// of the line (v0's pattern also matched `editor`), and `submit` inside an edit body is body
 /// text (v0 split on it).
@@ -73,6 +76,18 @@ pub fn split_action(action: &str, registry: &Registry) -> Vec<SubAction> {
                     strip_heredoc_guard(args, end_name),
                     Some(action[next..body_end].to_owned()),
                 )
+            }
+            None if registry.get(name).is_some_and(|spec| spec.quoted_lines) => {
+                let start = pos;
+                let mut end = line_end;
+                while end < action.len() && continues_on_next_line(&action[start..end]) {
+                    end = action[end + 1..]
+                        .find('\n')
+                        .map_or(action.len(), |offset| end + 1 + offset);
+                }
+                pos = (end + 1).min(action.len());
+                let text = action[start..end].trim_start();
+                (text[name.len()..].trim().to_owned(), None)
             }
             None => {
                 pos = next;

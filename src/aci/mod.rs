@@ -14,6 +14,7 @@ pub mod parse;
 pub mod registry;
 pub mod search;
 pub mod session;
+pub mod str_replace_editor;
 pub mod submission;
 pub mod window;
 

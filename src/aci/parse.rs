@@ -232,7 +232,9 @@ pub fn function_calls_to_command(
 /// stays one argument (v1 produced `"'a b'"`); the body of an `end_name` command goes on its
 /// own lines, ending with one newline before the `end_name` line, and an empty body adds no
 /// line (so `""` deletes, as `edit` typed by hand would); JSON `null` is empty, booleans are
-/// `True`/`False` as Python prints them, and arrays or objects are written as JSON.
+/// `True`/`False` as Python prints them, and arrays or objects are written as JSON. An argument
+/// with an `argument_format` (`--old_str {value}`) is written in it when given (an array's
+/// items joined by spaces, as 1.x's `join(' ')`) and left out when absent or null.
 pub fn function_call_to_command(
     registry: &Registry,
     name: &str,
@@ -316,7 +318,27 @@ fn render_call(spec: &CommandSpec, values: &serde_json::Map<String, Value>) -> S
         };
         let in_double_quotes = first_line[..placeholder.start].ends_with('"')
             && first_line[placeholder.end..].starts_with('"');
-        line.push_str(&render_value(value, quote, in_double_quotes));
+        let format = spec
+            .arguments
+            .0
+            .iter()
+            .find(|argument| argument.name == placeholder.name)
+            .and_then(|argument| argument.argument_format.as_deref());
+        let rendered = match (format, value) {
+            (Some(_), Value::Null) => continue,
+            (Some(format), Value::Array(items)) => {
+                let items: Vec<String> = items
+                    .iter()
+                    .map(|item| render_value(item, quote, false))
+                    .collect();
+                format.replace("{value}", &items.join(" "))
+            }
+            (Some(format), value) => {
+                format.replace("{value}", &render_value(value, quote, in_double_quotes))
+            }
+            (None, value) => render_value(value, quote, in_double_quotes),
+        };
+        line.push_str(&rendered);
     }
     line.push_str(&first_line[copied..]);
     let line = line.trim();

@@ -340,3 +340,54 @@ fn an_empty_or_broken_action_regex_is_refused_with_its_key() {
         "agent.action_regex: `(` is not a valid regex: unclosed group"
     );
 }
+
+#[test]
+fn a_str_replace_editor_call_writes_given_arguments_in_their_formats_and_reads_back() {
+    let line = call(
+        "str_replace_editor",
+        r#"{"command": "str_replace", "path": "/testbed/a.py", "old_str": "x = 1\n  y", "new_str": "it's"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        line,
+        "str_replace_editor str_replace /testbed/a.py   --old_str 'x = 1\n  y' --new_str 'it'\"'\"'s'"
+    );
+    let view = call(
+        "str_replace_editor",
+        r#"{"command": "view", "path": "/testbed", "view_range": [3, -1], "file_text": null}"#,
+    )
+    .unwrap();
+    assert_eq!(view, "str_replace_editor view /testbed  --view_range 3 -1");
+    let insert = call(
+        "str_replace_editor",
+        r#"{"command": "insert", "path": "/t/a.py", "insert_line": 0, "new_str": ""}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        insert,
+        "str_replace_editor insert /t/a.py    --new_str '' --insert_line 0"
+    );
+    // Through the splitter, the quoted lines stay one command, and argparse reads the values.
+    let subs = split_action(&format!("{line}\nls\n"), &registry());
+    let SubAction::Command { name, args, .. } = &subs[0] else {
+        panic!("{subs:?}");
+    };
+    assert_eq!(name, "str_replace_editor");
+    assert_eq!(subs[1], SubAction::Shell("ls\n".to_owned()));
+    let request =
+        crate::aci::str_replace_editor::parse_args(&crate::aci::args::split_words(args)).unwrap();
+    assert_eq!(request.old_str.as_deref(), Some("x = 1\n  y"));
+    assert_eq!(request.new_str.as_deref(), Some("it's"));
+    let request = crate::aci::str_replace_editor::parse_args(&crate::aci::args::split_words(
+        view.trim_start_matches("str_replace_editor"),
+    ))
+    .unwrap();
+    assert_eq!(request.view_range, Some([3, -1]));
+    assert_eq!(
+        code(call("str_replace_editor", r#"{"path": "/t"}"#)),
+        (
+            ErrorCode::MissingArg,
+            "Required argument(s) missing: command".to_owned()
+        )
+    );
+}

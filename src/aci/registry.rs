@@ -38,6 +38,10 @@ const BUILTIN_YAML: &[(&str, &str)] = &[
         include_str!("../../aci-commands/find_file.yaml"),
     ),
     ("submit", include_str!("../../aci-commands/submit.yaml")),
+    (
+        "str_replace_editor",
+        include_str!("../../aci-commands/str_replace_editor.yaml"),
+    ),
 ];
 
 /// Why command specs could not be loaded or selected.
@@ -89,6 +93,26 @@ pub struct ArgumentSpec {
     pub description: String,
     /// Whether the argument must be given.
     pub required: bool,
+    /// The values allowed, listed in the tool schema (`enum`).
+    #[serde(default, rename = "enum", skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<String>>,
+    /// For an `array`: the type of its items, in the tool schema (`items: {type: integer}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<ItemsSpec>,
+    /// How a given value is written into the command line, `{value}` standing for it (quoted
+    /// as any value; an array's items joined by spaces), e.g. `--old_str {value}`. Without it
+    /// the value alone fills its placeholder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_format: Option<String>,
+}
+
+/// The items of an `array` argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemsSpec {
+    /// Their JSON-schema type.
+    #[serde(rename = "type")]
+    pub kind: String,
 }
 
 /// The arguments of a command, in the order of the YAML mapping.
@@ -157,6 +181,10 @@ pub struct CommandSpec {
     /// (and the body, if any, on stdin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
+    /// The arguments may go on over the following lines while a quote is open, as the shell
+    /// reads them (a multi-line `--old_str '…'`). Off: a command is its first line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quoted_lines: bool,
 }
 
 impl CommandSpec {
@@ -184,9 +212,13 @@ impl CommandSpec {
                 kind: "string".to_owned(),
                 description: "The bash command to execute.".to_owned(),
                 required: true,
+                allowed: None,
+                items: None,
+                argument_format: None,
             }]),
             end_name: None,
             script: None,
+            quoted_lines: false,
         }
     }
 
@@ -301,10 +333,14 @@ impl CommandSpec {
         }
         let mut properties = serde_json::Map::new();
         for argument in &self.arguments.0 {
-            properties.insert(
-                argument.name.clone(),
-                json!({"type": argument.kind, "description": argument.description}),
-            );
+            let mut property = json!({"type": argument.kind, "description": argument.description});
+            if let Some(allowed) = &argument.allowed {
+                property["enum"] = json!(allowed);
+            }
+            if let Some(items) = &argument.items {
+                property["items"] = json!({"type": items.kind});
+            }
+            properties.insert(argument.name.clone(), property);
         }
         let required: Vec<&str> = self
             .arguments
@@ -394,7 +430,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The ten built-in commands ([`BUILTIN_COMMANDS`]) from the embedded YAML files.
+    /// The built-in commands ([`BUILTIN_COMMANDS`]) from the embedded YAML files.
     pub fn builtin() -> Result<Self, RegistryError> {
         let mut registry = Self::default();
         for (name, text) in BUILTIN_YAML {
@@ -428,6 +464,18 @@ impl Registry {
             enabled.add(spec.clone())?;
         }
         Ok(enabled)
+    }
+
+    /// Replaces the docstring of the command called `name` (`aci.docstrings`); false when
+    /// there is no such command.
+    pub fn set_docstring(&mut self, name: &str, docstring: &str) -> bool {
+        match self.commands.iter_mut().find(|spec| spec.name == name) {
+            Some(spec) => {
+                spec.docstring = Some(docstring.to_owned());
+                true
+            }
+            None => false,
+        }
     }
 
     /// The command called `name`.

@@ -17,7 +17,7 @@ fn window_env() -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_builtin_registry_has_the_ten_commands_in_order() {
+fn the_builtin_registry_has_its_commands_in_order() {
     let registry = Registry::builtin().unwrap();
     assert_eq!(registry.names(), BUILTIN_COMMANDS);
     let embedded: Vec<&str> = BUILTIN_YAML.iter().map(|(name, _)| *name).collect();
@@ -101,7 +101,7 @@ fn enabled_keeps_config_order_and_rejects_unknown_names() {
             .enabled(&names(&["open", "vim"]))
             .unwrap_err()
             .to_string(),
-        "unknown command `vim` in the enabled commands\nvalid commands: open, goto, scroll_up, scroll_down, create, edit, search_file, search_dir, find_file, submit"
+        "unknown command `vim` in the enabled commands\nvalid commands: open, goto, scroll_up, scroll_down, create, edit, search_file, search_dir, find_file, submit, str_replace_editor"
     );
     assert_eq!(
         registry.enabled(&names(&["open", "open"])),
@@ -238,4 +238,60 @@ fn the_bash_tool_matches_v1() {
         tool["function"]["parameters"]["required"],
         serde_json::json!(["command"])
     );
+}
+
+#[test]
+fn the_str_replace_editor_tool_has_1x_schema_with_its_enum_and_integer_array() {
+    let registry = Registry::builtin().unwrap();
+    let tool = registry
+        .get("str_replace_editor")
+        .unwrap()
+        .openai_tool(&window_env());
+    let parameters = &tool["function"]["parameters"];
+    assert_eq!(
+        parameters["required"],
+        serde_json::json!(["command", "path"])
+    );
+    assert_eq!(
+        parameters["properties"]["command"]["enum"],
+        serde_json::json!(["view", "create", "str_replace", "insert", "undo_edit"])
+    );
+    assert_eq!(
+        parameters["properties"]["view_range"],
+        serde_json::json!({
+            "type": "array",
+            "items": {"type": "integer"},
+            "description": "Optional parameter of `view` command when `path` points to a file. If none is given, the full file is shown. If provided, the file will be shown in the indicated line number range, e.g. [11, 12] will show lines 11 and 12. Indexing at 1 to start. Setting `[start_line, -1]` shows all lines from `start_line` to the end of the file."
+        })
+    );
+    assert_eq!(parameters["properties"]["insert_line"]["type"], "integer");
+    let keys: Vec<&String> = parameters["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys.len(), 7);
+    let description = tool["function"]["description"].as_str().unwrap();
+    assert!(description.starts_with("Custom editing tool for viewing, creating and editing files * State is persistent across command calls and discussions with the user * If `path` is a file,"));
+    assert!(
+        description
+            .contains("at `path`\nNotes for using the `str_replace` command: * The `old_str`")
+    );
+    assert!(description.ends_with("or error message if operation fails.\n"));
+    let anthropic = registry
+        .get("str_replace_editor")
+        .unwrap()
+        .anthropic_tool(&window_env());
+    assert_eq!(&anthropic["input_schema"], parameters);
+}
+
+#[test]
+fn a_docstring_can_be_replaced_by_name() {
+    let mut registry = Registry::builtin().unwrap();
+    assert!(registry.set_docstring("submit", "submits the current file"));
+    assert_eq!(
+        registry.get("submit").unwrap().docstring.as_deref(),
+        Some("submits the current file")
+    );
+    assert!(!registry.set_docstring("nope", "x"));
 }

@@ -16,6 +16,7 @@ use super::edit::{self, EditRange};
 use super::observation::{self, Transcript};
 use super::registry::Registry;
 use super::search;
+use super::str_replace_editor::{self as editor, FileHistory, PathKind as EditorPath};
 use super::submission;
 use super::window::{self, PathKind, WindowState};
 
@@ -43,11 +44,13 @@ pub enum Builtin {
     FindFile,
     /// `submit`
     Submit,
+    /// `str_replace_editor <command> <path> [--file_text …] [--view_range …] …` (SWE-agent 1.x)
+    StrReplaceEditor,
 }
 
 impl Builtin {
     /// Every built-in command, in the order of `aci-commands/` in the docs.
-    pub const ALL: [Builtin; 10] = [
+    pub const ALL: [Builtin; 11] = [
         Builtin::Open,
         Builtin::Goto,
         Builtin::ScrollUp,
@@ -58,6 +61,7 @@ impl Builtin {
         Builtin::SearchDir,
         Builtin::FindFile,
         Builtin::Submit,
+        Builtin::StrReplaceEditor,
     ];
 
     /// The name the model types (and the stem of its `aci-commands/<name>.yaml`).
@@ -73,6 +77,7 @@ impl Builtin {
             Builtin::SearchDir => "search_dir",
             Builtin::FindFile => "find_file",
             Builtin::Submit => "submit",
+            Builtin::StrReplaceEditor => editor::NAME,
         }
     }
 
@@ -151,6 +156,10 @@ pub struct Aci<S: Sandbox> {
     memory_mb: u64,
     /// Keeps the last parse, so gating the next edit of the same file is incremental.
     linter: lint::Linter,
+    /// `str_replace_editor`'s texts for `undo_edit`.
+    editor_history: FileHistory,
+    /// How many of `aci.submit_review_messages` `submit` has shown.
+    submit_stage: usize,
 }
 
 /// v0's timeout text, with the configured seconds written as Python writes a float (v0 reads
@@ -203,6 +212,8 @@ impl<S: Sandbox> Aci<S> {
             command_timeout,
             memory_mb,
             linter: lint::Linter::new(),
+            editor_history: FileHistory::default(),
+            submit_stage: 0,
         }
     }
 
@@ -403,7 +414,38 @@ impl<S: Sandbox> Aci<S> {
                 Ok(request) => self.search(&request).await?,
                 Err(usage) => Err(usage),
             },
+            Builtin::StrReplaceEditor => {
+                // 1.x runs the tool as a program in the shell: its output is read as any
+                // command's output is (`aci.raw_output`).
+                let output = self
+                    .str_replace_editor(args, step)
+                    .await?
+                    .unwrap_or_else(|text| {
+                        step.failed = true;
+                        text
+                    });
+                return Ok(Piece::Shell {
+                    output,
+                    notes: String::new(),
+                });
+            }
             Builtin::Submit => {
+                let forced = matches!(args.trim(), "-f" | "--force");
+                if let Some(review) = self
+                    .config
+                    .submit_review_messages
+                    .get(self.submit_stage)
+                    .filter(|_| !forced)
+                    .cloned()
+                {
+                    let patch = self.submit().await?;
+                    self.submit_stage += 1;
+                    let diff = String::from_utf8_lossy(&patch);
+                    return Ok(Piece::Shell {
+                        output: format!("{}\n", review.replace("{{diff}}", &diff)),
+                        notes: String::new(),
+                    });
+                }
                 let patch = self.submit().await?;
                 let output = observation::decode(&patch);
                 step.submission = Some(patch);
@@ -547,7 +589,8 @@ impl<S: Sandbox> Aci<S> {
             Err(error) => return Err(error),
         };
         let after = edit::apply_edit(&before, range.start, range.end, body);
-        let problems = self.lint(&path, &before, &after, range, body).await?;
+        let edited = lint_range(range, body);
+        let problems = self.lint(&path, &before, &after, &edited).await?;
         let rejection = |window: &WindowState, first_line: &str, problems: &[String]| {
             edit::lint_failure(window, range, body, &before, &after, problems, first_line)
         };
@@ -561,10 +604,7 @@ impl<S: Sandbox> Aci<S> {
             )));
         }
         self.sandbox.write_file(&path, &after).await?;
-        if let Some(problems) = self
-            .external_lint(&path, &before, &after, range, body)
-            .await?
-        {
+        if let Some(problems) = self.external_lint(&path, &before, &after, &edited).await? {
             self.sandbox.write_file(&path, &before).await?;
             step.lint_rejected = true;
             return Ok(Err(rejection(
@@ -582,8 +622,7 @@ impl<S: Sandbox> Aci<S> {
         path: &str,
         before: &[u8],
         after: &[u8],
-        range: EditRange,
-        body: &str,
+        edited: &lint::EditRange,
     ) -> Result<Vec<String>, SandboxError> {
         let lint = &self.config.lint;
         let gated = lint.enabled && lint.builtin;
@@ -593,12 +632,11 @@ impl<S: Sandbox> Aci<S> {
         else {
             return Ok(Vec::new());
         };
-        let edited = lint_range(range, body);
         let options = GateOptions {
             filter_preexisting: lint.filter_preexisting,
             package_init: path.ends_with("/__init__.py") || path == "__init__.py",
         };
-        let verdict = self.linter.gate(language, before, after, &edited, &options);
+        let verdict = self.linter.gate(language, before, after, edited, &options);
         Ok(verdict
             .new_errors
             .iter()
@@ -613,8 +651,7 @@ impl<S: Sandbox> Aci<S> {
         path: &str,
         before: &[u8],
         after: &[u8],
-        range: EditRange,
-        body: &str,
+        edited: &lint::EditRange,
     ) -> Result<Option<Vec<String>>, SandboxError> {
         let Some(command) = self
             .config
@@ -644,8 +681,192 @@ impl<S: Sandbox> Aci<S> {
         } else {
             Vec::new()
         };
-        let new = lint::filter_new(&before_errors, after_errors, &lint_range(range, body));
+        let new = lint::filter_new(&before_errors, after_errors, edited);
         Ok((!new.is_empty()).then(|| new.iter().map(lint::LintError::problem).collect()))
+    }
+
+    /// `str_replace_editor`: reads its arguments, asks the sandbox what the path is (and the
+    /// shell's directory, for a relative path), then runs the command through the pure
+    /// [`editor`] functions, reading and writing the file here.
+    async fn str_replace_editor(
+        &mut self,
+        args: &str,
+        step: &mut StepOutput,
+    ) -> Result<Result<String, String>, SandboxError> {
+        let words = super::args::split_words(args);
+        let request = match editor::parse_args(&words) {
+            Ok(request) => request,
+            Err(usage) => return Ok(Err(usage)),
+        };
+        let path = editor::normalize_path(&request.path);
+        // In a subshell, so that the session's variables are left alone.
+        let probe = format!(
+            "( p={}; if [ -d \"$p\" ]; then echo dir; elif [ -e \"$p\" ]; then echo file; else \
+             echo missing; fi; if [ -d \"$(dirname -- \"$p\")\" ]; then echo parent; else echo \
+             none; fi; pwd )",
+            shell_quote(&path)
+        );
+        let out = self.sandbox.run(&probe, self.command_timeout).await?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let kind = match lines.next() {
+            Some("dir") => EditorPath::Dir,
+            Some("file") => EditorPath::File,
+            _ => EditorPath::Missing,
+        };
+        let parent_exists = lines.next() == Some("parent");
+        let cwd = lines.next().unwrap_or("/").to_owned();
+        if let Err(message) = editor::check_path(&request.command, &path, kind, &cwd) {
+            return Ok(Err(message));
+        }
+        match request.command.as_str() {
+            "view" if kind == EditorPath::Dir => {
+                let out = self
+                    .sandbox
+                    .run(&editor::find_command(&path), self.command_timeout)
+                    .await?;
+                Ok(editor::view_dir(
+                    &path,
+                    request.view_range,
+                    &String::from_utf8_lossy(&out.stdout),
+                    &String::from_utf8_lossy(&out.stderr),
+                ))
+            }
+            "view" => {
+                let (text, _, _) = match self.editor_read(&path).await? {
+                    Ok(read) => read,
+                    Err(message) => return Ok(Err(message)),
+                };
+                let bodies = (self.config.filemap && path.ends_with(".py"))
+                    .then(|| lint::python_function_bodies(text.as_bytes()));
+                Ok(editor::view_file(
+                    &path,
+                    &text,
+                    request.view_range,
+                    bodies.as_deref(),
+                ))
+            }
+            "create" => {
+                let Some(file_text) = request.file_text else {
+                    return Ok(Err(editor::missing_parameter("file_text", "create")));
+                };
+                let message = match editor::create(&path, parent_exists) {
+                    Ok(message) => message,
+                    Err(message) => return Ok(Err(message)),
+                };
+                self.sandbox.write_file(&path, file_text.as_bytes()).await?;
+                self.editor_history.push(&path, file_text);
+                Ok(Ok(message))
+            }
+            "str_replace" => {
+                let Some(old_str) = request.old_str else {
+                    return Ok(Err(editor::missing_parameter("old_str", "str_replace")));
+                };
+                let (text, encoding, original) = match self.editor_read(&path).await? {
+                    Ok(read) => read,
+                    Err(message) => return Ok(Err(message)),
+                };
+                match editor::str_replace(&path, &text, &old_str, request.new_str.as_deref()) {
+                    Ok(edit) => {
+                        self.editor_write(&path, edit, encoding, &original, step)
+                            .await
+                    }
+                    Err(message) => Ok(Err(message)),
+                }
+            }
+            "insert" => {
+                let Some(insert_line) = request.insert_line else {
+                    return Ok(Err(editor::missing_parameter("insert_line", "insert")));
+                };
+                let Some(new_str) = request.new_str else {
+                    return Ok(Err(editor::missing_parameter("new_str", "insert")));
+                };
+                let (text, encoding, original) = match self.editor_read(&path).await? {
+                    Ok(read) => read,
+                    Err(message) => return Ok(Err(message)),
+                };
+                match editor::insert(&path, &text, insert_line, &new_str) {
+                    Ok(edit) => {
+                        self.editor_write(&path, edit, encoding, &original, step)
+                            .await
+                    }
+                    Err(message) => Ok(Err(message)),
+                }
+            }
+            "undo_edit" => {
+                let Some(text) = self.editor_history.pop(&path) else {
+                    return Ok(Err(editor::no_history(&path)));
+                };
+                self.sandbox.write_file(&path, text.as_bytes()).await?;
+                Ok(Ok(editor::undone(&path, &text)))
+            }
+            other => Ok(Err(editor::unrecognized_command(other))),
+        }
+    }
+
+    /// A file as `str_replace_editor` reads it (its text, encoding and bytes), or the message
+    /// when it cannot be read.
+    async fn editor_read(
+        &mut self,
+        path: &str,
+    ) -> Result<Result<(String, editor::Encoding, Vec<u8>), String>, SandboxError> {
+        match self.sandbox.read_file(path).await {
+            Ok(bytes) => {
+                let (text, encoding) = editor::decode(&bytes);
+                Ok(Ok((text, encoding, bytes)))
+            }
+            Err(SandboxError::File { message, .. }) => Ok(Err(format!(
+                "Ran into {message} while trying to read {path}\n"
+            ))),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Writes an edit's text, unless the lint gate (`aci.lint.str_replace_editor`) rejects it:
+    /// the built-in gate before writing, an external one after (the file is then put back).
+    async fn editor_write(
+        &mut self,
+        path: &str,
+        edit: editor::Edit,
+        encoding: editor::Encoding,
+        original: &[u8],
+        step: &mut StepOutput,
+    ) -> Result<Result<String, String>, SandboxError> {
+        let after = match editor::encode(&edit.text, encoding, path) {
+            Ok(bytes) => bytes,
+            Err(message) => return Ok(Err(message)),
+        };
+        let gated = self.config.lint.enabled && self.config.lint.str_replace_editor;
+        if gated {
+            let before = editor::encode(&edit.history, encoding, path).unwrap_or_default();
+            let edited = lint::EditRange {
+                start: edit.start,
+                end: edit.end,
+                replacement_lines: edit.replacement_lines,
+            };
+            let mut problems = self.lint(path, &before, &after, &edited).await?;
+            if problems.is_empty() {
+                self.sandbox.write_file(path, &after).await?;
+                if let Some(external) = self.external_lint(path, &before, &after, &edited).await? {
+                    self.sandbox.write_file(path, original).await?;
+                    problems = external;
+                }
+            }
+            if !problems.is_empty() {
+                step.lint_rejected = true;
+                return Ok(Err(editor::lint_rejection(
+                    &self.config.lint.rejection_first_line,
+                    &problems,
+                    path,
+                    &edit,
+                )));
+            }
+        } else {
+            self.sandbox.write_file(path, &after).await?;
+        }
+        let message = edit.message.clone();
+        self.editor_history.push(path, edit.history);
+        Ok(Ok(message))
     }
 
     /// `submit`: stages everything and diffs against the baseline. Binary files are included

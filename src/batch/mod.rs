@@ -194,6 +194,14 @@ impl RunContext {
                 .add_yaml(&name, &text)
                 .map_err(|e| RunError::Config(e.to_string()))?;
         }
+        for (name, docstring) in &config.aci.docstrings {
+            if !registry.set_docstring(name, docstring) {
+                return Err(RunError::Config(format!(
+                    "aci.docstrings: unknown command `{name}`\nvalid commands: {}",
+                    registry.names().join(", ")
+                )));
+            }
+        }
         let registry = registry
             .enabled(&config.aci.commands)
             .map_err(|e| RunError::Config(e.to_string()))?;

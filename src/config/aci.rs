@@ -8,8 +8,24 @@ use serde::{Deserialize, Serialize};
 /// window of 100 lines stays a few hundred kilobytes at most. SWE-agent cuts no line.
 pub const DEFAULT_MAX_LINE_LENGTH: usize = 2000;
 
-/// The built-in commands, one YAML file and one Rust handler each.
+/// The built-in commands, one YAML file and one Rust handler each: the paper's ten
+/// ([`DEFAULT_COMMANDS`]) and SWE-agent 1.x's `str_replace_editor`.
 pub const BUILTIN_COMMANDS: &[&str] = &[
+    "open",
+    "goto",
+    "scroll_up",
+    "scroll_down",
+    "create",
+    "edit",
+    "search_file",
+    "search_dir",
+    "find_file",
+    "submit",
+    "str_replace_editor",
+];
+
+/// The commands enabled by default (`aci.commands`): the paper's ACI.
+pub const DEFAULT_COMMANDS: &[&str] = &[
     "open",
     "goto",
     "scroll_up",

@@ -191,12 +191,23 @@ pub struct AciConfig {
     /// `agent.templates.observation` template: `{command}` is the command, `{seconds}` the
     /// timeout (mini-swe-agent's text by default).
     pub timeout_exception: String,
+    /// `str_replace_editor view` of a whole `.py` file over 16000 characters shows it
+    /// abbreviated, every function body of 5 lines or more elided (SWE-agent 1.x's
+    /// `USE_FILEMAP`, on in its default config). Off: the file is cut at 16000 characters.
+    pub filemap: bool,
+    /// Messages `submit` prints instead of submitting, one per call, before it submits
+    /// (SWE-agent 1.x's `SUBMIT_REVIEW_MESSAGES`): `{{diff}}` is the patch so far. `submit -f`
+    /// submits at once. Empty: `submit` submits.
+    pub submit_review_messages: Vec<String>,
+    /// Replacement docstrings for commands, by name (what the prompt's docs and the tool
+    /// schemas say), e.g. 1.x's `submit: submits the current file`.
+    pub docstrings: BTreeMap<String, String>,
 }
 
 impl Default for AciConfig {
     fn default() -> Self {
         Self {
-            commands: aci::BUILTIN_COMMANDS
+            commands: aci::DEFAULT_COMMANDS
                 .iter()
                 .map(|c| (*c).to_owned())
                 .collect(),
@@ -213,6 +224,9 @@ impl Default for AciConfig {
             subshell: false,
             submit_sentinel: None,
             timeout_exception: DEFAULT_TIMEOUT_EXCEPTION.to_owned(),
+            filemap: false,
+            submit_review_messages: Vec::new(),
+            docstrings: BTreeMap::new(),
         }
     }
 }
@@ -240,6 +254,10 @@ pub struct LintConfig {
     /// The first line of a rejected edit's observation. v0.1–0.4 wrote
     /// [`LINT_REJECTION_V01`] (with its "commmand").
     pub rejection_first_line: String,
+    /// Gate `str_replace_editor`'s `str_replace` and `insert` too (with `enabled`): an edit
+    /// that adds a syntax error is not made, and the observation says why in v0.7's words.
+    /// Off (SWE-agent 1.x): they always land.
+    pub str_replace_editor: bool,
 }
 
 /// The first line of a rejected edit's observation in SWE-agent v0.7 (the default).
@@ -259,6 +277,7 @@ impl Default for LintConfig {
             external: None,
             filter_preexisting: true,
             rejection_first_line: LINT_REJECTION_V07.to_owned(),
+            str_replace_editor: false,
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod filter;
 mod noqa;
+mod outline;
 mod python_builtins;
 mod python_definitions;
 mod python_indent;
@@ -27,6 +28,7 @@ use std::fmt;
 use tree_sitter::{Parser, Tree};
 
 pub use filter::{filter_new, parse_flake8};
+pub use outline::python_function_bodies;
 
 use python_names::{Change, Units};
 use python_tokens::Scan;

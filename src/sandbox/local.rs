@@ -145,7 +145,7 @@ fn spawn_reader(
 /// command of the interface used inside a shell command line (`cd src && open app.py`) fails
 /// with bash's `command not found`, which the ACI explains to the model. A host may have such a
 /// program (`open` from xdg-utils, `submit` on a cluster); the local session masks them.
-pub const INTERFACE_COMMANDS: [&str; 10] = [
+pub const INTERFACE_COMMANDS: [&str; 11] = [
     "create",
     "edit",
     "find_file",
@@ -155,6 +155,7 @@ pub const INTERFACE_COMMANDS: [&str; 10] = [
     "scroll_up",
     "search_dir",
     "search_file",
+    "str_replace_editor",
     "submit",
 ];
 

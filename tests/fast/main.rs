@@ -23,6 +23,7 @@ mod project_config;
 mod record_fields;
 mod record_spec;
 mod selection;
+mod swe_agent_1;
 mod swebench_logs;
 mod switches;
 mod trajectory_readers;

@@ -11,6 +11,7 @@ use aci::aci::registry::{BUILTIN_COMMANDS, Registry};
 use aci::aci::session::{Builtin, HANDLED_COMMANDS};
 use aci::batch::RunContext;
 use aci::config::Config;
+use aci::config::aci::DEFAULT_COMMANDS;
 use aci::engine::Engine;
 use serde_json::Value;
 use support::Kind;
@@ -91,9 +92,9 @@ fn the_yaml_files_and_the_rust_handlers_match_one_to_one() {
 }
 
 #[test]
-fn the_default_config_enables_every_built_in_command() {
+fn the_default_config_enables_the_papers_ten_commands() {
     let ctx = context(config(&[], &[]), root()).unwrap();
-    assert_eq!(ctx.registry.names(), BUILTIN_COMMANDS);
+    assert_eq!(ctx.registry.names(), DEFAULT_COMMANDS);
 }
 
 #[test]

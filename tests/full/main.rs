@@ -40,4 +40,5 @@ mod sandbox;
 mod sandbox_docker;
 mod sandbox_k8s;
 mod spec_env;
+mod swe_agent_1;
 mod swebench_images;
