@@ -38,7 +38,7 @@ pub const LABEL_ENV_HASH: &str = "aci.env_hash";
 /// Label holding the image an environment image was built on.
 pub const LABEL_BASE_IMAGE: &str = "aci.base_image";
 /// Bumped whenever the recipe below changes, so old images are not taken for new ones.
-const RECIPE_VERSION: &str = "aci-env-v4";
+const RECIPE_VERSION: &str = "aci-env-v5";
 /// Where the setup scripts sit during the build (removed afterwards).
 const SETUP_DIR: &str = "/tmp/aci-setup";
 
@@ -236,8 +236,9 @@ fn label_quote(text: &str) -> String {
     format!("\"{escaped}\"")
 }
 
-/// One setup command as a script: announce the step (`setup N of M: <its first line>`, for
-/// a failure's message), stop at the first failing line, run in the repository.
+/// One setup command as a script: one ordered stream ([`spec_env::ONE_STREAM`]), announce
+/// the step (`setup N of M: <its first line>`, for a failure's message), stop at the first
+/// failing line, run in the repository.
 fn setup_script(repo_dir: &str, command: &str, index: usize, total: usize) -> String {
     let first: String = command
         .lines()
@@ -249,7 +250,8 @@ fn setup_script(repo_dir: &str, command: &str, index: usize, total: usize) -> St
         .collect();
     let step = format!("{STEP_MARKER}setup {index} of {total}: {first}");
     format!(
-        "set -eo pipefail\necho {}\ncd {}\n{command}\n",
+        "set -eo pipefail\n{}\necho {}\ncd {}\n{command}\n",
+        spec_env::ONE_STREAM,
         crate::sandbox::shell_quote(&step),
         crate::sandbox::shell_quote(repo_dir)
     )

@@ -53,6 +53,10 @@ pub const VENV_PATH: &str =
 const RECIPE_VERSION: &str = "aci-spec-env-v2";
 /// Where the scripts and the requirements file sit during the build.
 const SCRIPT_DIR: &str = "/tmp/aci-spec";
+/// The first line after `set -eo pipefail` of every build script: stderr into stdout, and
+/// Python's output unbuffered, so that the build's log is one stream in the order it was
+/// written (the daemon's stdout and stderr reach it apart, in no fixed order).
+pub(crate) const ONE_STREAM: &str = "exec 2>&1\nexport PYTHONUNBUFFERED=1";
 /// The build argument that points pip at the as-of index.
 pub(crate) const INDEX_ARG: &str = "PIP_INDEX_URL";
 /// The suggestion of every error that says aci cannot build an environment.
@@ -537,10 +541,12 @@ fn python_check(python: &str) -> String {
     )
 }
 
-/// A build script: announce the step, stop at the first failing command, echo each one.
+/// A build script: one ordered stream (stderr into stdout, Python unbuffered: the build log
+/// shows lines in the order they were written), announce the step, stop at the first failing
+/// command, echo each one.
 fn script(step: &str, commands: &[String]) -> String {
     let mut text = format!(
-        "set -eo pipefail\necho {}\nset -x\n",
+        "set -eo pipefail\n{ONE_STREAM}\necho {}\nset -x\n",
         shell_quote(&format!("{STEP_MARKER}{step}"))
     );
     for command in commands {

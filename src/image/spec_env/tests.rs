@@ -173,7 +173,7 @@ fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and
     let steps = env.steps();
     assert_eq!(
         steps[0].script,
-        "set -eo pipefail\necho '[aci] step: python3 -m venv /opt/aci-venv (Python 3.9 of \
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: python3 -m venv /opt/aci-venv (Python 3.9 of \
          bullseye)'\nset -x\npython3 -m venv /opt/aci-venv\n/opt/aci-venv/bin/python -c 'import \
          sys; v = \"%d.%d\" % sys.version_info[:2]; print(\"Python\", sys.version.split()[0]); \
          sys.exit(0 if v == \"3.9\" else \"the venv has Python \" + v + \", the spec asks for \
@@ -181,23 +181,23 @@ fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and
     );
     assert_eq!(
         steps[1].script,
-        "set -eo pipefail\necho '[aci] step: pip install the packages of the spec'\nset -x\n\
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip install the packages of the spec'\nset -x\n\
          /opt/aci-venv/bin/python -m pip install mpmath flake8\n"
     );
     assert_eq!(
         steps[2].script,
-        "set -eo pipefail\necho '[aci] step: pip install -r the requirements file \
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip install -r the requirements file \
          of the repository'\nset -x\n/opt/aci-venv/bin/python -m pip install -r \
          /tmp/aci-spec/requirements.txt\n"
     );
     assert_eq!(
         steps[3].script,
-        "set -eo pipefail\necho '[aci] step: pip install the pip_packages of the spec'\nset -x\n\
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip install the pip_packages of the spec'\nset -x\n\
          /opt/aci-venv/bin/python -m pip install mpmath==1.3.0 flake8-comprehensions\n"
     );
     assert_eq!(
         steps[4].script,
-        "set -eo pipefail\necho '[aci] step: pip freeze --all (the lock)'\nset -x\n\
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip freeze --all (the lock)'\nset -x\n\
          /opt/aci-venv/bin/python -m pip freeze --all | sed 's/^/[aci] lock: /'\n"
     );
     // A spec with no packages, no requirements and no pins only makes the venv (and its lock).
