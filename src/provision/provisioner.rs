@@ -193,6 +193,10 @@ impl Provisioner {
             instance_id: &instance.instance_id,
             repo: &instance.repo,
             commit: plan.commit.as_deref(),
+            also: match &plan.image {
+                ImagePlan::Spec(_) => instance.environment_setup_commit.as_deref(),
+                _ => None,
+            },
             notes: request.notes,
             seen: &self.seen,
             mirrors: &self.mirrors,
