@@ -457,3 +457,63 @@ async fn a_pin_released_after_the_cutoff_is_installed_and_named_in_the_label() {
     );
     runtime.remove_image(&built.tag).await.unwrap();
 }
+
+/// A record with no `repo_path`, whose repository comes from a mirror (`env.repo_url`): the
+/// spec layer is still resolved as of its environment setup commit's date, read from the
+/// mirror, and the run's manifest says so.
+#[tokio::test]
+async fn the_setup_commit_date_is_read_from_the_mirror_without_a_repo_path() {
+    let _docker = support::docker().await;
+    let dir = scratch("mirror");
+    let mut record = record(&dir);
+    record.as_object_mut().unwrap().remove("repo_path");
+    let repos = dir.join("repos");
+    std::fs::create_dir_all(repos.join("example")).unwrap();
+    std::fs::rename(dir.join("rangeset"), repos.join("example/rangeset")).unwrap();
+    let instances = dir.join("instances.jsonl");
+    std::fs::write(&instances, format!("{record}\n")).unwrap();
+    let replays = dir.join("replays");
+    std::fs::create_dir_all(&replays).unwrap();
+    std::fs::write(replays.join(format!("{ID}.yaml")), "[\"submit\"]").unwrap();
+    let out = dir.join("batch");
+    let batch = aci(&[
+        "batch",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--model",
+        "replay",
+        "--replay-dir",
+        replays.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--run-id",
+        "test-as-of-mirror",
+        "--set",
+        &format!("env.specs=[{FIXTURE}/specs.yaml]"),
+        "--set",
+        &format!("env.build_logs={}", dir.join("build-logs").display()),
+        "--set",
+        &format!("env.repo_url={}/{{repo}}", repos.display()),
+        "--set",
+        &format!("env.repo_cache={}", dir.join("cache").display()),
+        "--set",
+        "env.resolve_as_of=created_at",
+    ]);
+    assert_eq!(
+        batch.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&batch.stderr)
+    );
+    let manifest = read_json(&out.join("manifest.json"));
+    let locks = manifest["locks"].as_object().unwrap();
+    let spec = locks
+        .iter()
+        .find(|(tag, _)| tag.starts_with("aci-spec-example__rangeset:"))
+        .map(|(_, lock)| lock)
+        .unwrap_or_else(|| panic!("{locks:?}"));
+    assert_eq!(
+        spec["resolved_as_of"],
+        format!("{SETUP_COMMIT_DATE} (the environment_setup_commit's committer date)")
+    );
+}
