@@ -300,10 +300,7 @@ fn a_real_sympy_run_reads_both_canaries_and_is_trusted() {
             Some(&TestStatus::Passed)
         )
     );
-    assert_eq!(
-        verify(SYMPY_GOLD, ParserName::Sympy, &names, &[]),
-        Ok(())
-    );
+    assert_eq!(verify(SYMPY_GOLD, ParserName::Sympy, &names, &[]), Ok(()));
     // The same run with the canary module left out (a runner that was not given it, or did not
     // collect it): its summary no longer counts them either.
     let without: String = SYMPY_GOLD
