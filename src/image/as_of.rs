@@ -10,6 +10,7 @@
 //! build requirements (`setuptools>=40.0`) resolve as of the same date. Downloads go straight to
 //! PyPI's file host: the page's links stay absolute.
 
+pub mod pins;
 pub mod server;
 
 use serde::Deserialize;
@@ -23,23 +24,45 @@ pub const LABEL_RESOLVED_AS_OF: &str = "aci.resolved_as_of";
 /// comments, one line each, separated by `, `).
 pub const LABEL_LOCK: &str = "aci.lock";
 
+/// A layer's cutoff and why it is that instant (for its label).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AsOf {
+    /// The instant.
+    pub cutoff: Cutoff,
+    /// What it is: `env.resolve_as_of`, the record's date it is, or the release of Python.
+    pub why: String,
+}
+
 /// The cutoff of a layer, from `env.resolve_as_of` and the record's date for that layer
-/// (the environment setup commit's committer date, or `created_at`). With `created_at` the
-/// cutoff is never before the release of the layer's Python (`python`, `3.11`): what PyPI
-/// had before it was not made for it (setuptools 41.0.1, of May 2019, does not even import
-/// on Python 3.9). `None`: no filter, with `today`, or with `created_at` for a record without
-/// a readable date.
+/// with what that date is (the environment setup commit's committer date, or `created_at`).
+/// With `created_at` the cutoff is never before the release of the layer's Python (`python`,
+/// `3.11`): what PyPI had before it was not made for it (setuptools 41.0.1, of May 2019, does
+/// not even import on Python 3.9). `None`: no filter, with `today`, or with `created_at` for
+/// a record without a readable date.
 pub fn layer_cutoff(
     setting: ResolveAsOf,
-    record_date: Option<&str>,
+    record_date: Option<(&str, &str)>,
     python: &str,
-) -> Option<Cutoff> {
+) -> Option<AsOf> {
     match setting {
         ResolveAsOf::Today => None,
-        ResolveAsOf::At(cutoff) => Some(cutoff),
+        ResolveAsOf::At(cutoff) => Some(AsOf {
+            cutoff,
+            why: "env.resolve_as_of".to_owned(),
+        }),
         ResolveAsOf::CreatedAt => {
-            let date = record_date.and_then(|date| Cutoff::parse(date).ok())?;
-            Some(python_released(python).map_or(date, |released| date.max(released)))
+            let (text, what) = record_date?;
+            let date = Cutoff::parse(text).ok()?;
+            Some(match python_released(python) {
+                Some(released) if released > date => AsOf {
+                    cutoff: released,
+                    why: format!("the release of Python {python}, after {what} {date}"),
+                },
+                _ => AsOf {
+                    cutoff: date,
+                    why: what.to_owned(),
+                },
+            })
         }
     }
 }
@@ -62,9 +85,24 @@ pub fn python_released(python: &str) -> Option<Cutoff> {
     Cutoff::parse(&format!("{date}T00:00:00Z")).ok()
 }
 
-/// How a cutoff is shown in labels and hashes: RFC 3339 in UTC, or `today`.
-pub fn cutoff_text(cutoff: Option<Cutoff>) -> String {
-    cutoff.map_or_else(|| "today".to_owned(), |cutoff| cutoff.to_string())
+/// The label `aci.resolved_as_of` of a layer: `today`, or its cutoff (RFC 3339 in UTC) and
+/// why, then the pins the index listed although they are newer (`past_cutoff`, from
+/// [`Filtered::past_cutoff`]), each with its upload time: `2019-05-15T13:51:41Z (the
+/// record's created_at); pinned past it: atomicwrites==1.4.1 (uploaded 2022-07-08T…Z)`.
+pub fn resolved_text(as_of: Option<&AsOf>, past_cutoff: &[(String, Cutoff)]) -> String {
+    let Some(as_of) = as_of else {
+        return "today".to_owned();
+    };
+    let mut text = format!("{} ({})", as_of.cutoff, as_of.why);
+    if !past_cutoff.is_empty() {
+        let pins: Vec<String> = past_cutoff
+            .iter()
+            .map(|(pin, uploaded)| format!("{pin} (uploaded {uploaded})"))
+            .collect();
+        text.push_str("; pinned past it: ");
+        text.push_str(&pins.join(", "));
+    }
+    text
 }
 
 /// PEP 503's normalized project name: lower case, each run of `-`, `_`, `.` one `-`.
@@ -114,15 +152,32 @@ enum Yanked {
     Reason(String),
 }
 
+/// A project's page as the index serves it, and the pinned files it lists although they were
+/// uploaded after the cutoff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filtered {
+    /// The PEP 503 HTML page.
+    pub html: String,
+    /// `name==version` of each pinned version listed past the cutoff, with its newest upload
+    /// time among the files listed.
+    pub past_cutoff: Vec<(String, Cutoff)>,
+}
+
 /// The PEP 503 page of `project` with the files of `json` (PyPI's PEP 691 page) uploaded at
-/// or before `cutoff` (their `upload-time`, to the second); a file without an upload time is
-/// left out, since nothing says it is old enough. Each link keeps PyPI's absolute URL, gets
-/// a `#sha256=` fragment when PyPI gives that hash, and carries `data-requires-python` and
-/// `data-yanked` (the reason, or empty) as PyPI's own page does, HTML-escaped.
+/// or before `cutoff` (their `upload-time`, to the second), and the files of the versions in
+/// `pinned` (the layer's exact pins of this project, [`pins::Pins`]) whenever they were
+/// uploaded; a file without an upload time is left out, since nothing says when it was made. Each link keeps PyPI's absolute URL, gets a `#sha256=` fragment
+/// when PyPI gives that hash, and carries `data-requires-python` and `data-yanked` (the
+/// reason, or empty) as PyPI's own page does, HTML-escaped.
 ///
 /// # Errors
 /// The JSON is not a PEP 691 project page: the parser's message.
-pub fn filter_page(project: &str, json: &[u8], cutoff: Cutoff) -> Result<String, String> {
+pub fn filter_page(
+    project: &str,
+    json: &[u8],
+    cutoff: Cutoff,
+    pinned: &[String],
+) -> Result<Filtered, String> {
     let page: Page = serde_json::from_slice(json)
         .map_err(|e| format!("PyPI's page of {project} is not PEP 691 JSON: {e}"))?;
     let name = escape(project);
@@ -131,13 +186,23 @@ pub fn filter_page(project: &str, json: &[u8], cutoff: Cutoff) -> Result<String,
          content=\"1.0\">\n<title>Links for {name}</title>\n</head>\n<body>\n<h1>Links for \
          {name}</h1>\n"
     );
+    let mut past_cutoff: std::collections::BTreeMap<String, Cutoff> = Default::default();
     for file in page.files {
         let uploaded = file
             .upload_time
             .as_deref()
             .and_then(|time| Cutoff::parse(time).ok());
-        if uploaded.is_none_or(|time| time > cutoff) {
-            continue;
+        let pin = pins::file_version(project, &file.filename)
+            .and_then(|version| pinned.iter().find(|pin| pins::same_version(pin, &version)));
+        match (uploaded, pin) {
+            (Some(time), _) if time <= cutoff => {}
+            (Some(time), Some(pin)) => {
+                let newest = past_cutoff
+                    .entry(format!("{project}=={pin}"))
+                    .or_insert(time);
+                *newest = (*newest).max(time);
+            }
+            _ => continue,
         }
         let mut href = file.url.clone();
         if let Some(hash) = file.hashes.get("sha256") {
@@ -158,7 +223,10 @@ pub fn filter_page(project: &str, json: &[u8], cutoff: Cutoff) -> Result<String,
         html.push_str(&format!(">{}</a><br/>\n", escape(&file.filename)));
     }
     html.push_str("</body>\n</html>\n");
-    Ok(html)
+    Ok(Filtered {
+        html,
+        past_cutoff: past_cutoff.into_iter().collect(),
+    })
 }
 
 /// The distributions of a `pip freeze --all` as a constraints file for a rebuild: the

@@ -68,10 +68,10 @@ pub fn write_lock(env: &EnvConfig, tag: &str, constraints: &str) {
 }
 
 /// Puts the lock (`pip freeze --all`) on the image `image_id` as the label
-/// [`super::as_of::LABEL_LOCK`] (its lines but comments, separated by `, `) and tags the
-/// result `tag`.
-/// One `LABEL` over the image: no container runs, no network. Returns the new image id (the
-/// image itself when there is no lock).
+/// [`super::as_of::LABEL_LOCK`] (its lines but comments, separated by `, `), and `resolved`
+/// as [`super::as_of::LABEL_RESOLVED_AS_OF`] (what the build found past its cutoff is known
+/// only after it), and tags the result `tag`.
+/// One `LABEL` over the image: no container runs, no network. Returns the new image id.
 ///
 /// # Errors
 /// The daemon refused: its message.
@@ -80,17 +80,20 @@ pub async fn label_lock(
     tag: &str,
     image_id: &str,
     freeze: &[String],
+    resolved: &str,
 ) -> Result<String, String> {
     let lines: Vec<&str> = freeze
         .iter()
         .map(String::as_str)
         .filter(|line| !line.starts_with('#') && !line.is_empty())
         .collect();
-    let labels =
-        std::collections::BTreeMap::from([(super::as_of::LABEL_LOCK.to_owned(), lines.join(", "))]);
-    if freeze.is_empty() {
-        return Ok(image_id.to_owned());
-    }
+    let labels = std::collections::BTreeMap::from([
+        (super::as_of::LABEL_LOCK.to_owned(), lines.join(", ")),
+        (
+            super::as_of::LABEL_RESOLVED_AS_OF.to_owned(),
+            resolved.to_owned(),
+        ),
+    ]);
     let mut dockerfile = format!("FROM {image_id}\n");
     if let Some(line) = super::env::label_line(&labels) {
         dockerfile.push_str(&line);

@@ -38,7 +38,7 @@ pub const LABEL_ENV_HASH: &str = "aci.env_hash";
 /// Label holding the image an environment image was built on.
 pub const LABEL_BASE_IMAGE: &str = "aci.base_image";
 /// Bumped whenever the recipe below changes, so old images are not taken for new ones.
-const RECIPE_VERSION: &str = "aci-env-v4";
+const RECIPE_VERSION: &str = "aci-env-v5";
 /// Where the setup scripts sit during the build (removed afterwards).
 const SETUP_DIR: &str = "/tmp/aci-setup";
 
@@ -236,8 +236,9 @@ fn label_quote(text: &str) -> String {
     format!("\"{escaped}\"")
 }
 
-/// One setup command as a script: announce the step (`setup N of M: <its first line>`, for
-/// a failure's message), stop at the first failing line, run in the repository.
+/// One setup command as a script: one ordered stream ([`spec_env::ONE_STREAM`]), announce
+/// the step (`setup N of M: <its first line>`, for a failure's message), stop at the first
+/// failing line, run in the repository.
 fn setup_script(repo_dir: &str, command: &str, index: usize, total: usize) -> String {
     let first: String = command
         .lines()
@@ -249,7 +250,8 @@ fn setup_script(repo_dir: &str, command: &str, index: usize, total: usize) -> St
         .collect();
     let step = format!("{STEP_MARKER}setup {index} of {total}: {first}");
     format!(
-        "set -eo pipefail\necho {}\ncd {}\n{command}\n",
+        "set -eo pipefail\n{}\necho {}\ncd {}\n{command}\n",
+        spec_env::ONE_STREAM,
         crate::sandbox::shell_quote(&step),
         crate::sandbox::shell_quote(repo_dir)
     )
@@ -420,7 +422,8 @@ pub async fn ensure_env_image(
         source,
     };
     // A spec's layers are resolved as of a date and locked ([`super::as_of`]): `as_of` is
-    // the instance layer's cutoff then (`None` inside: today), and `None` for an image.
+    // the instance layer's cutoff then (`None` inside: today) with the spec's exact pins,
+    // and `None` for an image.
     let (base, setup, as_of) = match base {
         EnvBase::Spec {
             entry,
@@ -429,14 +432,18 @@ pub async fn ensure_env_image(
         } => {
             let mut spec = spec_env::for_entry(instance, &entry, table, release).await?;
             let setting = request.env.resolve_as_of;
-            spec.cutoff = spec_env::layer_cutoff(instance, setting, &spec.python).await;
+            spec.as_of = spec_env::layer_cutoff(instance, setting, &spec.python).await;
             let env = spec_env::ensure_spec_env(runtime, &spec, id, locks, request).await?;
-            let cutoff = as_of::layer_cutoff(setting, Some(&instance.created_at), &spec.python);
-            (env.tag, spec.repo_setup(), Some(cutoff))
+            let created = (instance.created_at.as_str(), "the record's created_at");
+            let layer = as_of::layer_cutoff(setting, Some(created), &spec.python);
+            (env.tag, spec.repo_setup(), Some((layer, spec.pins())))
         }
         EnvBase::Image(image) => (image.to_owned(), instance.setup.clone(), None),
     };
-    let cutoff = as_of.flatten();
+    let (layer_as_of, pins) = as_of.clone().unzip();
+    let layer_as_of = layer_as_of.flatten();
+    let pins = pins.unwrap_or_default();
+    let cutoff = layer_as_of.as_ref().map(|as_of| as_of.cutoff);
     let base_info = runtime
         .inspect_image(&base)
         .await
@@ -485,7 +492,10 @@ pub async fn ensure_env_image(
         (LABEL_RUN_ID.to_owned(), request.run_id.to_owned()),
     ]);
     if as_of.is_some() {
-        labels.insert(LABEL_RESOLVED_AS_OF.to_owned(), as_of::cutoff_text(cutoff));
+        labels.insert(
+            LABEL_RESOLVED_AS_OF.to_owned(),
+            as_of::resolved_text(layer_as_of.as_ref(), &[]),
+        );
     }
     let recipe = Recipe {
         base: &base_info.id,
@@ -495,7 +505,7 @@ pub async fn ensure_env_image(
         labels,
         pip: PipSteps {
             index: cutoff.is_some(),
-            constraints: as_of.and_then(|_| read_lock(request.env, &tag)),
+            constraints: as_of.as_ref().and_then(|_| read_lock(request.env, &tag)),
             lock: as_of.is_some(),
         },
     };
@@ -512,10 +522,12 @@ pub async fn ensure_env_image(
         message,
         hint: None,
     };
-    let options = as_of::server::build_options(cutoff).map_err(build_error)?;
+    let options = as_of::server::build_options(cutoff, &pins).map_err(build_error)?;
     let built = build(runtime, &tag, context, request, id, &options, cutoff).await?;
     let image_id = if recipe.pip.lock {
-        let labelled = label_lock(runtime, &tag, &built.id, &built.lock)
+        let past_cutoff = as_of::server::past_cutoff(cutoff, &pins);
+        let resolved = as_of::resolved_text(layer_as_of.as_ref(), &past_cutoff);
+        let labelled = label_lock(runtime, &tag, &built.id, &built.lock, &resolved)
             .await
             .map_err(build_error)?;
         write_lock(request.env, &tag, &as_of::constraints(&built.lock));

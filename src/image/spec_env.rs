@@ -23,7 +23,8 @@ use std::sync::LazyLock;
 use sha2::{Digest, Sha256};
 
 use super::LABEL_IMAGE;
-use super::as_of::{self, LABEL_RESOLVED_AS_OF};
+use super::as_of::pins::Pins;
+use super::as_of::{self, AsOf, LABEL_RESOLVED_AS_OF};
 use super::build_log::{
     LOCK_MARKER, STEP_MARKER, build_logged_with, label_lock, read_lock, write_lock,
 };
@@ -49,9 +50,13 @@ pub const LABEL_SPEC: &str = "aci.spec";
 pub const VENV_PATH: &str =
     "/opt/aci-venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// Bumped whenever the recipe below changes, so old images are not taken for new ones.
-const RECIPE_VERSION: &str = "aci-spec-env-v1";
+const RECIPE_VERSION: &str = "aci-spec-env-v2";
 /// Where the scripts and the requirements file sit during the build.
 const SCRIPT_DIR: &str = "/tmp/aci-spec";
+/// The first line after `set -eo pipefail` of every build script: stderr into stdout, and
+/// Python's output unbuffered, so that the build's log is one stream in the order it was
+/// written (the daemon's stdout and stderr reach it apart, in no fixed order).
+pub(crate) const ONE_STREAM: &str = "exec 2>&1\nexport PYTHONUNBUFFERED=1";
 /// The build argument that points pip at the as-of index.
 pub(crate) const INDEX_ARG: &str = "PIP_INDEX_URL";
 /// The suggestion of every error that says aci cannot build an environment.
@@ -150,8 +155,9 @@ pub struct SpecEnv {
     pub pre_install: Vec<String>,
     /// The command that installs the repository (per instance).
     pub install: Option<String>,
-    /// The instant pip resolves this layer as of (`env.resolve_as_of`); `None`: today.
-    pub cutoff: Option<Cutoff>,
+    /// The instant pip resolves this layer as of (`env.resolve_as_of`), and why; `None`:
+    /// today. The spec's exact pins ([`SpecEnv::pins`]) are listed whatever their date.
+    pub as_of: Option<AsOf>,
     /// The lock of an earlier build of this environment, installed as pip's constraints
     /// (`PIP_CONSTRAINT`) so that a rebuild installs the same versions. Not part of the hash.
     pub constraints: Option<String>,
@@ -220,7 +226,7 @@ pub fn spec_env(
         pip_packages: spec.pip_packages.clone(),
         pre_install: spec.pre_install.clone(),
         install: spec.install.clone(),
-        cutoff: None,
+        as_of: None,
         constraints: None,
     }
 }
@@ -315,6 +321,23 @@ pub fn requirements_text(
 }
 
 impl SpecEnv {
+    /// The layer's cutoff, when it is resolved as of one.
+    pub fn cutoff(&self) -> Option<Cutoff> {
+        self.as_of.as_ref().map(|as_of| as_of.cutoff)
+    }
+
+    /// The exact pins of the spec (`name==version` in its packages, its requirements file and
+    /// its pip pins): the as-of index lists them whatever their upload time.
+    pub fn pins(&self) -> Pins {
+        Pins::of(
+            self.packages
+                .iter()
+                .chain(&self.pip_packages)
+                .map(String::as_str)
+                .chain(self.requirements.as_deref()),
+        )
+    }
+
     /// The per-instance setup: the pre-install commands as one script (SWE-bench runs them in
     /// one shell, so a variable set by one is seen by the next), then the install command.
     pub fn repo_setup(&self) -> Vec<String> {
@@ -347,7 +370,7 @@ impl SpecEnv {
             field(&format!("#{}", list.len()));
         }
         field(self.requirements.as_deref().unwrap_or("\0none"));
-        if let Some(cutoff) = self.cutoff {
+        if let Some(cutoff) = self.cutoff() {
             field(&format!("as of {cutoff}"));
         }
         data_encoding::HEXLOWER.encode(&hasher.finalize())
@@ -436,7 +459,7 @@ impl SpecEnv {
     pub fn dockerfile(&self, base: &str, labels: &BTreeMap<String, String>) -> String {
         let mut lines = vec![format!("FROM {base}")];
         lines.extend(label_line(labels));
-        if self.cutoff.is_some() {
+        if self.as_of.is_some() {
             lines.push(format!("ARG {INDEX_ARG}"));
         }
         if self.constraints.is_some() {
@@ -518,10 +541,12 @@ fn python_check(python: &str) -> String {
     )
 }
 
-/// A build script: announce the step, stop at the first failing command, echo each one.
+/// A build script: one ordered stream (stderr into stdout, Python unbuffered: the build log
+/// shows lines in the order they were written), announce the step, stop at the first failing
+/// command, echo each one.
 fn script(step: &str, commands: &[String]) -> String {
     let mut text = format!(
-        "set -eo pipefail\necho {}\nset -x\n",
+        "set -eo pipefail\n{ONE_STREAM}\necho {}\nset -x\n",
         shell_quote(&format!("{STEP_MARKER}{step}"))
     );
     for command in commands {
@@ -677,7 +702,7 @@ pub async fn ensure_spec_env(
         ),
         (
             LABEL_RESOLVED_AS_OF.to_owned(),
-            as_of::cutoff_text(spec.cutoff),
+            as_of::resolved_text(spec.as_of.as_ref(), &[]),
         ),
     ]);
     let mut spec = spec.clone();
@@ -685,14 +710,18 @@ pub async fn ensure_spec_env(
     let context = spec
         .build_context(&base_info.id, &labels)
         .map_err(|e| build_error(format!("cannot write the build context: {e}"), None))?;
-    let options = as_of::server::build_options(spec.cutoff).map_err(|e| build_error(e, None))?;
+    let pins = spec.pins();
+    let options =
+        as_of::server::build_options(spec.cutoff(), &pins).map_err(|e| build_error(e, None))?;
     let built = build_logged_with(runtime, &tag, context, request, instance_id, &options)
         .await
         .map_err(|message| {
             let hint = pypi_hint(&message);
-            build_error(as_of::server::with_failures(message, spec.cutoff), hint)
+            build_error(as_of::server::with_failures(message, spec.cutoff()), hint)
         })?;
-    let image_id = label_lock(runtime, &tag, &built.id, &built.lock)
+    let past_cutoff = as_of::server::past_cutoff(spec.cutoff(), &pins);
+    let resolved = as_of::resolved_text(spec.as_of.as_ref(), &past_cutoff);
+    let image_id = label_lock(runtime, &tag, &built.id, &built.lock, &resolved)
         .await
         .map_err(|message| build_error(message, None))?;
     write_lock(request.env, &tag, &as_of::constraints(&built.lock));
@@ -707,14 +736,10 @@ pub async fn ensure_spec_env(
 
 /// The cutoff of the spec's environment layer (`env.resolve_as_of`): with `created_at`, the
 /// committer date of the record's `environment_setup_commit` in its repository (`repo_path`,
-/// read with git, no network), so that every instance of a (repository, version) shares the
-/// layer; else the record's `created_at`; never before the release of `python`
-/// ([`as_of::layer_cutoff`]).
-pub async fn layer_cutoff(
-    instance: &Instance,
-    setting: ResolveAsOf,
-    python: &str,
-) -> Option<Cutoff> {
+/// which is the mirror's path when the repository came from `env.repo_url`; read with git, no
+/// network), so that every instance of a (repository, version) shares the layer; else the
+/// record's `created_at`; never before the release of `python` ([`as_of::layer_cutoff`]).
+pub async fn layer_cutoff(instance: &Instance, setting: ResolveAsOf, python: &str) -> Option<AsOf> {
     if setting != ResolveAsOf::CreatedAt {
         return as_of::layer_cutoff(setting, None, python);
     }
@@ -728,8 +753,18 @@ pub async fn layer_cutoff(
         }
         _ => None,
     };
-    let date = committed.unwrap_or_else(|| instance.created_at.clone());
-    as_of::layer_cutoff(setting, Some(&date), python)
+    match committed {
+        Some(date) => as_of::layer_cutoff(
+            setting,
+            Some((&date, "the environment_setup_commit's committer date")),
+            python,
+        ),
+        None => as_of::layer_cutoff(
+            setting,
+            Some((&instance.created_at, "the record's created_at")),
+            python,
+        ),
+    }
 }
 
 /// The committer date of `commit` in the git repository `repo` (strict ISO 8601).

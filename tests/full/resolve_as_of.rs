@@ -2,7 +2,7 @@
 //! (tests/fixtures/asof) whose `pip install -e .` needs a setuptools with `pkg_resources`
 //! validates with `created_at` and fails with `today` at its install step; a layer built as of a date
 //! records its lock in its labels and beside its build log, and a rebuild installs what the
-//! lock says.
+//! lock says; a spec's exact pin released after the cutoff is installed all the same.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::{aci, read_json};
-use aci::config::{EnvConfig, ResolveAsOf};
+use aci::config::{Cutoff, EnvConfig, ResolveAsOf};
+use aci::image::as_of::AsOf;
+use aci::image::release::DebianRelease;
+use aci::image::spec_env::{self, SpecEnv};
 use aci::instance::{Instance, parse_instances};
 use aci::provision::Provisioner;
 use serde_json::{Value, json};
@@ -197,7 +200,8 @@ async fn a_2019_project_validates_as_of_its_dates_and_fails_at_its_install_with_
         lines.contains(&"|       ModuleNotFoundError: No module named 'pkg_resources'"),
         "{error}"
     );
-    // The last line of the build's output before the log's path.
+    // The last line of the build's output before the log's path: the setup's stderr and
+    // stdout are one stream, so this is pip's last line whatever the daemon's timing.
     let log_line = lines
         .iter()
         .position(|l| l.starts_with("build log: "))
@@ -259,9 +263,18 @@ async fn a_dated_layer_keeps_its_lock_and_a_rebuild_installs_what_the_lock_says(
     );
     let spec = runtime.inspect_image(&spec_tag).await.unwrap().unwrap();
     let env_image = runtime.inspect_image(&first.tag).await.unwrap().unwrap();
-    assert_eq!(spec.labels["aci.resolved_as_of"], SETUP_COMMIT_DATE);
+    assert_eq!(
+        spec.labels["aci.resolved_as_of"],
+        format!("{SETUP_COMMIT_DATE} (the environment_setup_commit's committer date)")
+    );
     // The record is of 2019, its Python of October 2022: nothing older was made for it.
-    assert_eq!(env_image.labels["aci.resolved_as_of"], PYTHON_3_11_RELEASED);
+    assert_eq!(
+        env_image.labels["aci.resolved_as_of"],
+        format!(
+            "{PYTHON_3_11_RELEASED} (the release of Python 3.11, after the record's created_at \
+             {CREATED_AT})"
+        )
+    );
     // The spec layer: pytest 7.3.1 and what it needed in June 2023, and the venv's own.
     let spec_lock = lock_label(&spec.labels);
     assert_eq!(
@@ -311,4 +324,77 @@ async fn a_dated_layer_keeps_its_lock_and_a_rebuild_installs_what_the_lock_says(
     );
     runtime.remove_image(&second.tag).await.unwrap();
     runtime.remove_image(&spec_tag).await.unwrap();
+}
+
+/// pytest 4.4's spec (pytest-dev__pytest-5227, of 2019, on Python 3.9) pins
+/// `atomicwrites==1.4.1`, and PyPI has no file of atomicwrites older than July 2022: as of the
+/// layer's cutoff (Python 3.9's release) the pin is still installed, the rest of the layer is
+/// as of the cutoff, and the label says which pin came from after it.
+#[tokio::test]
+async fn a_pin_released_after_the_cutoff_is_installed_and_named_in_the_label() {
+    let runtime = support::docker().await;
+    let dir = scratch("pin");
+    let env = EnvConfig {
+        build_logs: Some(dir.join("build-logs")),
+        ..EnvConfig::default()
+    };
+    let request = aci::image::env::EnvRequest {
+        env: &env,
+        run_id: "test-as-of-pin",
+        on_step: &quiet,
+    };
+    let spec = SpecEnv {
+        repo: "example/pinned".to_owned(),
+        version: "4.4".to_owned(),
+        release: DebianRelease::Bullseye,
+        python: "3.9".to_owned(),
+        packages: Vec::new(),
+        requirements: None,
+        // six is not pinned: it resolves as of the cutoff (1.15.0, of May 2020; 1.16.0 is of May 2021).
+        pip_packages: vec!["atomicwrites==1.4.1".to_owned(), "six".to_owned()],
+        pre_install: Vec::new(),
+        install: None,
+        as_of: Some(AsOf {
+            cutoff: Cutoff::parse("2020-10-05T00:00:00Z").unwrap(),
+            why: "the release of Python 3.9, after the record's created_at 2019-05-15T13:51:41Z"
+                .to_owned(),
+        }),
+        constraints: None,
+    };
+    let hash_tag = spec.tag(&spec.env_hash(
+        &runtime
+            .inspect_image("aci-python:bullseye")
+            .await
+            .unwrap()
+            .expect("the image aci-python:bullseye is missing\nhint: run `aci images build --debian bullseye --lang python`")
+            .id,
+    ));
+    // Built by this test, so that the label is this build's.
+    let _ = runtime.remove_image(&hash_tag).await;
+    let started = std::time::Instant::now();
+    let built = spec_env::ensure_spec_env(
+        &runtime,
+        &spec,
+        "example__pinned-1",
+        &aci::image::env::BuildLocks::default(),
+        &request,
+    )
+    .await
+    .unwrap();
+    eprintln!(
+        "built the pinned layer in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(built.tag, hash_tag);
+    let image = runtime.inspect_image(&built.tag).await.unwrap().unwrap();
+    let lock = lock_label(&image.labels);
+    assert!(lock.contains(&"atomicwrites==1.4.1".to_owned()), "{lock:?}");
+    assert!(lock.contains(&"six==1.15.0".to_owned()), "{lock:?}");
+    assert_eq!(
+        image.labels["aci.resolved_as_of"],
+        "2020-10-05T00:00:00Z (the release of Python 3.9, after the record's created_at \
+         2019-05-15T13:51:41Z); pinned past it: atomicwrites==1.4.1 (uploaded \
+         2022-07-08T18:31:40Z)"
+    );
+    runtime.remove_image(&built.tag).await.unwrap();
 }

@@ -142,7 +142,7 @@ fn without_a_repository_only_setup_runs_in_repo_dir() {
 fn setup_scripts_announce_their_step_and_stop_at_the_first_failure_in_the_repository() {
     assert_eq!(
         setup_script("/testbed", "\npip install -e .\nmake", 2, 3),
-        "set -eo pipefail\necho '[aci] step: setup 2 of 3: pip install -e .'\ncd /testbed\n\npip \
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: setup 2 of 3: pip install -e .'\ncd /testbed\n\npip \
          install -e .\nmake\n"
     );
 }

@@ -145,6 +145,19 @@ fn sympy_versions_1_0_to_1_12_share_one_environment_76_of_its_77_lite_instances(
 }
 
 #[test]
+fn the_pins_of_a_spec_are_its_exact_versions_from_every_list() {
+    let mut env = sympy();
+    assert_eq!(env.pins(), Pins::of(["mpmath==1.3.0"]));
+    env.packages.push("numpy==1.19.2".to_owned());
+    env.packages.push("scipy==1.5.*".to_owned());
+    env.requirements = Some("# tests\nhypothesis==6.82.6\npytest>=7\n".to_owned());
+    assert_eq!(
+        env.pins(),
+        Pins::of(["mpmath==1.3.0", "numpy==1.19.2", "hypothesis==6.82.6"])
+    );
+}
+
+#[test]
 fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and_puts_it_on_path() {
     let mut env = sympy();
     env.requirements = Some("pytest\n".to_owned());
@@ -160,7 +173,7 @@ fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and
     let steps = env.steps();
     assert_eq!(
         steps[0].script,
-        "set -eo pipefail\necho '[aci] step: python3 -m venv /opt/aci-venv (Python 3.9 of \
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: python3 -m venv /opt/aci-venv (Python 3.9 of \
          bullseye)'\nset -x\npython3 -m venv /opt/aci-venv\n/opt/aci-venv/bin/python -c 'import \
          sys; v = \"%d.%d\" % sys.version_info[:2]; print(\"Python\", sys.version.split()[0]); \
          sys.exit(0 if v == \"3.9\" else \"the venv has Python \" + v + \", the spec asks for \
@@ -168,23 +181,23 @@ fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and
     );
     assert_eq!(
         steps[1].script,
-        "set -eo pipefail\necho '[aci] step: pip install the packages of the spec'\nset -x\n\
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip install the packages of the spec'\nset -x\n\
          /opt/aci-venv/bin/python -m pip install mpmath flake8\n"
     );
     assert_eq!(
         steps[2].script,
-        "set -eo pipefail\necho '[aci] step: pip install -r the requirements file \
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip install -r the requirements file \
          of the repository'\nset -x\n/opt/aci-venv/bin/python -m pip install -r \
          /tmp/aci-spec/requirements.txt\n"
     );
     assert_eq!(
         steps[3].script,
-        "set -eo pipefail\necho '[aci] step: pip install the pip_packages of the spec'\nset -x\n\
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip install the pip_packages of the spec'\nset -x\n\
          /opt/aci-venv/bin/python -m pip install mpmath==1.3.0 flake8-comprehensions\n"
     );
     assert_eq!(
         steps[4].script,
-        "set -eo pipefail\necho '[aci] step: pip freeze --all (the lock)'\nset -x\n\
+        "set -eo pipefail\nexec 2>&1\nexport PYTHONUNBUFFERED=1\necho '[aci] step: pip freeze --all (the lock)'\nset -x\n\
          /opt/aci-venv/bin/python -m pip freeze --all | sed 's/^/[aci] lock: /'\n"
     );
     // A spec with no packages, no requirements and no pins only makes the venv (and its lock).
@@ -197,7 +210,10 @@ fn the_recipe_creates_the_venv_checks_its_python_installs_in_swe_bench_order_and
     assert_eq!(bare.steps().len(), 2);
     // Resolved as of a date and rebuilt from a lock: the index argument and the constraints.
     let dated = SpecEnv {
-        cutoff: Some(crate::config::Cutoff(1_557_928_301)),
+        as_of: Some(AsOf {
+            cutoff: crate::config::Cutoff(1_557_928_301),
+            why: "the record's created_at".to_owned(),
+        }),
         constraints: Some("mpmath==1.3.0\n".to_owned()),
         ..env
     };
@@ -285,10 +301,18 @@ fn the_env_hash_changes_with_what_is_installed_and_not_with_per_instance_steps()
     assert_eq!(changed(&|e| e.pre_install.push("ls".to_owned())), hash);
     assert_eq!(changed(&|e| e.version = "1.9".to_owned()), hash);
     // A cutoff makes it another environment; a lock to rebuild it with does not.
-    let dated = changed(&|e| e.cutoff = Some(crate::config::Cutoff(0)));
+    let as_of = |cutoff, why: &str| {
+        Some(AsOf {
+            cutoff: crate::config::Cutoff(cutoff),
+            why: why.to_owned(),
+        })
+    };
+    let dated = changed(&|e| e.as_of = as_of(0, "env.resolve_as_of"));
     assert_ne!(dated, hash);
-    assert_ne!(
-        changed(&|e| e.cutoff = Some(crate::config::Cutoff(1))),
+    assert_ne!(changed(&|e| e.as_of = as_of(1, "env.resolve_as_of")), dated);
+    // Why the cutoff is that instant does not change what is installed.
+    assert_eq!(
+        changed(&|e| e.as_of = as_of(0, "the record's created_at")),
         dated
     );
     assert_eq!(
