@@ -275,6 +275,8 @@ fn a_test_command_the_tree_lacks_is_named_as_missing() {
                    directory; the repository has no bin/test)";
     let verdict = &read_json(&validated.join("validation.json"))["calc__calc-1"];
     assert_eq!(verdict["note"], format!("gold: {summary}"), "{verdict}");
+    // Nothing ran without the patch either: its FAIL_TO_PASS test did not fail for want of it.
+    assert_eq!(verdict["empty_fails"], false, "{verdict}");
     let report = &read_json(&validated.join("gold/calc__calc-1/report.json"))["calc__calc-1"];
     assert_eq!(report["cause"]["kind"], "missing_command");
     assert_eq!(report["cause"]["summary"], summary);
