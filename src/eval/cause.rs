@@ -245,6 +245,12 @@ pub fn classify(evidence: &Evidence<'_>) -> Option<Cause> {
     if let Some(reason) = evidence.untrusted_reason
         && !reason.starts_with(NOTHING_RAN)
     {
+        if reason.ends_with(NO_CANARY_RESULT)
+            && nothing_passed(evidence.tests_status)
+            && let Some(cause) = runner_said_only(evidence.test_log)
+        {
+            return Some(cause);
+        }
         return Some(Cause::new(CauseKind::Untrusted, reason.to_owned()));
     }
     if let Some(reason) = evidence.not_run {
@@ -260,6 +266,40 @@ pub fn classify(evidence: &Evidence<'_>) -> Option<Cause> {
         ));
     }
     Some(tests_failed(evidence.tests_status))
+}
+
+/// How the canary check ends its reason when a canary has no result at all.
+const NO_CANARY_RESULT: &str = "has no result in the log";
+
+/// No graded test passed (or none was graded).
+fn nothing_passed(status: Option<&TestsStatus>) -> bool {
+    status.is_none_or(|status| {
+        status.fail_to_pass.success.is_empty() && status.pass_to_pass.success.is_empty()
+    })
+}
+
+/// The runner stopped before any test, saying why in a few lines (pytest's `ERROR: tox.ini:141:
+/// requires pytest-2.0, actual pytest-0.1.dev1`, a usage error): the tests did not run, in the
+/// runner's words. `None` when the test region has more to say than a few lines besides the
+/// shell's trace.
+fn runner_said_only(log: &str) -> Option<Cause> {
+    let region = test_region(log)?;
+    // The region starts right after the marker, on the rest of the marker's own line.
+    let said: Vec<&str> = region
+        .lines()
+        .skip(1)
+        .map(str::trim_end)
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('+'))
+        .collect();
+    let first = said.first()?;
+    if said.len() > 3 {
+        return None;
+    }
+    let summary = format!(
+        "the tests did not run: the test runner said only: {}",
+        first.trim()
+    );
+    Some(Cause::new(CauseKind::TestsDidNotRun, summary).with(Vec::new(), said.join("\n")))
 }
 
 /// The environment's build error: its first line says the step; the detail keeps its last lines.

@@ -447,6 +447,55 @@ fn a_test_command_that_cannot_start_is_the_cause_whatever_failed_before_it() {
     assert_eq!(cause.kind, CauseKind::Network);
 }
 
+/// pytest 4.4.2 from a tree with no tags: setuptools_scm versions it 0.1.dev1, and its own
+/// tox.ini asks for pytest 2.0 or later.
+const PYTEST_REFUSED_TO_START: &str = "\
++ : '>>>>> Start Test Output'
++ pytest -rA testing/logging/test_reporting.py testing/logging/test_526b3903463f.py
+ERROR: /testbed/tox.ini:141: requires pytest-2.0, actual pytest-0.1.dev1+g2c5b120.d20261202'
+
++ ACI_TEST_EXIT_CODE=4
++ : '>>>>> End Test Output'
++ echo '>>>>> Test Exit Code: 4'
+>>>>> Test Exit Code: 4
+";
+
+#[test]
+fn a_runner_that_stops_before_any_test_is_quoted_rather_than_the_canaries() {
+    let untrusted = "untrusted test run: the canary test that must pass (test_3b9112bb4686) has no \
+                     result in the log";
+    let nothing = status((&[], &["test_a"]), (&[], &["test_b"]));
+    let cause = classify(&Evidence {
+        test_log: PYTEST_REFUSED_TO_START,
+        untrusted_reason: Some(untrusted),
+        tests_status: Some(&nothing),
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (cause.kind, cause.summary.as_str(), cause.infrastructure),
+        (
+            CauseKind::TestsDidNotRun,
+            "the tests did not run: the test runner said only: ERROR: /testbed/tox.ini:141: \
+             requires pytest-2.0, actual pytest-0.1.dev1+g2c5b120.d20261202'",
+            false
+        )
+    );
+    // A test that passed shows the suite ran: the canaries' missing result is the cause.
+    let one_passed = status((&[], &["test_a"]), (&["test_b"], &[]));
+    let cause = classify(&Evidence {
+        test_log: PYTEST_REFUSED_TO_START,
+        untrusted_reason: Some(untrusted),
+        tests_status: Some(&one_passed),
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (cause.kind, cause.summary.as_str()),
+        (CauseKind::Untrusted, untrusted)
+    );
+}
+
 #[test]
 fn a_patch_that_does_not_apply_names_its_file_and_hunk() {
     let output = "\
