@@ -155,6 +155,72 @@ pub struct Manifest {
     pub images: BTreeMap<String, ImageRecord>,
     /// The shuffle seed, when one was used.
     pub seed: Option<u64>,
+    /// Environment image tag → its lock, for every environment resolved as of a date that an
+    /// instance of this output directory ran in (its spec layer too): added as the images
+    /// are known, after the instances ran, and kept by later runs into the directory.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub locks: BTreeMap<String, LockRecord>,
+}
+
+/// The lock of an environment image: what its venv holds, and as of when it was resolved.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockRecord {
+    /// The image id.
+    pub id: String,
+    /// Its `aci.resolved_as_of` label: the cutoff, why, and the pins past it.
+    pub resolved_as_of: String,
+    /// Its `aci.lock` label, one distribution each (`pip freeze --all`).
+    pub lock: Vec<String>,
+}
+
+impl LockRecord {
+    /// The lock of the image `id` from its labels; `None` for an image built without one
+    /// (not resolved as of a date, or not by aci).
+    pub fn from_labels(
+        id: &str,
+        labels: &std::collections::HashMap<String, String>,
+    ) -> Option<Self> {
+        let lock = labels.get(crate::image::as_of::LABEL_LOCK)?;
+        Some(Self {
+            id: id.to_owned(),
+            resolved_as_of: labels
+                .get(crate::image::as_of::LABEL_RESOLVED_AS_OF)
+                .cloned()
+                .unwrap_or_default(),
+            lock: lock
+                .split(", ")
+                .filter(|line| !line.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        })
+    }
+}
+
+/// The locks of `DIR/manifest.json`, when there is one that can be read.
+pub fn read_manifest_locks(output: &Path) -> BTreeMap<String, LockRecord> {
+    std::fs::read(output.join("manifest.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Manifest>(&bytes).ok())
+        .map(|manifest| manifest.locks)
+        .unwrap_or_default()
+}
+
+/// Adds `locks` to `DIR/manifest.json` (a lock of the same tag replaced). Nothing happens
+/// without a manifest that can be read.
+pub fn add_manifest_locks(
+    output: &Path,
+    locks: BTreeMap<String, LockRecord>,
+) -> std::io::Result<()> {
+    let path = output.join("manifest.json");
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(());
+    };
+    let mut manifest: Manifest = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
+    if locks.is_empty() {
+        return Ok(());
+    }
+    manifest.locks.extend(locks);
+    write_manifest(output, &manifest)
 }
 
 /// An image used by a run.
@@ -175,6 +241,79 @@ pub fn write_manifest(output: &Path, manifest: &Manifest) -> std::io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_is_read_from_an_image_s_labels_and_added_to_the_manifest() {
+        let labels = std::collections::HashMap::from([
+            (
+                "aci.lock".to_owned(),
+                "atomicwrites==1.4.1, pip==20.3.4, six==1.15.0".to_owned(),
+            ),
+            (
+                "aci.resolved_as_of".to_owned(),
+                "2020-10-05T00:00:00Z (env.resolve_as_of)".to_owned(),
+            ),
+            ("aci.image".to_owned(), "env".to_owned()),
+        ]);
+        let lock = LockRecord::from_labels("sha256:1", &labels).unwrap();
+        assert_eq!(
+            lock,
+            LockRecord {
+                id: "sha256:1".to_owned(),
+                resolved_as_of: "2020-10-05T00:00:00Z (env.resolve_as_of)".to_owned(),
+                lock: ["atomicwrites==1.4.1", "pip==20.3.4", "six==1.15.0"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            }
+        );
+        assert_eq!(
+            LockRecord::from_labels("sha256:2", &std::collections::HashMap::new()),
+            None
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        // No manifest: nothing to add to.
+        add_manifest_locks(
+            dir.path(),
+            BTreeMap::from([("t:1".to_owned(), lock.clone())]),
+        )
+        .unwrap();
+        assert!(!dir.path().join("manifest.json").exists());
+        let manifest = Manifest {
+            aci_version: "0".to_owned(),
+            run_id: "r".to_owned(),
+            model: "replay".to_owned(),
+            runtime: "docker".to_owned(),
+            instances: "i.jsonl".to_owned(),
+            config_files: Vec::new(),
+            config_sets: Vec::new(),
+            config_hash: "h".to_owned(),
+            config: serde_json::json!({}),
+            images: BTreeMap::new(),
+            seed: None,
+            locks: BTreeMap::new(),
+        };
+        write_manifest(dir.path(), &manifest).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("manifest.json")).unwrap();
+        assert!(!text.contains("\"locks\""), "{text}");
+        add_manifest_locks(
+            dir.path(),
+            BTreeMap::from([("t:1".to_owned(), lock.clone())]),
+        )
+        .unwrap();
+        let read: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            read["locks"],
+            serde_json::json!({"t:1": {
+                "id": "sha256:1",
+                "resolved_as_of": "2020-10-05T00:00:00Z (env.resolve_as_of)",
+                "lock": ["atomicwrites==1.4.1", "pip==20.3.4", "six==1.15.0"],
+            }})
+        );
+        assert_eq!(read_manifest_locks(dir.path())["t:1"], lock);
+    }
 
     #[test]
     fn predictions_merge_from_per_instance_files_sorted_by_id() {

@@ -10,7 +10,7 @@ use aci::instance::{self, Instance};
 use aci::text::escape_controls_in_lines;
 
 use super::context::{agent_context, agent_settings, finish_run};
-use super::manifest::{warn_on_config_change, write_manifest};
+use super::manifest::{record_locks, warn_on_config_change, write_manifest};
 use super::{Failure, Out, Signals, engine};
 use crate::cli::BatchArgs;
 
@@ -89,6 +89,7 @@ pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd,
         Stop::Given(interrupt) => interrupt,
     };
     let ahead = ctx.ahead.clone();
+    let provisioner = ctx.provisioner.clone();
     let options = batch::runner::BatchOptions {
         workers: usize::try_from(args.workers).unwrap_or(1),
         redo: args.redo,
@@ -97,6 +98,7 @@ pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd,
     let report =
         batch::runner::run_batch(Arc::new(ctx), selected, &options, interrupt, &mut progress).await;
     engine::finish(ahead.as_deref()).await;
+    record_locks(&output, docker.as_ref(), &provisioner.env_images()).await;
     let finished = finish_run(docker.as_ref(), &output).await;
     let context = batch::summary::SummaryContext {
         output: &output,

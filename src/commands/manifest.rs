@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use aci::batch::{RunContext, output};
+use aci::image::env::EnvImage;
 use aci::instance::Instance;
 use aci::sandbox::docker::DockerRuntime;
 
@@ -74,6 +75,7 @@ pub async fn write_manifest(
         config,
         images,
         seed,
+        locks: output::read_manifest_locks(&ctx.output),
     };
     output::write_manifest(&ctx.output, &manifest).map_err(|e| {
         Failure::new(format!(
@@ -81,6 +83,39 @@ pub async fn write_manifest(
             ctx.output.join("manifest.json").display()
         ))
     })
+}
+
+/// Adds to `manifest.json` the locks of the environment images the run's instances ran in
+/// (`provisioned`), and of the spec layers under them: read from their labels, so a user (or
+/// `aci images`) finds the versions in the run's output. An image without a lock label (not
+/// resolved as of a date) adds nothing; an image that cannot be inspected is left out, and a
+/// manifest that cannot be rewritten is a warning: the instances' results stand.
+pub async fn record_locks(output: &Path, docker: Option<&DockerRuntime>, provisioned: &[EnvImage]) {
+    let Some(docker) = docker else {
+        return;
+    };
+    let mut locks = std::collections::BTreeMap::new();
+    for image in provisioned {
+        for (tag, reference) in [
+            (&image.tag, &image.id),
+            (&image.base_image, &image.base_image),
+        ] {
+            if tag.is_empty() || locks.contains_key(tag) {
+                continue;
+            }
+            if let Ok(Some(info)) = docker.inspect_image(reference).await
+                && let Some(lock) = output::LockRecord::from_labels(&info.id, &info.labels)
+            {
+                locks.insert(tag.clone(), lock);
+            }
+        }
+    }
+    if let Err(e) = output::add_manifest_locks(output, locks) {
+        eprintln!(
+            "warning: cannot add the environments' locks to {}: {e}",
+            output.join("manifest.json").display()
+        );
+    }
 }
 
 /// Resuming into a directory written with another configuration mixes results: say so.

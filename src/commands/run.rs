@@ -7,7 +7,7 @@ use aci::model::ReplayInput;
 use aci::text::escape_controls;
 
 use super::context::{agent_context, agent_settings, finish_run};
-use super::manifest::write_manifest;
+use super::manifest::{record_locks, write_manifest};
 use super::{Failure, Signals, engine, find_instance, load_instances, run_failure};
 use crate::cli::RunArgs;
 
@@ -48,6 +48,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let watch = interrupt.clone();
     let result = batch::run_instance_interruptible(&ctx, instance, replay, interrupt).await;
     engine::finish(ctx.ahead.as_deref()).await;
+    record_locks(&output, docker.as_ref(), &ctx.provisioner.env_images()).await;
     let finished = finish_run(docker.as_ref(), &output).await;
     let patch = output::patch_path(&output, &result.instance_id);
     println!(

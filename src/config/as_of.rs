@@ -13,8 +13,8 @@ pub enum ResolveAsOf {
     /// committer date (else the record's `created_at`), the instance's layer as of its
     /// `created_at`.
     CreatedAt,
-    /// No filter: what PyPI has now (the default, until a version a spec pins can never be
-    /// hidden by the date: SWE-bench's specs pin versions newer than many records).
+    /// No filter: what PyPI has now (the default for now: the date rule, which lists a spec's
+    /// exact pins whatever their date, changes every spec environment already built).
     #[default]
     Today,
     /// This instant for every layer of every instance.

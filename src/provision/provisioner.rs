@@ -41,6 +41,8 @@ pub struct Provisioner {
     /// References known to be in a cluster's registry; one lock per reference so that two
     /// tasks needing the same image push it once.
     published: Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>,
+    /// The environment images found or built so far, by tag (for the manifest's locks).
+    env_images: Mutex<std::collections::BTreeMap<String, EnvImage>>,
 }
 
 /// What [`Provisioner::provision`] needs besides the instance.
@@ -193,6 +195,10 @@ impl Provisioner {
             instance_id: &instance.instance_id,
             repo: &instance.repo,
             commit: plan.commit.as_deref(),
+            also: match &plan.image {
+                ImagePlan::Spec(_) => instance.environment_setup_commit.as_deref(),
+                _ => None,
+            },
             notes: request.notes,
             seen: &self.seen,
             mirrors: &self.mirrors,
@@ -227,7 +233,31 @@ impl Provisioner {
         self.env_image_of(runtime, &plan, instance, request).await
     }
 
+    /// The environment images this provisioner found or built, sorted by tag.
+    pub fn env_images(&self) -> Vec<EnvImage> {
+        self.env_images
+            .lock()
+            .map(|images| images.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
     async fn env_image_of(
+        &self,
+        runtime: &DockerRuntime,
+        plan: &EnvPlan,
+        instance: &Instance,
+        request: &EnvRequest<'_>,
+    ) -> Result<EnvImage, EnvImageError> {
+        let image = self
+            .find_env_image(runtime, plan, instance, request)
+            .await?;
+        if let Ok(mut images) = self.env_images.lock() {
+            images.insert(image.tag.clone(), image.clone());
+        }
+        Ok(image)
+    }
+
+    async fn find_env_image(
         &self,
         runtime: &DockerRuntime,
         plan: &EnvPlan,

@@ -242,6 +242,10 @@ pub struct RepoRequest<'a> {
     pub repo: &'a str,
     /// The commit wanted.
     pub commit: Option<&'a str>,
+    /// Another commit a mirror should hold too, when it can: the record's
+    /// `environment_setup_commit`, whose date and requirements file a spec's environment
+    /// layer reads from the repository (a mirror that cannot get it still serves `commit`).
+    pub also: Option<&'a str>,
     /// Receives the progress of clones.
     pub notes: &'a Notes<'a>,
     /// What is known of the images looked into.
@@ -336,7 +340,18 @@ async fn from_mirror(
         instance_id: request.instance_id,
     };
     match mirror::ensure_commit(&mirror_request, request.notes, request.mirrors).await {
-        Ok(path) => Ok(Origin::Mirror { url, path }),
+        Ok(path) => {
+            if let Some(also) = request.also.filter(|also| *also != commit) {
+                let also_request = mirror::MirrorRequest {
+                    commit: also,
+                    ..mirror_request
+                };
+                // Without it the layer's date is the record's created_at, and a requirements
+                // file the spec reads is an error that names the commit.
+                let _ = mirror::ensure_commit(&also_request, request.notes, request.mirrors).await;
+            }
+            Ok(Origin::Mirror { url, path })
+        }
         Err(error) => {
             tried.push(error.to_string());
             Err(PrepareError::NoRepository {

@@ -176,6 +176,65 @@ async fn a_2019_project_validates_as_of_its_dates_and_fails_at_its_install_with_
         json!({ID: {"gold_resolved": true, "empty_fails": true}})
     );
 
+    // A run in the environments just built records their locks in its manifest.
+    let replays = dir.join("replays");
+    std::fs::create_dir_all(&replays).unwrap();
+    std::fs::write(replays.join(format!("{ID}.yaml")), "[\"submit\"]").unwrap();
+    let instances = dir.join("instances-created_at.jsonl");
+    let out = dir.join("batch");
+    let batch = aci(&[
+        "batch",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--model",
+        "replay",
+        "--replay-dir",
+        replays.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--run-id",
+        "test-as-of-batch",
+        "--set",
+        &format!("env.specs=[{FIXTURE}/specs.yaml]"),
+        "--set",
+        &format!("env.build_logs={}", dir.join("build-logs").display()),
+        "--set",
+        "env.resolve_as_of=created_at",
+    ]);
+    assert_eq!(
+        batch.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&batch.stderr)
+    );
+    let manifest = read_json(&out.join("manifest.json"));
+    let locks = manifest["locks"].as_object().unwrap();
+    let tags: Vec<&String> = locks.keys().collect();
+    assert_eq!(tags.len(), 2, "{locks:?}");
+    assert!(tags[0].starts_with("aci-env-python:"), "{tags:?}");
+    assert!(
+        tags[1].starts_with("aci-spec-example__rangeset:"),
+        "{tags:?}"
+    );
+    assert_eq!(
+        locks[tags[1]]["resolved_as_of"],
+        format!("{SETUP_COMMIT_DATE} (the environment_setup_commit's committer date)")
+    );
+    assert!(
+        locks[tags[1]]["lock"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("pytest==7.3.1")),
+        "{locks:?}"
+    );
+    assert!(
+        locks[tags[0]]["lock"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("-e /testbed")),
+        "{locks:?}"
+    );
+
     let (validated, verdicts) = validate(&dir, &record, "today");
     assert_eq!(validated.status.code(), Some(0));
     assert_eq!(verdicts[ID]["gold_resolved"], false);
