@@ -176,9 +176,9 @@ pub fn verdict(
 }
 
 /// The cause of the empty evaluation when no test passed in it (none of FAIL_TO_PASS and
-/// PASS_TO_PASS) and that cause is the environment's or an untrusted run (a test command that is
-/// not there, no test output, canaries without results): then its FAIL_TO_PASS tests did not fail
-/// for want of the fix.
+/// PASS_TO_PASS) and that cause is the environment's, an untrusted run or tests that did not run
+/// (a test command that is not there, a runner that stopped before any test, canaries without
+/// results): then its FAIL_TO_PASS tests did not fail for want of the fix.
 fn no_test_verdict<'a>(
     empty: Option<&'a InstanceDone>,
     empty_report: Option<&InstanceReport>,
@@ -189,8 +189,9 @@ fn no_test_verdict<'a>(
         .is_none_or(|status| {
             status.fail_to_pass.success.is_empty() && status.pass_to_pass.success.is_empty()
         });
-    (nothing_passed && (cause.infrastructure || cause.kind == CauseKind::Untrusted))
-        .then_some(cause)
+    let not_the_fix = cause.infrastructure
+        || matches!(cause.kind, CauseKind::Untrusted | CauseKind::TestsDidNotRun);
+    (nothing_passed && not_the_fix).then_some(cause)
 }
 
 /// The table of `validation.md` and of stdout: one row per instance (the note is the first
@@ -585,6 +586,34 @@ mod tests {
         );
         assert!(some_ran.empty_fails);
         assert_eq!(some_ran.error, None);
+        // A runner that stopped before any test: the tests did not run either.
+        let refused = InstanceDone {
+            cause: crate::eval::cause::classify(&crate::eval::cause::Evidence {
+                test_log: "+ : '>>>>> Start Test Output'\n+ pytest -rA t.py\nERROR: \
+                           /testbed/tox.ini:141: requires pytest-2.0, actual pytest-0.1.dev1\n+ \
+                           : '>>>>> End Test Output'\n>>>>> Test Exit Code: 4\n",
+                untrusted_reason: Some(
+                    "untrusted test run: the canary test that must pass (test_3b9112bb4686) \
+                     has no result in the log",
+                ),
+                ..crate::eval::cause::Evidence::default()
+            }),
+            ..done(InstanceStatus::Unresolved(None), 2)
+        };
+        let stopped = super::verdict(
+            Some(&done(InstanceStatus::Resolved, 1)),
+            Some(&refused),
+            Some(&report(&[], &["t.py::test_a"])),
+            &tests(&["t.py::test_a"]),
+        );
+        assert!(!stopped.empty_fails);
+        assert_eq!(
+            stopped.error.as_deref(),
+            Some(
+                "empty: the tests did not run: the test runner said only: ERROR: \
+                 /testbed/tox.ini:141: requires pytest-2.0, actual pytest-0.1.dev1"
+            )
+        );
     }
 
     fn verdict_without_cause() -> Validation {
