@@ -344,10 +344,10 @@ pub struct ValidateArgs {
     /// How many instances are evaluated at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub workers: u16,
-    /// The output directory. Rerunning into the same directory keeps every evaluation graded
-    /// from the same patch, eval script and image.
-    #[arg(long, value_name = "DIR")]
-    pub output: PathBuf,
+    /// The output directory (not needed with --plan). Rerunning into the same directory keeps
+    /// every evaluation graded from the same patch, eval script and image.
+    #[arg(long, value_name = "DIR", required_unless_present = "plan")]
+    pub output: Option<PathBuf>,
     /// The run id labelled on containers and on the environment images this run builds
     /// (default: a timestamp).
     #[arg(long)]

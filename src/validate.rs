@@ -28,7 +28,9 @@ pub struct Validation {
     /// The gold patch resolves the instance.
     pub gold_resolved: bool,
     /// Without a patch, no FAIL_TO_PASS test passes (a test missing from the log counts as
-    /// failing, as in SWE-bench); false when there is no FAIL_TO_PASS test at all.
+    /// failing, as in SWE-bench); false when there is no FAIL_TO_PASS test at all, and when no
+    /// test at all passed without the patch for the environment's reason or an untrusted run
+    /// (the tests did not run: their failing proves nothing).
     pub empty_fails: bool,
     /// Wall time of both evaluations in this run (image builds included), in seconds, to the
     /// millisecond.
@@ -131,6 +133,19 @@ pub fn verdict(
             }
             false
         }
+        Some(InstanceStatus::Resolved | InstanceStatus::Unresolved(_))
+            if let Some(cause) = no_test_verdict(empty, empty_report) =>
+        {
+            // Not one test passed, for a reason that is not the missing fix: the FAIL_TO_PASS
+            // tests' failing says nothing.
+            if !errors
+                .iter()
+                .any(|e| e.strip_prefix("gold: ") == Some(cause.summary.as_str()))
+            {
+                errors.push(format!("empty: {}", cause.summary));
+            }
+            false
+        }
         Some(InstanceStatus::Resolved | InstanceStatus::Unresolved(_)) => {
             if fail_to_pass.is_empty() {
                 errors.push("FAIL_TO_PASS is empty".to_owned());
@@ -158,6 +173,25 @@ pub fn verdict(
         gold_cause,
         needs_network,
     }
+}
+
+/// The cause of the empty evaluation when no test passed in it (none of FAIL_TO_PASS and
+/// PASS_TO_PASS) and that cause is the environment's, an untrusted run or tests that did not run
+/// (a test command that is not there, a runner that stopped before any test, canaries without
+/// results): then its FAIL_TO_PASS tests did not fail for want of the fix.
+fn no_test_verdict<'a>(
+    empty: Option<&'a InstanceDone>,
+    empty_report: Option<&InstanceReport>,
+) -> Option<&'a Cause> {
+    let cause = empty?.cause.as_ref()?;
+    let nothing_passed = empty_report
+        .and_then(|report| report.tests_status.as_ref())
+        .is_none_or(|status| {
+            status.fail_to_pass.success.is_empty() && status.pass_to_pass.success.is_empty()
+        });
+    let not_the_fix = cause.infrastructure
+        || matches!(cause.kind, CauseKind::Untrusted | CauseKind::TestsDidNotRun);
+    (nothing_passed && not_the_fix).then_some(cause)
 }
 
 /// The table of `validation.md` and of stdout: one row per instance (the note is the first
@@ -494,6 +528,91 @@ mod tests {
         assert_eq!(
             unexplained.note.as_deref(),
             Some("gold: the gold patch did not resolve (no cause was recorded)")
+        );
+    }
+
+    #[test]
+    fn an_empty_run_where_no_test_ran_does_not_count_as_failing_without() {
+        let log = ">>>>> Start Test Output\n/tmp/aci-eval/tests.sh: line 9: bin/test: No such \
+                   file or directory\n>>>>> End Test Output\n>>>>> Test Exit Code: 127\n";
+        let cause = crate::eval::cause::classify(&crate::eval::cause::Evidence {
+            test_log: log,
+            untrusted_reason: Some(
+                "untrusted test run: the canary test that must pass (test_d4787f063026) has no \
+                 result in the log",
+            ),
+            ..crate::eval::cause::Evidence::default()
+        });
+        let unresolved = InstanceDone {
+            cause,
+            ..done(InstanceStatus::Unresolved(None), 2)
+        };
+        let summary = "a command the tests run is missing: bin/test (bin/test: No such file or \
+                       directory; the repository has no bin/test)";
+        let verdict = verdict(
+            Some(&unresolved),
+            Some(&unresolved),
+            Some(&report(&[], &["test_immutable"])),
+            &tests(&["test_immutable"]),
+        );
+        assert!(!verdict.empty_fails);
+        // Said once, for both evaluations.
+        assert_eq!(
+            verdict.error.as_deref(),
+            Some(format!("gold: {summary}").as_str())
+        );
+        let only_empty = super::verdict(
+            Some(&done(InstanceStatus::Resolved, 1)),
+            Some(&unresolved),
+            Some(&report(&[], &["test_immutable"])),
+            &tests(&["test_immutable"]),
+        );
+        assert!(!only_empty.empty_fails);
+        assert_eq!(
+            only_empty.error.as_deref(),
+            Some(format!("empty: {summary}").as_str())
+        );
+        // A test that passed without the patch shows the suite ran: the failing FAIL_TO_PASS
+        // tests count, whatever else the run lacked.
+        let mut ran = report(&[], &["test_immutable"]);
+        if let Some(status) = ran.tests_status.as_mut() {
+            status.pass_to_pass.success = vec!["test_equality".to_owned()];
+        }
+        let some_ran = super::verdict(
+            Some(&done(InstanceStatus::Resolved, 1)),
+            Some(&unresolved),
+            Some(&ran),
+            &tests(&["test_immutable"]),
+        );
+        assert!(some_ran.empty_fails);
+        assert_eq!(some_ran.error, None);
+        // A runner that stopped before any test: the tests did not run either.
+        let refused = InstanceDone {
+            cause: crate::eval::cause::classify(&crate::eval::cause::Evidence {
+                test_log: "+ : '>>>>> Start Test Output'\n+ pytest -rA t.py\nERROR: \
+                           /testbed/tox.ini:141: requires pytest-2.0, actual pytest-0.1.dev1\n+ \
+                           : '>>>>> End Test Output'\n>>>>> Test Exit Code: 4\n",
+                untrusted_reason: Some(
+                    "untrusted test run: the canary test that must pass (test_3b9112bb4686) \
+                     has no result in the log",
+                ),
+                ..crate::eval::cause::Evidence::default()
+            }),
+            ..done(InstanceStatus::Unresolved(None), 2)
+        };
+        let stopped = super::verdict(
+            Some(&done(InstanceStatus::Resolved, 1)),
+            Some(&refused),
+            Some(&report(&[], &["t.py::test_a"])),
+            &tests(&["t.py::test_a"]),
+        );
+        assert!(!stopped.empty_fails);
+        assert_eq!(
+            stopped.error.as_deref(),
+            Some(
+                "empty: the tests did not run: the test runner said only: ERROR: \
+                 /testbed/tox.ini:141: requires pytest-2.0, actual pytest-0.1.dev1"
+            )
         );
     }
 

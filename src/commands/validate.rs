@@ -36,10 +36,15 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     if args.plan {
         return super::print_plans(&instances, &config.env, false);
     }
+    let Some(output) = args.output.clone() else {
+        return Err(Failure::new(
+            "validate needs --output DIR (only --plan goes without)",
+        ));
+    };
     // A spec file that cannot be read stops the run here, not once per instance.
     let provisioner = Arc::new(Provisioner::new());
     provisioner.table(&config.env.specs)?;
-    create_output_dir(&args.output)?;
+    create_output_dir(&output)?;
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
     let mut signals = Signals::listen()?;
@@ -47,7 +52,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     let engine = engine::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),
-        output: args.output.clone(),
+        output: output.clone(),
         workers: usize::from(args.workers),
         timeout: timeout.duration(),
         env: config.env,
@@ -59,7 +64,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
         "validating {} instance(s) with {} worker(s) into {}",
         instances.len(),
         args.workers,
-        args.output.display()
+        output.display()
     );
     let mut progress = |line: &str| eprintln!("{}", escape_controls_in_lines(line));
     let result = tokio::select! {
@@ -76,10 +81,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     let verdicts = result?;
     // The ids and the notes (errors quoting paths and build output) come from outside.
     print!("{}", escape_controls_in_lines(&table(&verdicts)));
-    println!(
-        "verdicts: {}",
-        args.output.join("validation.json").display()
-    );
+    println!("verdicts: {}", output.join("validation.json").display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -20,8 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use super::canary::UNTRUSTED_TEST_RUN;
 use super::grade::TestsStatus;
-use super::parse::NotRunReason;
-use super::script::APPLY_PATCH_FAIL;
+use super::parse::summary::test_region;
+use super::parse::{NotRunReason, recorded_exit_code};
+use super::script::{APPLY_PATCH_FAIL, END_MARKER};
 use crate::text::escape_controls;
 use crate::text::pattern::literal_regex;
 
@@ -228,6 +229,9 @@ pub fn classify(evidence: &Evidence<'_>) -> Option<Cause> {
             "the tests passed their deadline (--timeout)".to_owned(),
         ));
     }
+    if let Some(cause) = test_command_missing(evidence.test_log) {
+        return Some(cause);
+    }
     let failures = failure_text(evidence.test_log);
     if let Some(cause) = network(&failures, evidence.network) {
         return Some(cause);
@@ -241,6 +245,12 @@ pub fn classify(evidence: &Evidence<'_>) -> Option<Cause> {
     if let Some(reason) = evidence.untrusted_reason
         && !reason.starts_with(NOTHING_RAN)
     {
+        if reason.ends_with(NO_CANARY_RESULT)
+            && nothing_passed(evidence.tests_status)
+            && let Some(cause) = runner_said_only(evidence.test_log)
+        {
+            return Some(cause);
+        }
         return Some(Cause::new(CauseKind::Untrusted, reason.to_owned()));
     }
     if let Some(reason) = evidence.not_run {
@@ -256,6 +266,40 @@ pub fn classify(evidence: &Evidence<'_>) -> Option<Cause> {
         ));
     }
     Some(tests_failed(evidence.tests_status))
+}
+
+/// How the canary check ends its reason when a canary has no result at all.
+const NO_CANARY_RESULT: &str = "has no result in the log";
+
+/// No graded test passed (or none was graded).
+fn nothing_passed(status: Option<&TestsStatus>) -> bool {
+    status.is_none_or(|status| {
+        status.fail_to_pass.success.is_empty() && status.pass_to_pass.success.is_empty()
+    })
+}
+
+/// The runner stopped before any test, saying why in a few lines (pytest's `ERROR: tox.ini:141:
+/// requires pytest-2.0, actual pytest-0.1.dev1`, a usage error): the tests did not run, in the
+/// runner's words. `None` when the test region has more to say than a few lines besides the
+/// shell's trace.
+fn runner_said_only(log: &str) -> Option<Cause> {
+    let region = test_region(log)?;
+    // The region starts right after the marker, on the rest of the marker's own line.
+    let said: Vec<&str> = region
+        .lines()
+        .skip(1)
+        .map(str::trim_end)
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('+'))
+        .collect();
+    let first = said.first()?;
+    if said.len() > 3 {
+        return None;
+    }
+    let summary = format!(
+        "the tests did not run: the test runner said only: {}",
+        first.trim()
+    );
+    Some(Cause::new(CauseKind::TestsDidNotRun, summary).with(Vec::new(), said.join("\n")))
 }
 
 /// The environment's build error: its first line says the step; the detail keeps its last lines.
@@ -438,35 +482,68 @@ fn missing_module(failures: &str, patch_files: &[String]) -> Option<Cause> {
     Some(cause)
 }
 
-/// `x: command not found` (bash), `sh: 1: x: not found` (dash).
+/// What a shell prints when it cannot start a command: `x: command not found` (bash), `sh: 1: x:
+/// not found` (dash); for a command given as a path that is not there, `tests.sh: line 9:
+/// bin/test: No such file or directory` (bash in a script) or `bash: bin/test: No such file or
+/// directory`; and `/usr/bin/env: 'python': No such file or directory` for a script whose `#!`
+/// names a missing interpreter. Only the shell's own line shapes: `cat: a/b: No such file or
+/// directory` names a file, not a command.
 static NO_COMMAND: LazyLock<Regex> = LazyLock::new(|| {
     literal_regex(
-        r"(?m)(?:^|: )(?P<command>[\w./+-]+): command not found|^(?:/bin/)?(?:ba|da)?sh: (?:\d+: |line \d+: )?(?P<dash>[\w./+-]+): not found",
+        r"(?m)(?:^|: )(?P<command>[\w./+-]+): command not found|^(?:/bin/)?(?:ba|da)?sh: (?:\d+: |line \d+: )?(?P<dash>[\w./+-]+): not found|^(?:[^\s:]+: line \d+|(?:/bin/|/usr/bin/)?bash(?:: line \d+)?): (?P<path>[\w.+-]*/[\w./+-]*): No such file or directory\s*$|^(?:/usr)?/bin/env: ['\x{2018}](?P<env>[\w./+-]+)['\x{2019}]: No such file or directory\s*$",
     )
 });
 
 fn missing_command(failures: &str) -> Option<Cause> {
     let mut commands: Vec<String> = Vec::new();
+    let mut first_reason = "";
     let mut lines: Vec<&str> = Vec::new();
     for line in failures.lines() {
-        if let Some(found) = NO_COMMAND.captures(line) {
-            let command = found
-                .name("command")
-                .or_else(|| found.name("dash"))
-                .map_or("", |m| m.as_str())
-                .to_owned();
-            if !commands.contains(&command) {
-                commands.push(command);
-            }
-            lines.push(line);
+        let Some(found) = NO_COMMAND.captures(line) else {
+            continue;
+        };
+        let (command, reason) = if let Some(path) = found.name("path") {
+            (path.as_str(), "No such file or directory")
+        } else if let Some(env) = found.name("env") {
+            (env.as_str(), "No such file or directory")
+        } else {
+            let command = found.name("command").or_else(|| found.name("dash"));
+            (command.map_or("", |m| m.as_str()), "command not found")
+        };
+        if commands.is_empty() {
+            first_reason = reason;
         }
+        if !commands.iter().any(|known| known == command) {
+            commands.push(command.to_owned());
+        }
+        lines.push(line);
     }
     let first = commands.first()?;
+    // A relative path is resolved in the repository, where the test command runs.
+    let in_repository = if first.contains('/') && !first.starts_with('/') {
+        format!("; the repository has no {first}")
+    } else {
+        String::new()
+    };
     let summary = format!(
-        "a command the tests run is missing: {} ({first}: command not found)",
+        "a command the tests run is missing: {} ({first}: {first_reason}{in_repository})",
         listed(&commands, LISTED)
     );
     Some(Cause::new(CauseKind::MissingCommand, summary).with(commands, distinct_lines(&lines)))
+}
+
+/// The test command itself could not start: it exited 127 (the shell's status for a command it
+/// cannot find) and the test region has the shell's line for it. Nothing ran, so whatever else
+/// the log shows (a reinstall that could not reach the index, say) did not stop the tests.
+fn test_command_missing(log: &str) -> Option<Cause> {
+    let region = test_region(log)?;
+    let exit_code = log
+        .rfind(END_MARKER)
+        .and_then(|index| recorded_exit_code(&log[index..]))?;
+    if exit_code != 127 {
+        return None;
+    }
+    missing_command(region)
 }
 
 fn not_run(reason: NotRunReason, log: &str) -> Cause {

@@ -62,15 +62,25 @@ fn git(path: &Path, args: &[&str], failure: &str) -> Result<Vec<u8>, SandboxErro
         .output()
         .map_err(|e| repo_error(path, format!("cannot run git: {e}")))?;
     if !output.status.success() {
-        return Err(repo_error(
-            path,
-            format!(
-                "{failure}: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(repo_error(path, git_failure(path, failure, &stderr)));
     }
     Ok(output.stdout)
+}
+
+/// What a failed git command says: `failure` and git's stderr, except when git would not read the
+/// repository at all because another user owns it (its `safe.directory` check): then that, and
+/// how to fix it, rather than a `failure` that blames the commit.
+fn git_failure(path: &Path, failure: &str, stderr: &str) -> String {
+    if stderr.contains("detected dubious ownership") {
+        let path = shell_quote(&path.to_string_lossy());
+        return format!(
+            "git will not read it: another user owns it (git: detected dubious ownership; an \
+             unpacked tarball keeps the ids of its owner); fix: `chown -R \"$(id -u):$(id -g)\" \
+             {path}`, or trust it: `git config --global --add safe.directory {path}`"
+        );
+    }
+    format!("{failure}: {}", stderr.trim())
 }
 
 fn tar_directory(path: &Path, prefix: &str) -> std::io::Result<Vec<u8>> {
@@ -416,6 +426,33 @@ mod tests {
             .unwrap();
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    #[test]
+    fn a_repository_another_user_owns_is_named_so_with_the_fix() {
+        // git 2.39's words.
+        let stderr = "fatal: detected dubious ownership in repository at '/tmp/sd/requests-2.4.3'\n\
+                      To add an exception for this directory, call:\n\n\
+                      \tgit config --global --add safe.directory /tmp/sd/requests-2.4.3\n";
+        assert_eq!(
+            git_failure(
+                Path::new("/tmp/sd/requests-2.4.3"),
+                "sdist is not a commit of this repository",
+                stderr
+            ),
+            "git will not read it: another user owns it (git: detected dubious ownership; an \
+             unpacked tarball keeps the ids of its owner); fix: `chown -R \"$(id -u):$(id -g)\" \
+             /tmp/sd/requests-2.4.3`, or trust it: `git config --global --add safe.directory \
+             /tmp/sd/requests-2.4.3`"
+        );
+        assert_eq!(
+            git_failure(
+                Path::new("/r"),
+                "sdist is not a commit of this repository",
+                "fatal: Needed a single revision\n"
+            ),
+            "sdist is not a commit of this repository: fatal: Needed a single revision"
+        );
     }
 
     #[test]

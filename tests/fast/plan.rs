@@ -156,6 +156,9 @@ fn eval_and_validate_plan_real_lite_records_on_their_spec_environment_or_say_why
         !validate_output.exists(),
         "--plan made the output directory"
     );
+    // --plan starts nothing and writes nothing: it needs no --output.
+    let without_output = plans(&aci(&["validate", "--plan", "--instances", lite]));
+    assert_eq!(eval, without_output);
 
     let sympy = find(&eval, "sympy__sympy-20590");
     assert_eq!(sympy["language"], "python");

@@ -2,7 +2,8 @@
 //! a page from an HTTP server in another container. Graded as usual (no network), `aci
 //! validate` says the gold patch did not resolve because the tests could not reach that host,
 //! names `--network` and lists the instance as needing a network; `aci eval --network` resolves
-//! it. The server container is removed whatever happens.
+//! it. The server container is removed whatever happens. And an instance whose test command is
+//! not in its tree (sympy's `bin/test`, which its sdists leave out) is a missing command.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -215,4 +216,70 @@ fn a_test_that_needs_a_host_is_a_network_cause_without_the_switch_and_resolves_w
     drop(server);
     let left = docker(&["ps", "-aq", "--filter", "label=aci.test=causes"]);
     assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "");
+}
+
+/// A sympy-style instance whose tree has no `bin/test` (as sympy's sdists leave it out): the note
+/// names the missing command, not the canaries that therefore have no result.
+#[test]
+fn a_test_command_the_tree_lacks_is_named_as_missing() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("causes-no-bin-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(repo.join("calc/tests")).unwrap();
+    std::fs::write(repo.join("calc/__init__.py"), "").unwrap();
+    std::fs::write(repo.join("calc/tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("calc/tests/test_base.py"),
+        "def test_imports():\n    import calc  # noqa: F401\n",
+    )
+    .unwrap();
+    let test_patch = new_file(
+        "calc/tests/test_add.py",
+        &[
+            "from calc.add import add",
+            "",
+            "",
+            "def test_add():",
+            "    assert add(2, 3) == 5",
+        ],
+    );
+    let patch = new_file("calc/add.py", &["def add(a, b):", "    return a + b"]);
+    let instances = dir.join("instances.json");
+    let record = json!([{
+        "instance_id": "calc__calc-1", "repo": "t/calc", "problem_statement": "add numbers",
+        "base_commit": "0", "repo_path": "repo", "language": "python",
+        "test_cmd": "bin/test -C --verbose", "log_parser": "sympy",
+        "patch": patch, "test_patch": test_patch,
+        "FAIL_TO_PASS": ["test_add"], "PASS_TO_PASS": ["test_imports"],
+    }]);
+    std::fs::write(&instances, record.to_string()).unwrap();
+
+    let validated = dir.join("validate");
+    let output = aci(&[
+        "validate",
+        "--instances",
+        instances.to_str().unwrap(),
+        "--output",
+        validated.to_str().unwrap(),
+        "--run-id",
+        "test-causes-no-bin-test",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = "a command the tests run is missing: bin/test (bin/test: No such file or \
+                   directory; the repository has no bin/test)";
+    let verdict = &read_json(&validated.join("validation.json"))["calc__calc-1"];
+    assert_eq!(verdict["note"], format!("gold: {summary}"), "{verdict}");
+    // Nothing ran without the patch either: its FAIL_TO_PASS test did not fail for want of it.
+    assert_eq!(verdict["empty_fails"], false, "{verdict}");
+    let report = &read_json(&validated.join("gold/calc__calc-1/report.json"))["calc__calc-1"];
+    assert_eq!(report["cause"]["kind"], "missing_command");
+    assert_eq!(report["cause"]["summary"], summary);
+    assert_eq!(report["cause"]["names"], json!(["bin/test"]));
+    assert_eq!(report["cause"]["infrastructure"], true);
 }

@@ -1,9 +1,11 @@
 //! Canaries: where each runner gets them, how `eval.sh` writes and cleans them up, and the
 //! verdict on logs recorded from real evaluations of the demo instances (the gold patches and
-//! patches that fool the test runner), plus unittest runs on this machine's Python.
+//! patches that fool the test runner), plus unittest runs on this machine's Python and a real
+//! sympy run (`canary_sympy_basic_gold.txt`: sympy__sympy-20590's gold patch on sympy 1.7 under
+//! Python 3.9, graded by aci with sympy's own runner).
 
 use super::*;
-use crate::eval::parse::parse_unittest;
+use crate::eval::parse::{parse_sympy, parse_unittest};
 use crate::eval::script::{EvalScriptSpec, eval_steps, render_eval_script};
 
 fn names() -> CanaryNames {
@@ -269,6 +271,7 @@ fn recorded(pass: &str, fail: &str) -> CanaryNames {
 }
 
 const INICFG_GOLD: &str = include_str!("../testdata/canary_inicfg_gold.txt");
+const SYMPY_GOLD: &str = include_str!("../testdata/canary_sympy_basic_gold.txt");
 const RINGBUF_GOLD: &str = include_str!("../testdata/canary_ringbuf_gold.txt");
 
 #[test]
@@ -287,6 +290,45 @@ fn gold_runs_with_their_canaries_are_trusted() {
     assert_eq!(
         verify(RINGBUF_GOLD, ParserName::CargoSwebench, &ringbuf, &[]),
         Ok(())
+    );
+}
+
+#[test]
+fn a_real_sympy_run_reads_both_canaries_and_is_trusted() {
+    let names = recorded("test_a7d5aa0e41b9", "test_f3a9602e60c4");
+    let region = test_region(SYMPY_GOLD).unwrap();
+    let status = parse_sympy(region);
+    // The passing canary by its `ok` line; the failing one, whose line ends with its file's
+    // `[FAIL]` and is not read (as by SWE-bench's parser), by its traceback banner.
+    assert_eq!(
+        (
+            status.get("test_a7d5aa0e41b9"),
+            status.get("test_f3a9602e60c4"),
+            status.get("sympy/core/tests/test_9d3e941aea71.py:test_f3a9602e60c4"),
+            status.get("test_immutable"),
+        ),
+        (
+            Some(&TestStatus::Passed),
+            None,
+            Some(&TestStatus::Failed),
+            Some(&TestStatus::Passed)
+        )
+    );
+    assert_eq!(verify(SYMPY_GOLD, ParserName::Sympy, &names, &[]), Ok(()));
+    // The same run with the canary module left out (a runner that was not given it, or did not
+    // collect it): its summary no longer counts them either.
+    let without: String = SYMPY_GOLD
+        .lines()
+        .filter(|line| !line.contains("test_a7d5aa0e41b9") && !line.contains("9d3e941aea71"))
+        .map(|line| format!("{line}\n"))
+        .collect::<String>()
+        .replace("24 passed, 1 failed", "23 passed");
+    assert_eq!(
+        verify(&without, ParserName::Sympy, &names, &[]),
+        Err(
+            "the canary test that must pass (test_a7d5aa0e41b9) has no result in the log"
+                .to_owned()
+        )
     );
 }
 

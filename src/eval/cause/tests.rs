@@ -336,6 +336,167 @@ fn a_missing_command_is_named() {
 }
 
 #[test]
+fn a_command_given_as_a_path_that_is_not_there_is_named_with_the_shells_words() {
+    for (line, summary) in [
+        (
+            "/tmp/aci-eval/tests.sh: line 9: bin/test: No such file or directory",
+            "a command the tests run is missing: bin/test (bin/test: No such file or directory; \
+             the repository has no bin/test)",
+        ),
+        (
+            "bash: line 1: ./runtests.py: No such file or directory",
+            "a command the tests run is missing: ./runtests.py (./runtests.py: No such file or \
+             directory; the repository has no ./runtests.py)",
+        ),
+        (
+            "/usr/bin/env: 'python': No such file or directory",
+            "a command the tests run is missing: python (python: No such file or directory)",
+        ),
+        (
+            "/usr/bin/env: \u{2018}python2\u{2019}: No such file or directory",
+            "a command the tests run is missing: python2 (python2: No such file or directory)",
+        ),
+    ] {
+        let log = format!(">>>>> Start Test Output\n{line}\n>>>>> End Test Output\n");
+        let cause = classify(&Evidence {
+            test_log: &log,
+            untrusted_reason: Some(
+                "the log has no test results and no sign that the test suite ran",
+            ),
+            ..Evidence::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (cause.kind, cause.summary.as_str(), cause.infrastructure),
+            (CauseKind::MissingCommand, summary, true),
+            "{line}"
+        );
+    }
+    // A file a command cannot find is not a missing command.
+    let log = ">>>>> Start Test Output\ncat: data/input.txt: No such file or directory\n>>>>> End \
+               Test Output\n";
+    let cause = classify(&Evidence {
+        test_log: log,
+        untrusted_reason: Some("the log has no test results and no sign that the test suite ran"),
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(cause.kind, CauseKind::TestsDidNotRun);
+}
+
+/// The end of a sympy evaluation on a tree from sympy 1.7's sdist, which leaves out `bin/test`:
+/// the reinstall before the tests could not reach the package index (the image had no mpmath),
+/// then the test command could not start.
+const SYMPY_SDIST_NO_BIN_TEST: &str = "\
+| + python -m pip install -e .
+| Obtaining file:///testbed
+|   Preparing metadata (setup.py): started
+|   Preparing metadata (setup.py): finished with status 'done'
+| WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7fccd4266e90>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/mpmath/
+| ERROR: Could not find a version that satisfies the requirement mpmath>=0.19 (from sympy) (from versions: none)
+| ERROR: No matching distribution found for mpmath>=0.19
++ git checkout HEAD -- sympy/core/tests/test_basic.py
++ git apply -v -
+Checking patch sympy/core/tests/test_basic.py...
+Applied patch sympy/core/tests/test_basic.py cleanly.
++ : '>>>>> Start Test Output'
++ PYTHONWARNINGS=ignore::UserWarning,ignore::SyntaxWarning
++ bin/test -C --verbose sympy/core/tests/test_basic.py sympy/core/tests/test_3388592f9a41.py
+/tmp/aci-eval/tests.sh: line 9: bin/test: No such file or directory
++ ACI_TEST_EXIT_CODE=127
++ : '>>>>> End Test Output'
++ echo '>>>>> Test Exit Code: 127'
+>>>>> Test Exit Code: 127
+";
+
+#[test]
+fn a_test_command_that_cannot_start_is_the_cause_whatever_failed_before_it() {
+    let cause = classify(&Evidence {
+        test_log: SYMPY_SDIST_NO_BIN_TEST,
+        untrusted_reason: Some(
+            "untrusted test run: the canary test that must pass (test_dfa499e2d978) has no \
+             result in the log",
+        ),
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (
+            cause.kind,
+            cause.summary.as_str(),
+            cause.names,
+            cause.detail.as_str()
+        ),
+        (
+            CauseKind::MissingCommand,
+            "a command the tests run is missing: bin/test (bin/test: No such file or directory; \
+             the repository has no bin/test)",
+            names(&["bin/test"]),
+            "/tmp/aci-eval/tests.sh: line 9: bin/test: No such file or directory"
+        )
+    );
+    // Had the test command started (any other status), the reinstall's failure to reach the
+    // index is what the log shows.
+    let started = SYMPY_SDIST_NO_BIN_TEST.replace("Exit Code: 127", "Exit Code: 1");
+    let cause = classify(&Evidence {
+        test_log: &started,
+        untrusted_reason: Some("untrusted test run: the canary test that must pass has no result"),
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(cause.kind, CauseKind::Network);
+}
+
+/// pytest 4.4.2 from a tree with no tags: setuptools_scm versions it 0.1.dev1, and its own
+/// tox.ini asks for pytest 2.0 or later.
+const PYTEST_REFUSED_TO_START: &str = "\
++ : '>>>>> Start Test Output'
++ pytest -rA testing/logging/test_reporting.py testing/logging/test_526b3903463f.py
+ERROR: /testbed/tox.ini:141: requires pytest-2.0, actual pytest-0.1.dev1+g2c5b120.d20261202'
+
++ ACI_TEST_EXIT_CODE=4
++ : '>>>>> End Test Output'
++ echo '>>>>> Test Exit Code: 4'
+>>>>> Test Exit Code: 4
+";
+
+#[test]
+fn a_runner_that_stops_before_any_test_is_quoted_rather_than_the_canaries() {
+    let untrusted = "untrusted test run: the canary test that must pass (test_3b9112bb4686) has no \
+                     result in the log";
+    let nothing = status((&[], &["test_a"]), (&[], &["test_b"]));
+    let cause = classify(&Evidence {
+        test_log: PYTEST_REFUSED_TO_START,
+        untrusted_reason: Some(untrusted),
+        tests_status: Some(&nothing),
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (cause.kind, cause.summary.as_str(), cause.infrastructure),
+        (
+            CauseKind::TestsDidNotRun,
+            "the tests did not run: the test runner said only: ERROR: /testbed/tox.ini:141: \
+             requires pytest-2.0, actual pytest-0.1.dev1+g2c5b120.d20261202'",
+            false
+        )
+    );
+    // A test that passed shows the suite ran: the canaries' missing result is the cause.
+    let one_passed = status((&[], &["test_a"]), (&["test_b"], &[]));
+    let cause = classify(&Evidence {
+        test_log: PYTEST_REFUSED_TO_START,
+        untrusted_reason: Some(untrusted),
+        tests_status: Some(&one_passed),
+        ..Evidence::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (cause.kind, cause.summary.as_str()),
+        (CauseKind::Untrusted, untrusted)
+    );
+}
+
+#[test]
 fn a_patch_that_does_not_apply_names_its_file_and_hunk() {
     let output = "\
 Checking patch django/db/models/fields/__init__.py...
