@@ -29,6 +29,12 @@ pub use load::{ConfigError, ConfigWarning, resolve, resolve_text, resolve_with_p
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// Config files this one is layered over, relative to this file's directory: a path or a
+    /// list of paths, each read first (with its own `extends`), then this file over them (e.g.
+    /// `extends: ../mini-swe-agent.yaml`). Only in config files; not kept in the resolved
+    /// configuration.
+    #[serde(skip_serializing)]
+    pub extends: Option<Extends>,
     /// The agent loop: prompts, parser, history, limits.
     pub agent: AgentConfig,
     /// The Agent-Computer Interface: commands, viewer, lint gate, search.
@@ -37,6 +43,16 @@ pub struct Config {
     pub model: ModelConfig,
     /// The container each task runs in.
     pub env: EnvConfig,
+}
+
+/// `extends`: one config file or several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Extends {
+    /// One file.
+    One(PathBuf),
+    /// Several files, layered in order.
+    Many(Vec<PathBuf>),
 }
 
 /// `agent`: how the loop talks to the model.
