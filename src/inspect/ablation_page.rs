@@ -152,6 +152,7 @@ mod tests {
     fn row(config: &str, lost: &[&str]) -> Row {
         Row {
             config: config.to_owned(),
+            protocol: Default::default(),
             instances: 8,
             resolved: 7.0,
             resolved_pct: 87.5,
