@@ -29,7 +29,7 @@ const EDITOR_TOOL: &str = "str_replace_editor";
 pub struct Protocol {
     /// `paper ACI`, `1.x tools`, `bash-only` or `shell`.
     pub interface: String,
-    /// The parser: `thought_action`, `action_regex` or `function_calling`.
+    /// The parser: `thought_action`, `action_regex`, `function_calling` or `bash_tool_calls`.
     pub parser: String,
     /// `persistent` (one shell for the whole episode) or `subshell` (a fresh one per command).
     pub shell: String,
@@ -43,7 +43,7 @@ impl Protocol {
     /// The label in the table: the interface and how the action is written, e.g.
     /// `paper ACI (text)`, `bash-only (tool calls)`.
     pub fn label(&self) -> String {
-        let format = if self.parser == "function_calling" {
+        let format = if matches!(self.parser.as_str(), "function_calling" | "bash_tool_calls") {
             "tool calls"
         } else {
             "text"
@@ -69,6 +69,7 @@ pub fn protocol(config: &Config) -> Protocol {
         ParserKind::ThoughtAction => "thought_action",
         ParserKind::FunctionCalling => "function_calling",
         ParserKind::ActionRegex => "action_regex",
+        ParserKind::BashToolCalls => "bash_tool_calls",
     };
     Protocol {
         interface: interface.to_owned(),
@@ -132,7 +133,7 @@ mod tests {
         assert_eq!(mini.trajectory, "swe-agent, mini-swe-agent-1.1");
         assert_eq!(
             protocol(&config(
-                "agent: {parser: function_calling}\naci: {commands: [], subshell: true}"
+                "agent: {parser: bash_tool_calls}\naci: {commands: [], subshell: true}"
             ))
             .label(),
             "bash-only (tool calls)"

@@ -309,7 +309,9 @@ fn set_layer(assignment: &str) -> Result<Value, ConfigError> {
         return Err(ConfigError::SetSyntax(assignment.to_owned()));
     }
     if path.split('.').next() == Some("extends") {
-        return Err(ConfigError::ExtendsOutsideFile(format!("--set {assignment}")));
+        return Err(ConfigError::ExtendsOutsideFile(format!(
+            "--set {assignment}"
+        )));
     }
     let origin = format!("--set {assignment}");
     check_depth(&origin, raw)?;
@@ -464,8 +466,14 @@ mod tests {
             path
         };
         write("base.yaml", "aci:\n  window: 30\n  overlap: 5\n");
-        write("more.yaml", "aci:\n  overlap: 7\nagent:\n  max_observation_length: 9\n");
-        let one = write("sub/one.yaml", "extends: ../base.yaml\naci:\n  window: 40\n");
+        write(
+            "more.yaml",
+            "aci:\n  overlap: 7\nagent:\n  max_observation_length: 9\n",
+        );
+        let one = write(
+            "sub/one.yaml",
+            "extends: ../base.yaml\naci:\n  window: 40\n",
+        );
         let many = write(
             "sub/many.yaml",
             "extends: [one.yaml, ../more.yaml]\nagent:\n  max_observation_length: 8\n",
@@ -484,7 +492,11 @@ mod tests {
         assert_eq!(config.extends, None);
         let config = resolve(&[many], &[]).unwrap();
         assert_eq!(
-            (config.aci.window, config.aci.overlap, config.agent.max_observation_length),
+            (
+                config.aci.window,
+                config.aci.overlap,
+                config.agent.max_observation_length
+            ),
             (40, 7, 8)
         );
         assert!(!config.to_yaml().contains("extends"));
@@ -497,7 +509,9 @@ mod tests {
         let b = dir.path().join("b.yaml");
         std::fs::write(&a, "extends: b.yaml\n").unwrap();
         std::fs::write(&b, "extends: [a.yaml]\n").unwrap();
-        let message = resolve(std::slice::from_ref(&a), &[]).unwrap_err().to_string();
+        let message = resolve(std::slice::from_ref(&a), &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             message.starts_with(&format!("config {} extends itself (through ", a.display())),
             "{message}"
