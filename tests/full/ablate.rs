@@ -227,10 +227,8 @@ async fn the_papers_aci_and_the_bash_only_protocol_compare_in_one_table() {
     // The bash-only runs are mini's too: each wrote its mini-swe-agent-1.1 trajectory.
     for id in IDS {
         let mini: Value = serde_json::from_str(
-            &std::fs::read_to_string(
-                output.join(format!("bash-only/r1/run/{id}/{id}.traj.json")),
-            )
-            .unwrap(),
+            &std::fs::read_to_string(output.join(format!("bash-only/r1/run/{id}/{id}.traj.json")))
+                .unwrap(),
         )
         .unwrap();
         assert_eq!(mini["trajectory_format"], "mini-swe-agent-1.1");
