@@ -77,13 +77,17 @@ pub fn config_name(path: &Path) -> String {
         .unwrap_or_else(|| "config".to_owned())
 }
 
-/// Whether a config file sets its own `model.replay_dir`.
+/// Whether a config file sets its own `model.replay_dir`, or a file it extends does.
 fn sets_replay_dir(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
-        .and_then(|value| value.get("model")?.get("replay_dir").cloned())
-        .is_some_and(|value| !value.is_null())
+    let files = crate::config::load::expand_extends(std::slice::from_ref(&path.to_owned()))
+        .unwrap_or_else(|_| vec![path.to_owned()]);
+    files.iter().any(|file| {
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
+            .and_then(|value| value.get("model")?.get("replay_dir").cloned())
+            .is_some_and(|value| !value.is_null())
+    })
 }
 
 /// Runs one configuration (its layers in order) once: batch, then eval.
