@@ -621,3 +621,42 @@ async fn a_mini_tool_call_trajectory_replays_every_call_to_the_same_patch() {
     assert_eq!(again.patch, first.patch);
     assert_eq!(String::from_utf8(again.patch).unwrap(), gold_patch());
 }
+
+#[tokio::test]
+async fn over_the_anthropic_wire_several_calls_are_answered_in_one_user_turn() {
+    let wire = Wire::Anthropic;
+    let bash =
+        |id: &'static str, command: &str| (id, "bash", serde_json::json!({ "command": command }));
+    let server = MockServer::start(vec![
+        tool_calls_answer(
+            wire,
+            "Two at once.",
+            &[bash("u1", "echo one"), bash("u2", "echo two")],
+        ),
+        tool_calls_answer(
+            wire,
+            "Done.",
+            &[bash("u3", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")],
+        ),
+    ])
+    .await;
+    let run = run_http_with(wire, &server, toolcall_config()).await;
+    assert_eq!(run.result.exit_status.to_string(), "submitted");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_anthropic_pairing(&requests[1]);
+    let output = |text: &str| format!("<returncode>0</returncode>\n<output>\n{text}\n</output>");
+    assert_eq!(
+        pieces(wire, &requests[1])[3..],
+        [
+            piece("tool_call", r#"bash({"command":"echo one"})"#, Some("u1")),
+            piece("tool_call", r#"bash({"command":"echo two"})"#, Some("u2")),
+            piece("tool", &output("one"), Some("u1")),
+            piece("tool", &output("two"), Some("u2")),
+        ]
+    );
+    assert_eq!(
+        requests[0].json()["tools"][0]["description"],
+        "Execute a bash command"
+    );
+}
