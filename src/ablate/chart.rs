@@ -65,7 +65,27 @@ fn count(row: &Row) -> String {
     }
 }
 
-fn push_row(svg: &mut String, index: usize, row: &Row, is_base: bool) {
+/// A row's name, and under it its protocol when `protocol` is set (the table compares
+/// configurations of different protocols).
+fn name_text(row: &Row, middle: f64, is_base: bool, protocol: bool) -> String {
+    let x = PLOT_LEFT - 8.0;
+    let weight = if is_base { " font-weight=\"bold\"" } else { "" };
+    let name = xml_escape(&short_name(&row.config));
+    if !protocol {
+        return format!(
+            "<text x=\"{x:.1}\" y=\"{middle:.1}\" text-anchor=\"end\" dominant-baseline=\"middle\"{weight}>{name}</text>"
+        );
+    }
+    format!(
+        "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"end\" dominant-baseline=\"middle\"{weight}>{name}</text>\
+         <text class=\"protocol\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"end\" dominant-baseline=\"middle\" font-size=\"10\" fill=\"#555555\">{}</text>",
+        middle - 6.0,
+        middle + 7.0,
+        xml_escape(&short_name(&row.protocol.label())),
+    )
+}
+
+fn push_row(svg: &mut String, index: usize, row: &Row, is_base: bool, protocol: bool) {
     let top = TOP + ROW_HEIGHT * index as f64;
     let middle = top + ROW_HEIGHT / 2.0;
     let (low, high) = row.ci95_pct;
@@ -80,15 +100,12 @@ fn push_row(svg: &mut String, index: usize, row: &Row, is_base: bool) {
     );
     let _ = writeln!(
         svg,
-        "<g class=\"config\"><title>{name}: {label}</title>\
-         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" dominant-baseline=\"middle\"{}>{}</text>\
+        "<g class=\"config\"><title>{name} ({}): {label}</title>{}\
          <rect x=\"{PLOT_LEFT:.1}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{BAR_HEIGHT:.1}\" fill=\"{fill}\"/>\
          <path d=\"M{:.2} {middle:.1}H{:.2}M{:.2} {:.1}V{:.1}M{:.2} {:.1}V{:.1}\" stroke=\"#1a1a1a\" stroke-width=\"1.5\" fill=\"none\"/>\
          <text x=\"{:.1}\" y=\"{middle:.1}\" dominant-baseline=\"middle\">{}</text></g>",
-        PLOT_LEFT - 8.0,
-        middle,
-        if is_base { " font-weight=\"bold\"" } else { "" },
-        xml_escape(&short_name(&row.config)),
+        xml_escape(&row.protocol.label()),
+        name_text(row, middle, is_base, protocol),
         middle - BAR_HEIGHT / 2.0,
         x_of(row.resolved_pct) - PLOT_LEFT,
         x_of(low),
@@ -129,8 +146,13 @@ pub fn svg(table: &Table) -> String {
             axis_y + 16.0,
         );
     }
+    // Protocols are named under the configurations when they differ.
+    let protocol = table
+        .rows
+        .iter()
+        .any(|row| row.protocol.label() != table.rows[0].protocol.label());
     for (index, row) in table.rows.iter().enumerate() {
-        push_row(&mut svg, index, row, row.config == table.base);
+        push_row(&mut svg, index, row, row.config == table.base, protocol);
     }
     svg.push_str("</svg>\n");
     svg
@@ -145,6 +167,11 @@ mod tests {
     fn row(config: &str, resolved: f64, instances: usize, ci: (f64, f64)) -> Row {
         Row {
             config: config.to_owned(),
+            protocol: crate::ablate::protocol::Protocol {
+                interface: "paper ACI".to_owned(),
+                parser: "thought_action".to_owned(),
+                ..Default::default()
+            },
             instances,
             resolved,
             resolved_pct: 100.0 * resolved / instances as f64,
@@ -200,6 +227,27 @@ mod tests {
         );
         assert_eq!(svg.matches("<g class=\"config\">").count(), 2);
         assert!(svg.contains("font-weight=\"bold\">default</text>"));
+        assert!(svg.contains("<title>default (paper ACI (text)): 87.5% (7/8)"));
+        // One protocol: not repeated under every name.
+        assert!(!svg.contains("class=\"protocol\""), "{svg}");
+    }
+
+    #[test]
+    fn protocols_that_differ_are_named_under_each_configuration() {
+        let mut table = demo();
+        table.rows[1].config = "bash-only".to_owned();
+        table.rows[1].protocol.interface = "bash-only".to_owned();
+        table.rows[1].protocol.parser = "action_regex".to_owned();
+        let svg = svg(&table);
+        assert_eq!(svg.matches("class=\"protocol\"").count(), 2, "{svg}");
+        assert!(
+            svg.contains(
+                "<text x=\"162.0\" y=\"82.0\" text-anchor=\"end\" dominant-baseline=\"middle\">bash-only</text>\
+                 <text class=\"protocol\" x=\"162.0\" y=\"95.0\" text-anchor=\"end\" dominant-baseline=\"middle\" font-size=\"10\" fill=\"#555555\">bash-only (text)</text>"
+            ),
+            "{svg}"
+        );
+        assert!(svg.contains(">paper ACI (text)</text>"), "{svg}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! environment images are shared: they are keyed by content, not by configuration.
 
 pub mod chart;
+pub mod protocol;
 pub mod records;
 pub mod stats;
 pub mod table;
@@ -15,6 +16,7 @@ pub mod table;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use protocol::Protocol;
 use table::{ConfigRuns, Table};
 
 /// What to run.
@@ -32,6 +34,9 @@ pub struct AblationPlan {
     pub repeats: usize,
     /// The `--replay-dir` for configurations that do not set `model.replay_dir` themselves.
     pub replay_dir: Option<PathBuf>,
+    /// Each configuration's protocol ([`protocol::protocol`] of its resolved config): the
+    /// base's first, then the variants' in order.
+    pub protocols: Vec<Protocol>,
 }
 
 /// One step of an ablation: what runs a configuration's batch and grades its predictions.
@@ -72,13 +77,17 @@ pub fn config_name(path: &Path) -> String {
         .unwrap_or_else(|| "config".to_owned())
 }
 
-/// Whether a config file sets its own `model.replay_dir`.
+/// Whether a config file sets its own `model.replay_dir`, or a file it extends does.
 fn sets_replay_dir(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
-        .and_then(|value| value.get("model")?.get("replay_dir").cloned())
-        .is_some_and(|value| !value.is_null())
+    let files = crate::config::load::expand_extends(std::slice::from_ref(&path.to_owned()))
+        .unwrap_or_else(|_| vec![path.to_owned()]);
+    files.iter().any(|file| {
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
+            .and_then(|value| value.get("model")?.get("replay_dir").cloned())
+            .is_some_and(|value| !value.is_null())
+    })
 }
 
 /// Runs one configuration (its layers in order) once: batch, then eval.
@@ -107,11 +116,13 @@ async fn run_repeats<S: Steps>(
     steps: &mut S,
     name: &str,
     path: &Path,
+    index: usize,
     layers: &[PathBuf],
 ) -> Result<ConfigRuns, S::Error> {
     let mut runs = ConfigRuns {
         name: name.to_owned(),
         path: path.display().to_string(),
+        protocol: plan.protocols.get(index).cloned().unwrap_or_default(),
         repeats: Vec::new(),
         wall_seconds: Vec::new(),
     };
@@ -137,13 +148,15 @@ pub async fn run<S: Steps>(plan: &AblationPlan, steps: &mut S) -> Result<Table, 
         steps,
         &config_name(&plan.base),
         &plan.base,
+        0,
         std::slice::from_ref(&plan.base),
     )
     .await?;
     let mut variants = Vec::new();
-    for variant in &plan.variants {
+    for (index, variant) in plan.variants.iter().enumerate() {
         let layers = [plan.base.clone(), variant.clone()];
-        variants.push(run_repeats(plan, steps, &config_name(variant), variant, &layers).await?);
+        let name = config_name(variant);
+        variants.push(run_repeats(plan, steps, &name, variant, index + 1, &layers).await?);
     }
     Ok(table::compare(&base, &variants))
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::protocol::Protocol;
 use super::stats::{mcnemar_exact, mean_and_spread, wilson_interval};
 
 /// What one configuration did on one instance, in one repeat.
@@ -37,6 +38,8 @@ pub struct ConfigRuns {
     pub name: String,
     /// The config file.
     pub path: String,
+    /// Its protocol (which generation of interface, and how actions are written).
+    pub protocol: Protocol,
     /// Records per repeat.
     pub repeats: Vec<Vec<InstanceRecord>>,
     /// Wall-clock seconds per repeat (batch plus evaluation).
@@ -48,6 +51,9 @@ pub struct ConfigRuns {
 pub struct Row {
     /// The configuration.
     pub config: String,
+    /// Its protocol; the table shows [`Protocol::label`].
+    #[serde(default)]
+    pub protocol: Protocol,
     /// Instances per repeat.
     pub instances: usize,
     /// Resolved instances (mean over repeats).
@@ -149,6 +155,7 @@ fn row(runs: &ConfigRuns, base: Option<&ConfigRuns>) -> Row {
     }
     Row {
         config: runs.name.clone(),
+        protocol: runs.protocol.clone(),
         instances,
         resolved: resolved_total as f64 / runs.repeats.len().max(1) as f64,
         resolved_pct,
@@ -190,8 +197,8 @@ impl Table {
     /// The Markdown table.
     pub fn to_markdown(&self) -> String {
         let mut out = String::from(
-            "| config | resolved | 95% CI | Δ vs base | gained / lost | McNemar p | mean steps | obs chars / turn | lint rejections | format errors | exits | cost | wall time |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| config | protocol | resolved | 95% CI | Δ vs base | gained / lost | McNemar p | mean steps | obs chars / turn | lint rejections | format errors | exits | cost | wall time |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for row in &self.rows {
             let spread = if row.resolved_pct_spread > 0.0 {
@@ -209,8 +216,9 @@ impl Table {
                 )
             };
             out.push_str(&format!(
-                "| {} | {}/{} ({:.1}%{spread}) | {:.1}–{:.1}% | {delta} | {pairs} | {p} | {:.1} | {:.0} | {} | {} | {} | ${:.2} | {:.0} s |\n",
+                "| {} | {} | {}/{} ({:.1}%{spread}) | {:.1}–{:.1}% | {delta} | {pairs} | {p} | {:.1} | {:.0} | {} | {} | {} | ${:.2} | {:.0} s |\n",
                 row.config,
+                row.protocol.label(),
                 fmt_count(row.resolved),
                 row.instances,
                 row.resolved_pct,
@@ -231,12 +239,13 @@ impl Table {
     /// The CSV table (one header line, one line per row).
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
-            "config,instances,resolved,resolved_pct,resolved_pct_spread,ci95_low_pct,ci95_high_pct,delta_pct,gained,lost,mcnemar_p,mean_steps,mean_observation_chars,lint_rejections,format_errors,exits,cost,wall_seconds\n",
+            "config,protocol,instances,resolved,resolved_pct,resolved_pct_spread,ci95_low_pct,ci95_high_pct,delta_pct,gained,lost,mcnemar_p,mean_steps,mean_observation_chars,lint_rejections,format_errors,exits,cost,wall_seconds\n",
         );
         for row in &self.rows {
             out.push_str(&format!(
-                "{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{},{},{:.4},{:.2},{:.1},{},{},\"{}\",{:.4},{:.1}\n",
+                "{},\"{}\",{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{},{},{:.4},{:.2},{:.1},{},{},\"{}\",{:.4},{:.1}\n",
                 row.config,
+                row.protocol.label(),
                 row.instances,
                 fmt_count(row.resolved),
                 row.resolved_pct,
@@ -294,6 +303,11 @@ mod tests {
         ConfigRuns {
             name: name.to_owned(),
             path: format!("{name}.yaml"),
+            protocol: Protocol {
+                interface: "paper ACI".to_owned(),
+                parser: "thought_action".to_owned(),
+                ..Protocol::default()
+            },
             repeats: vec![records],
             wall_seconds: vec![10.0],
         }
@@ -319,11 +333,11 @@ mod tests {
         let lines: Vec<&str> = markdown.lines().collect();
         assert_eq!(
             lines[2],
-            "| default | 3/4 (75.0%) | 30.1–95.4% | — | — | — | 4.0 | 100 | 0 | 0 | submitted: 4 | $0.00 | 10 s |"
+            "| default | paper ACI (text) | 3/4 (75.0%) | 30.1–95.4% | — | — | — | 4.0 | 100 | 0 | 0 | submitted: 4 | $0.00 | 10 s |"
         );
         assert_eq!(
             lines[3],
-            "| no-lint | 2/4 (50.0%) | 15.0–85.0% | -25.0 | +1 / −2 | 1.000 | 4.0 | 100 | 0 | 0 | submitted: 4 | $0.00 | 10 s |"
+            "| no-lint | paper ACI (text) | 2/4 (50.0%) | 15.0–85.0% | -25.0 | +1 / −2 | 1.000 | 4.0 | 100 | 0 | 0 | submitted: 4 | $0.00 | 10 s |"
         );
     }
 

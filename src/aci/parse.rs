@@ -221,6 +221,53 @@ pub fn function_calls_to_command(
     }
 }
 
+/// The commands of an answer by mini-swe-agent's tool-call rules (`bash_tool_calls`): at
+/// least one call; every call must be of the tool `bash`, with a JSON object of arguments that
+/// has `command`; the commands in the calls' order (a `command` that is not a string is written
+/// as JSON). The first call that breaks a rule rejects the whole answer with mini's words, the
+/// faults of that call run together: `Error parsing tool call arguments: <why>.`,
+/// `Unknown tool '<name>'.`, `Missing 'command' argument in bash tool call.` (the reason a JSON
+/// text does not parse is serde's, not Python's). Other arguments are ignored, as mini does.
+pub fn bash_tool_calls(calls: &[ToolCall]) -> Result<Vec<String>, FormatError> {
+    if calls.is_empty() {
+        return Err(FormatError::new(
+            ErrorCode::ActionCount,
+            "No tool calls found in the response. Every response MUST include at least one tool call.",
+        ));
+    }
+    let mut commands = Vec::new();
+    for call in calls {
+        let mut message = String::new();
+        let mut code = None;
+        let arguments = match serde_json::from_str::<Value>(&call.arguments) {
+            Ok(value) => value,
+            Err(error) => {
+                message.push_str(&format!("Error parsing tool call arguments: {error}."));
+                code = Some(ErrorCode::InvalidJson);
+                Value::Null
+            }
+        };
+        if call.name != "bash" {
+            message.push_str(&format!("Unknown tool '{}'.", call.name));
+            code = code.or(Some(ErrorCode::InvalidCommand));
+        }
+        let command = arguments.get("command");
+        if command.is_none() {
+            message.push_str("Missing 'command' argument in bash tool call.");
+            code = code.or(Some(ErrorCode::MissingArg));
+        }
+        if let Some(code) = code {
+            return Err(FormatError::new(code, message.trim().to_owned()));
+        }
+        commands.push(match command {
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        });
+    }
+    Ok(commands)
+}
+
 /// Turns one tool call into the command line a `thought_action` model would have written
 /// (v1 `FunctionCallingParser`): required arguments must be there and unknown ones must not
 /// (an `end_name` key is ignored); string values are `shlex.quote`d except for `bash` and for

@@ -389,5 +389,70 @@ fn a_str_replace_editor_call_writes_given_arguments_in_their_formats_and_reads_b
             ErrorCode::MissingArg,
             "Required argument(s) missing: command".to_owned()
         )
+fn bash_call(name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+    }
+}
+
+#[test]
+fn bash_tool_calls_run_every_calls_command_in_order() {
+    let calls = [
+        bash_call("bash", r#"{"command": "ls -la"}"#),
+        bash_call("bash", r#"{"command": "cat a.py", "other": 1}"#),
+        bash_call("bash", r#"{"command": 7}"#),
+    ];
+    assert_eq!(
+        bash_tool_calls(&calls).unwrap(),
+        ["ls -la", "cat a.py", "7"]
+    );
+}
+
+#[test]
+fn bash_tool_calls_refuse_no_call_and_a_bad_call_with_minis_words() {
+    let none = bash_tool_calls(&[]).unwrap_err();
+    assert_eq!(
+        (none.error_code, none.message.as_str()),
+        (
+            ErrorCode::ActionCount,
+            "No tool calls found in the response. Every response MUST include at least one tool call."
+        )
+    );
+    let unknown = bash_tool_calls(&[
+        bash_call("bash", r#"{"command": "ls"}"#),
+        bash_call("edit", r#"{"path": "a"}"#),
+    ])
+    .unwrap_err();
+    assert_eq!(
+        (unknown.error_code, unknown.message.as_str()),
+        (
+            ErrorCode::InvalidCommand,
+            "Unknown tool 'edit'.Missing 'command' argument in bash tool call."
+        )
+    );
+    let missing = bash_tool_calls(&[bash_call("bash", r#"{"cmd": "ls"}"#)]).unwrap_err();
+    assert_eq!(
+        (missing.error_code, missing.message.as_str()),
+        (
+            ErrorCode::MissingArg,
+            "Missing 'command' argument in bash tool call."
+        )
+    );
+    let broken = bash_tool_calls(&[bash_call("bash", "{\"command\": ")]).unwrap_err();
+    assert_eq!(broken.error_code, ErrorCode::InvalidJson);
+    assert!(
+        broken
+            .message
+            .starts_with("Error parsing tool call arguments: "),
+        "{}",
+        broken.message
+    );
+    assert!(
+        broken
+            .message
+            .ends_with(".Missing 'command' argument in bash tool call."),
+        "{}",
+        broken.message
     );
 }

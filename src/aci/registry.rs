@@ -203,14 +203,21 @@ impl CommandSpec {
 
     /// The v1 built-in `bash` tool (for function calling): its one argument is never quoted.
     pub fn bash_tool() -> Self {
+        let text = crate::config::BashToolText::default();
+        Self::bash_tool_with(&text.description, &text.command_description)
+    }
+
+    /// The `bash` tool described as `description`, its `command` as `command_description`
+    /// (`agent.bash_tool`).
+    pub fn bash_tool_with(description: &str, command_description: &str) -> Self {
         Self {
             name: "bash".to_owned(),
             signature: Some("<command>".to_owned()),
-            docstring: Some("runs the given command directly in bash".to_owned()),
+            docstring: Some(description.to_owned()),
             arguments: Arguments(vec![ArgumentSpec {
                 name: "command".to_owned(),
                 kind: "string".to_owned(),
-                description: "The bash command to execute.".to_owned(),
+                description: command_description.to_owned(),
                 required: true,
                 allowed: None,
                 items: None,

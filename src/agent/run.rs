@@ -110,10 +110,22 @@ const SPECIAL_EXITS: [(&str, ExitStatus); 3] = [
     ("skip", ExitStatus::Skipped),
 ];
 
-/// What the model's answer turned into.
+/// What the model's answer turned into: one action, or with `bash_tool_calls` one per tool
+/// call, run in order.
 enum Parsed {
-    Action { thought: String, action: String },
+    Actions {
+        thought: String,
+        actions: Vec<String>,
+    },
     Invalid(FormatError),
+}
+
+/// What running one action came to.
+enum Ran {
+    /// It ran: the observation the model reads, and what kind of turn it makes.
+    Observed { content: String, kind: TurnKind },
+    /// The sandbox failed: the episode ends.
+    Ended(TurnKind),
 }
 
 /// A malformed answer and the text to re-ask with.
@@ -153,7 +165,8 @@ struct Loop<'e, 'a, M: Model, S: Sandbox> {
     /// The commands a function call may name (the ACI's plus `bash`); `None` for
     /// `thought_action`.
     tool_registry: Option<Registry>,
-    /// The same as OpenAI tools, sent with every request.
+    /// The same as OpenAI tools, sent with every request (with `bash_tool_calls`, the `bash`
+    /// tool alone).
     tools: Option<serde_json::Value>,
     /// `agent.action_regex`, compiled, for the `action_regex` parser (checked at start-up).
     action_regex: Option<regex::Regex>,
@@ -218,11 +231,15 @@ pub async fn run_episode<M: Model, S: Sandbox>(
 
 impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
     fn new(episode: &'e mut Episode<'a>, model: &'e mut M, aci: &'e mut Aci<S>) -> Self {
+        let bash_tool = &episode.config.bash_tool;
+        let bash =
+            CommandSpec::bash_tool_with(&bash_tool.description, &bash_tool.command_description);
         let tool_registry = match episode.config.parser {
             ParserKind::FunctionCalling if episode.config.enable_bash_tool => {
-                Some(with_bash_tool(aci.registry()))
+                Some(with_bash_tool(aci.registry(), bash))
             }
             ParserKind::FunctionCalling => Some(aci.registry().clone()),
+            ParserKind::BashToolCalls => Some(with_bash_tool(&Registry::default(), bash)),
             ParserKind::ThoughtAction | ParserKind::ActionRegex => None,
         };
         let action_regex = (episode.config.parser == ParserKind::ActionRegex)
@@ -333,10 +350,10 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             }
         };
         let text = response_text(&response);
-        let (thought, action) = match self.parse(&response) {
-            Parsed::Action { thought, action } => (thought, action),
+        let (thought, actions) = match self.parse(&response) {
+            Parsed::Actions { thought, actions } => (thought, actions),
             Parsed::Invalid(error) => {
-                let message = self.format_error_text(&error)?;
+                let message = self.format_error_text(&error, !response.tool_calls.is_empty())?;
                 let kind = if matches!(error.error_code, ErrorCode::NoAction | ErrorCode::Missing) {
                     TurnKind::NoAction { response: text }
                 } else {
@@ -345,20 +362,24 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
                 return Ok(self.requery(kind, response, message));
             }
         };
-        if let Some((_, exit_status)) = SPECIAL_EXITS
-            .iter()
-            .find(|(name, _)| action.trim() == *name)
-        {
-            self.record_step(&text, &thought, &action, "Exited", Duration::ZERO, None);
-            return Ok(TurnResult::ended(*exit_status));
+        // Checked before anything runs: an exit or a refused command among several calls ends
+        // or rejects the answer as it would alone.
+        for action in &actions {
+            if let Some((_, exit_status)) = SPECIAL_EXITS
+                .iter()
+                .find(|(name, _)| action.trim() == *name)
+            {
+                self.record_step(&text, &thought, action, "Exited", Duration::ZERO, None);
+                return Ok(TurnResult::ended(*exit_status));
+            }
+            if let Some(refusal) = self.aci.blocked(action) {
+                let message =
+                    self.render_error("blocked", context! { exception_message => refusal })?;
+                let kind = TurnKind::FormatError { response: text };
+                return Ok(self.requery(kind, response, message));
+            }
         }
-        if let Some(refusal) = self.aci.blocked(&action) {
-            let message =
-                self.render_error("blocked", context! { exception_message => refusal })?;
-            let kind = TurnKind::FormatError { response: text };
-            return Ok(self.requery(kind, response, message));
-        }
-        let kind = self.execute(&response, &text, thought, action).await?;
+        let kind = self.execute(&response, &text, thought, actions).await?;
         Ok(TurnResult {
             kind,
             requery: None,
@@ -387,40 +408,49 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             // fenced copy of it, when there is one.
             let thought = parse::thought_action(&response.text)
                 .map_or_else(|_| response.text.clone(), |(thought, _)| thought);
-            return Parsed::Action {
+            return Parsed::Actions {
                 thought,
-                action: action.clone(),
+                actions: vec![action.clone()],
             };
         }
-        let parsed = match &self.tool_registry {
-            None => match &self.action_regex {
-                Some(regex) => parse::action_regex(&response.text, regex),
-                None => parse::thought_action(&response.text),
-            },
-            Some(registry) => {
-                let calls: Vec<parse::ToolCall> = response
-                    .tool_calls
-                    .iter()
-                    .map(|c| parse::ToolCall {
-                        name: c.name.clone(),
-                        arguments: c.arguments.clone(),
-                    })
-                    .collect();
-                parse::function_calls_to_command(registry, &calls)
-                    .map(|action| (response.text.clone(), action))
+        let calls = || -> Vec<parse::ToolCall> {
+            response
+                .tool_calls
+                .iter()
+                .map(|c| parse::ToolCall {
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect()
+        };
+        let one = |(thought, action): (String, String)| (thought, vec![action]);
+        let parsed = match (&self.tool_registry, self.episode.config.parser) {
+            (_, ParserKind::BashToolCalls) => {
+                parse::bash_tool_calls(&calls()).map(|actions| (response.text.clone(), actions))
             }
+            (None, _) => match &self.action_regex {
+                Some(regex) => parse::action_regex(&response.text, regex).map(one),
+                None => parse::thought_action(&response.text).map(one),
+            },
+            (Some(registry), _) => parse::function_calls_to_command(registry, &calls())
+                .map(|action| (response.text.clone(), vec![action])),
         };
         match parsed {
-            Ok((thought, action)) => Parsed::Action { thought, action },
+            Ok((thought, actions)) => Parsed::Actions { thought, actions },
             Err(error) => Parsed::Invalid(error),
         }
     }
 
-    fn format_error_text(&self, error: &FormatError) -> Result<String, TemplateError> {
+    fn format_error_text(
+        &self,
+        error: &FormatError,
+        has_tool_calls: bool,
+    ) -> Result<String, TemplateError> {
         let parser = match self.episode.config.parser {
             ParserKind::ThoughtAction => "thought_action",
             ParserKind::FunctionCalling => "function_calling",
             ParserKind::ActionRegex => "action_regex",
+            ParserKind::BashToolCalls => "bash_tool_calls",
         };
         self.render_error(
             "format_error",
@@ -429,6 +459,7 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
                 exception_message => error.message.clone(),
                 error => error.message.clone(),
                 actions => error.actions.clone(),
+                has_tool_calls => has_tool_calls,
                 parser,
             },
         )
@@ -440,30 +471,77 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
         self.episode.prompts.render(template, &variables)
     }
 
-    /// Runs the action, stores the exchange in the history and the trajectory.
+    /// Runs the actions in order (one, or with `bash_tool_calls` one per tool call) and stores
+    /// the exchange: in the history the answer, then an observation per action that ran (a
+    /// tool message answering its call); in the trajectory a step per action. A submission
+    /// ends the turn there, so the calls after it do not run.
     async fn execute(
         &mut self,
         response: &ModelResponse,
         text: &str,
         thought: String,
-        action: String,
+        actions: Vec<String>,
     ) -> Result<TurnKind, LoopError> {
+        let mut observations = Vec::new();
+        let mut kind = None;
+        for (index, action) in actions.iter().enumerate() {
+            match self
+                .run_action(response, text, &thought, action, index)
+                .await?
+            {
+                Ran::Observed {
+                    content,
+                    kind: step_kind,
+                } => {
+                    let mut user = HistoryItem::new(Role::User, content, MessageType::Observation);
+                    if let Some(call) = response.tool_calls.get(index) {
+                        user.role = Role::Tool;
+                        user.tool_call_ids = Some(vec![call.id.clone()]);
+                    }
+                    observations.push(user);
+                    let submitted = matches!(step_kind, TurnKind::Submitted { .. });
+                    kind = Some(step_kind);
+                    if submitted {
+                        break;
+                    }
+                }
+                Ran::Ended(ended) => {
+                    kind = Some(ended);
+                    break;
+                }
+            }
+        }
+        if !observations.is_empty() {
+            let ran = actions[..observations.len()].join("\n");
+            self.push(assistant_item(response, &thought, &ran));
+            for observation in observations {
+                self.push(observation);
+            }
+        }
+        Ok(kind.unwrap_or(TurnKind::NoAction {
+            response: text.to_owned(),
+        }))
+    }
+
+    /// Runs one action (the `index`th of the answer) and records its trajectory step; returns
+    /// the observation as the model reads it, or how the episode ended when the sandbox failed.
+    async fn run_action(
+        &mut self,
+        response: &ModelResponse,
+        text: &str,
+        thought: &str,
+        action: &str,
+        index: usize,
+    ) -> Result<Ran, LoopError> {
         let started = Instant::now();
-        let step = match self.aci.execute(&action).await {
+        let step = match self.aci.execute(action).await {
             Ok(step) => step,
             Err(error) => {
                 let observation = error.to_string();
-                self.record_step(
-                    text,
-                    &thought,
-                    &action,
-                    &observation,
-                    started.elapsed(),
-                    None,
-                );
+                self.record_step(text, thought, action, &observation, started.elapsed(), None);
                 let exit_status = environment_status(&error);
                 self.failure = Some(EpisodeFailure::Sandbox(error));
-                return Ok(TurnKind::Ended { exit_status });
+                return Ok(Ran::Ended(TurnKind::Ended { exit_status }));
             }
         };
         let elapsed = started.elapsed();
@@ -488,17 +566,10 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
             };
             self.render_error("observation", context! { output })?
         };
-        self.push(assistant_item(response, &thought, &action));
-        let mut user = HistoryItem::new(Role::User, content, MessageType::Observation);
-        if let Some(call) = response.tool_calls.first() {
-            user.role = Role::Tool;
-            user.tool_call_ids = Some(vec![call.id.clone()]);
-        }
-        self.push(user);
         self.record_step(
             text,
-            &thought,
-            &action,
+            thought,
+            action,
             &step.observation,
             elapsed,
             Some(state),
@@ -512,11 +583,20 @@ impl<'e, 'a, M: Model, S: Sandbox> Loop<'e, 'a, M, S> {
                 step.returncode,
                 &step.exception_info,
             );
+            let calls: Vec<(&str, &str, &str)> = response
+                .tool_calls
+                .iter()
+                .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+                .collect();
+            crate::trajectory::mini::record_call(last, index, &response.text, &calls);
         }
         if step.submission.is_some() {
             self.submission.clone_from(&step.submission);
         }
-        Ok(turn_kind(&step, text))
+        Ok(Ran::Observed {
+            content,
+            kind: turn_kind(&step, text),
+        })
     }
 
     fn render_with_state(
@@ -685,11 +765,11 @@ pub(crate) fn record_stats(info: &mut crate::trajectory::Info, stats: &crate::mo
 /// The ACI's commands plus v1's `bash` tool, which a function-calling model needs to run
 /// anything that is not an ACI command. Kept apart from the ACI's registry: there, a line
 /// starting with `bash` must stay shell input.
-fn with_bash_tool(registry: &Registry) -> Registry {
+fn with_bash_tool(registry: &Registry, bash: CommandSpec) -> Registry {
     let mut tools = registry.clone();
     if tools.get("bash").is_none() {
         // The name is free (checked just above), so adding cannot fail.
-        let _ = tools.add(CommandSpec::bash_tool());
+        let _ = tools.add(bash);
     }
     tools
 }

@@ -255,7 +255,9 @@ impl RunContext {
             nudges: self.config.agent.nudges.clone(),
             action_format: match self.config.agent.parser {
                 ParserKind::ThoughtAction | ParserKind::ActionRegex => ActionFormat::ThoughtAction,
-                ParserKind::FunctionCalling => ActionFormat::FunctionCalling,
+                ParserKind::FunctionCalling | ParserKind::BashToolCalls => {
+                    ActionFormat::FunctionCalling
+                }
             },
         }
     }

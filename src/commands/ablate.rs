@@ -22,12 +22,16 @@ pub async fn ablate(args: AblateArgs) -> Result<ExitCode, Failure> {
     // lets no further step start; the second quits at once.
     let signals = Signals::listen()?;
     // Check every configuration before anything runs: a typo fails now, not after an hour.
+    // Each one's protocol goes into the table.
+    let mut protocols = Vec::new();
     for variant in std::iter::once(&args.base).chain(&args.variants) {
         let layers: Vec<PathBuf> = super::settings::project_config(false)
             .into_iter()
             .chain([args.base.clone(), variant.clone()])
             .collect();
-        config::resolve(&layers, &args.sets)?;
+        protocols.push(aci::ablate::protocol::protocol(&config::resolve(
+            &layers, &args.sets,
+        )?));
     }
     let instances = load_instances(&args.instances)?;
     let output = args
@@ -41,6 +45,7 @@ pub async fn ablate(args: AblateArgs) -> Result<ExitCode, Failure> {
         output: output.clone(),
         repeats: usize::try_from(args.repeats).unwrap_or(1),
         replay_dir: args.replay_dir.clone(),
+        protocols,
     };
     let mut steps = InProcess {
         args: &args,

@@ -17,7 +17,7 @@ use crate::cli::{ConfigArgs, Images};
 pub struct Settings {
     /// The configuration.
     pub config: Config,
-    /// The directories of the `--config` files, in order.
+    /// The directories of the `--config` files (and of the files they extend), in order.
     pub dirs: Vec<PathBuf>,
 }
 
@@ -44,10 +44,9 @@ pub fn resolve(args: &ConfigArgs, command: Option<(&str, &str)>) -> Result<Setti
     for warning in config.warnings() {
         eprintln!("warning: {}\nhint: {}", warning.message, warning.hint);
     }
-    Ok(Settings {
-        config,
-        dirs: config_dirs(&files),
-    })
+    // The directories of the files `extends` adds too: their relative paths resolve there.
+    let dirs = config_dirs(&config::load::expand_extends(&files)?);
+    Ok(Settings { config, dirs })
 }
 
 /// The project config's file name, read from the working directory.

@@ -4,9 +4,10 @@
 //! then each `--set` in the order given. Mappings merge key by key; any other value (a scalar,
 //! a list) replaces the earlier one whole. Each layer is checked against the schema on its own
 //! first, so an error names the file, the line and the key, with the nearest valid key as a
-//! hint; a `--set` is type-checked the same way.
+//! hint; a `--set` is type-checked the same way. A file's `extends` puts the files it names
+//! (relative to it) right before it ([`expand_extends`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_yaml::{Mapping, Value};
 use sha2::{Digest, Sha256};
@@ -49,6 +50,17 @@ pub enum ConfigError {
     /// A `--set` without `=`.
     #[error("--set {0}: expected key.path=value")]
     SetSyntax(String),
+    /// A file extends itself, directly or through others.
+    #[error("config {path} extends itself (through {chain})")]
+    ExtendsCycle {
+        /// The file.
+        path: PathBuf,
+        /// The files between, in order, joined with ` -> `.
+        chain: String,
+    },
+    /// `extends` in a layer that is not a file (a `--set`, a built-in layer).
+    #[error("{0}: `extends` works only in a config file")]
+    ExtendsOutsideFile(String),
 }
 
 /// The nearest valid key for an unknown one.
@@ -209,12 +221,83 @@ fn parse_layer(origin: &str, text: &str) -> Result<Value, ConfigError> {
     let located =
         |e: &serde_yaml::Error| invalid(origin, e.location().map(|l| (l.line(), l.column())), e);
     serde_yaml::from_str::<Config>(text).map_err(|e| located(&e))?;
-    let value: Value = serde_yaml::from_str(text).map_err(|e| located(&e))?;
+    let mut value: Value = serde_yaml::from_str(text).map_err(|e| located(&e))?;
+    if let Value::Mapping(mapping) = &mut value {
+        mapping.remove("extends");
+    }
     Ok(if value.is_null() {
         Value::Mapping(Mapping::new())
     } else {
         value
     })
+}
+
+/// The files a file's `extends` names, resolved against its directory (none when it has no
+/// `extends`).
+fn extended_files(path: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let origin = path.display().to_string();
+    check_depth(&origin, &text)?;
+    let layer: Config = serde_yaml::from_str(&text)
+        .map_err(|e| invalid(&origin, e.location().map(|l| (l.line(), l.column())), &e))?;
+    let named = match layer.extends {
+        None => Vec::new(),
+        Some(super::Extends::One(one)) => vec![one],
+        Some(super::Extends::Many(many)) => many,
+    };
+    let dir = path.parent().unwrap_or_else(|| Path::new(""));
+    Ok(named.into_iter().map(|file| dir.join(file)).collect())
+}
+
+/// `files` with every file's `extends` in front of it, recursively, in layering order: the
+/// files a config extends, then the config. A file may appear more than once (two configs
+/// extending the same one); a file that extends itself is an error.
+///
+/// # Errors
+/// A file cannot be read or does not fit the schema, or `extends` runs in a circle.
+pub fn expand_extends(files: &[PathBuf]) -> Result<Vec<PathBuf>, ConfigError> {
+    fn visit(
+        path: &Path,
+        stack: &mut Vec<PathBuf>,
+        out: &mut Vec<PathBuf>,
+    ) -> Result<(), ConfigError> {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        if let Some(at) = stack.iter().position(|seen| *seen == key) {
+            let chain = stack[at..]
+                .iter()
+                .chain([&key])
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" -> ");
+            return Err(ConfigError::ExtendsCycle {
+                path: path.to_owned(),
+                chain,
+            });
+        }
+        stack.push(key);
+        for extended in extended_files(path)? {
+            visit(&extended, stack, out)?;
+        }
+        stack.pop();
+        out.push(path.to_owned());
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for file in files {
+        visit(file, &mut Vec::new(), &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Whether the layer text sets `extends` (which only a file may).
+fn has_extends(text: &str) -> bool {
+    serde_yaml::from_str::<Value>(text)
+        .ok()
+        .and_then(|value| value.get("extends").cloned())
+        .is_some()
 }
 
 /// Turns `a.b.c=value` into the YAML layer `{a: {b: {c: value}}}`, the value parsed as YAML.
@@ -224,6 +307,11 @@ fn set_layer(assignment: &str) -> Result<Value, ConfigError> {
         .ok_or_else(|| ConfigError::SetSyntax(assignment.to_owned()))?;
     if path.is_empty() || path.split('.').any(str::is_empty) {
         return Err(ConfigError::SetSyntax(assignment.to_owned()));
+    }
+    if path.split('.').next() == Some("extends") {
+        return Err(ConfigError::ExtendsOutsideFile(format!(
+            "--set {assignment}"
+        )));
     }
     let origin = format!("--set {assignment}");
     check_depth(&origin, raw)?;
@@ -251,7 +339,8 @@ fn set_layer(assignment: &str) -> Result<Value, ConfigError> {
 /// `configs/default.yaml`, compiled in: the first layer of every configuration.
 pub const DEFAULT_CONFIG: &str = include_str!("../../configs/default.yaml");
 
-/// Resolves the configuration: the built-in `configs/default.yaml`, then `files`, then `sets`.
+/// Resolves the configuration: the built-in `configs/default.yaml`, then `files` (each after
+/// the files its `extends` names), then `sets`.
 pub fn resolve(files: &[PathBuf], sets: &[String]) -> Result<Config, ConfigError> {
     resolve_with_presets(&[], files, sets)
 }
@@ -269,9 +358,12 @@ pub fn resolve_with_presets(
         parse_layer("configs/default.yaml (built in)", DEFAULT_CONFIG)?,
     );
     for (origin, text) in presets {
+        if has_extends(text) {
+            return Err(ConfigError::ExtendsOutsideFile((*origin).to_owned()));
+        }
         merge(&mut merged, parse_layer(origin, text)?);
     }
-    for path in files {
+    for path in &expand_extends(files)? {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.clone(),
             source,
@@ -291,6 +383,9 @@ pub fn resolve_with_presets(
 pub fn resolve_text(layers: &[(&str, &str)], sets: &[String]) -> Result<Config, ConfigError> {
     let mut merged = defaults_value()?;
     for (origin, text) in layers {
+        if has_extends(text) {
+            return Err(ConfigError::ExtendsOutsideFile((*origin).to_owned()));
+        }
         merge(&mut merged, parse_layer(origin, text)?);
     }
     for assignment in sets {
@@ -360,6 +455,80 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn extends_layers_the_named_files_first_relative_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        write("base.yaml", "aci:\n  window: 30\n  overlap: 5\n");
+        write(
+            "more.yaml",
+            "aci:\n  overlap: 7\nagent:\n  max_observation_length: 9\n",
+        );
+        let one = write(
+            "sub/one.yaml",
+            "extends: ../base.yaml\naci:\n  window: 40\n",
+        );
+        let many = write(
+            "sub/many.yaml",
+            "extends: [one.yaml, ../more.yaml]\nagent:\n  max_observation_length: 8\n",
+        );
+        assert_eq!(
+            expand_extends(std::slice::from_ref(&many)).unwrap(),
+            [
+                dir.path().join("sub/../base.yaml"),
+                dir.path().join("sub/one.yaml"),
+                dir.path().join("sub/../more.yaml"),
+                many.clone()
+            ]
+        );
+        let config = resolve(&[one], &[]).unwrap();
+        assert_eq!((config.aci.window, config.aci.overlap), (40, 5));
+        assert_eq!(config.extends, None);
+        let config = resolve(&[many], &[]).unwrap();
+        assert_eq!(
+            (
+                config.aci.window,
+                config.aci.overlap,
+                config.agent.max_observation_length
+            ),
+            (40, 7, 8)
+        );
+        assert!(!config.to_yaml().contains("extends"));
+    }
+
+    #[test]
+    fn extends_in_a_circle_or_outside_a_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.yaml");
+        let b = dir.path().join("b.yaml");
+        std::fs::write(&a, "extends: b.yaml\n").unwrap();
+        std::fs::write(&b, "extends: [a.yaml]\n").unwrap();
+        let message = resolve(std::slice::from_ref(&a), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with(&format!("config {} extends itself (through ", a.display())),
+            "{message}"
+        );
+        assert_eq!(
+            error(&[("test", "extends: x.yaml\n")], &[]),
+            "test: `extends` works only in a config file"
+        );
+        assert_eq!(
+            error(&[], &["extends=x.yaml"]),
+            "--set extends=x.yaml: `extends` works only in a config file"
+        );
+        std::fs::write(&b, "extends: missing.yaml\n").unwrap();
+        let message = resolve(&[b], &[]).unwrap_err().to_string();
+        assert!(message.starts_with("cannot read config "), "{message}");
+        assert!(message.contains("missing.yaml"), "{message}");
+    }
 
     /// The error's two lines as printed: the message, then its hint.
     fn error(layers: &[(&str, &str)], sets: &[&str]) -> String {

@@ -29,6 +29,12 @@ pub use load::{ConfigError, ConfigWarning, resolve, resolve_text, resolve_with_p
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// Config files this one is layered over, relative to this file's directory: a path or a
+    /// list of paths, each read first (with its own `extends`), then this file over them (e.g.
+    /// `extends: ../mini-swe-agent.yaml`). Only in config files; not kept in the resolved
+    /// configuration.
+    #[serde(skip_serializing)]
+    pub extends: Option<Extends>,
     /// The agent loop: prompts, parser, history, limits.
     pub agent: AgentConfig,
     /// The Agent-Computer Interface: commands, viewer, lint gate, search.
@@ -37,6 +43,16 @@ pub struct Config {
     pub model: ModelConfig,
     /// The container each task runs in.
     pub env: EnvConfig,
+}
+
+/// `extends`: one config file or several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Extends {
+    /// One file.
+    One(PathBuf),
+    /// Several files, layered in order.
+    Many(Vec<PathBuf>),
 }
 
 /// `agent`: how the loop talks to the model.
@@ -49,11 +65,15 @@ pub struct AgentConfig {
     /// shown to the model before the task; empty for none.
     pub demonstrations: Vec<PathBuf>,
     /// How the model's answer becomes an action: `thought_action` (the last fenced code
-    /// block) or `function_calling` (a tool call).
+    /// block), `function_calling` (a tool call), `action_regex` (one match of
+    /// `action_regex`) or `bash_tool_calls` (one or more calls of the `bash` tool).
     pub parser: ParserKind,
     /// With `function_calling`, offer v1's `bash` tool beside the ACI commands (SWE-agent's
     /// `enable_bash_tool`); without it the model can run only the enabled ACI commands.
     pub enable_bash_tool: bool,
+    /// The `bash` tool as the model is told of it (with `function_calling`'s
+    /// `enable_bash_tool`, and with `bash_tool_calls`).
+    pub bash_tool: BashToolText,
     /// With `parser: action_regex`, the regex (Rust `regex` syntax, `.` matching newlines) whose
     /// first group is the action; an answer must match exactly once (mini-swe-agent's text mode:
     /// ```` ```mswea_bash_command\s*\n(.*?)\n``` ````).
@@ -89,6 +109,7 @@ impl Default for AgentConfig {
             demonstrations: Vec::new(),
             parser: ParserKind::ThoughtAction,
             enable_bash_tool: true,
+            bash_tool: BashToolText::default(),
             action_regex: String::new(),
             mini_trajectory: false,
             format_errors_in_history: false,
@@ -128,6 +149,26 @@ pub struct Templates {
     pub observation: String,
 }
 
+/// `agent.bash_tool`: the texts of the `bash` tool's schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BashToolText {
+    /// The tool's description (SWE-agent v1's by default; mini-swe-agent's is `Execute a bash
+    /// command`).
+    pub description: String,
+    /// The description of its one argument, `command`.
+    pub command_description: String,
+}
+
+impl Default for BashToolText {
+    fn default() -> Self {
+        Self {
+            description: "runs the given command directly in bash".to_owned(),
+            command_description: "The bash command to execute.".to_owned(),
+        }
+    }
+}
+
 /// How the model's answer becomes an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -139,6 +180,10 @@ pub enum ParserKind {
     FunctionCalling,
     /// Exactly one match of `agent.action_regex` per answer; its first group is the action.
     ActionRegex,
+    /// One or more calls of the one tool `bash` per answer (mini-swe-agent's tool-call mode):
+    /// each call's `command` runs in turn, and each is answered by its own tool message. A
+    /// call of another tool, or without `command`, rejects the whole answer.
+    BashToolCalls,
 }
 
 /// `aci`: the interface the model drives.

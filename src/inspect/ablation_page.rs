@@ -35,7 +35,7 @@ fn exits(row: &Row) -> String {
 
 fn push_table(out: &mut String, table: &Table, repeats: &dyn Fn(&str) -> usize) {
     out.push_str(
-        "<table class=\"grid\"><thead><tr><th>config</th><th class=\"num\">resolved</th><th class=\"num\">95% CI</th>\
+        "<table class=\"grid\"><thead><tr><th>config</th><th>protocol</th><th class=\"num\">resolved</th><th class=\"num\">95% CI</th>\
          <th class=\"num\">Δ vs base</th><th class=\"num\">gained / lost</th><th class=\"num\">McNemar p</th>\
          <th class=\"num\">mean steps</th><th class=\"num\">obs chars / turn</th><th class=\"num\">lint rejections</th>\
          <th class=\"num\">format errors</th><th>exits</th><th class=\"num\">cost</th><th class=\"num\">wall time</th>\
@@ -67,13 +67,14 @@ fn push_table(out: &mut String, table: &Table, repeats: &dyn Fn(&str) -> usize) 
             .collect();
         let _ = write!(
             out,
-            "<tr><td>{}{}{}</td><td class=\"num\">{resolved}/{} ({:.1}%{spread})</td><td class=\"num\">{:.1}–{:.1}%</td>\
+            "<tr><td>{}{}{}</td><td>{}</td><td class=\"num\">{resolved}/{} ({:.1}%{spread})</td><td class=\"num\">{:.1}–{:.1}%</td>\
              <td class=\"num\">{delta}</td><td class=\"num\">{pairs}</td><td class=\"num\">{p}</td><td class=\"num\">{:.1}</td>\
              <td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">${:.2}</td>\
              <td class=\"num\">{}</td><td>{}</td></tr>",
             if is_base { "<b>" } else { "" },
             escape(&row.config),
             if is_base { "</b> (base)" } else { "" },
+            escape(&row.protocol.label()),
             row.instances,
             row.resolved_pct,
             row.ci95_pct.0,
@@ -152,6 +153,11 @@ mod tests {
     fn row(config: &str, lost: &[&str]) -> Row {
         Row {
             config: config.to_owned(),
+            protocol: crate::ablate::protocol::Protocol {
+                interface: "paper ACI".to_owned(),
+                parser: "thought_action".to_owned(),
+                ..Default::default()
+            },
             instances: 8,
             resolved: 7.0,
             resolved_pct: 87.5,
@@ -186,7 +192,9 @@ mod tests {
         assert!(
             html.contains("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"ablation-chart\"")
         );
-        assert!(html.contains("<td><b>default</b> (base)</td><td class=\"num\">7/8 (87.5%)</td>"));
+        assert!(html.contains(
+            "<td><b>default</b> (base)</td><td>paper ACI (text)</td><td class=\"num\">7/8 (87.5%)</td>"
+        ));
         assert!(html.contains(
             "<a href=\"c/default/r1/index.html\">r1</a> <a href=\"c/default/r2/index.html\">r2</a>"
         ));

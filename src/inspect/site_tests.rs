@@ -25,6 +25,7 @@ fn batch(root: &Path) -> PathBuf {
 fn ablation_row(config: &str, lost: &[&str]) -> Row {
     Row {
         config: config.to_owned(),
+        protocol: Default::default(),
         instances: 2,
         resolved: 2.0 - lost.len() as f64,
         resolved_pct: 50.0,

@@ -16,6 +16,80 @@ pub const FORMAT: &str = "mini-swe-agent-1.1";
 /// command: `{raw_output, returncode, exception_info}`.
 const OUTPUT_KEY: &str = "mini_output";
 
+/// The step key under which the loop keeps which tool call of its answer a command came from:
+/// `{index, tool_call_id}`, and on the answer's first command the answer itself
+/// (`message: {content, tool_calls}`).
+const CALL_KEY: &str = "mini_call";
+
+/// Records on `step` that its command was the `index`th of the answer `text` with `tool_calls`
+/// (`(id, name, arguments)`; none for a text answer), for [`to_mini`].
+pub fn record_call(
+    step: &mut TrajectoryStep,
+    index: usize,
+    text: &str,
+    tool_calls: &[(&str, &str, &str)],
+) {
+    let mut call = json!({ "index": index });
+    if let Some((id, _, _)) = tool_calls.get(index) {
+        call["tool_call_id"] = json!(id);
+    }
+    if index == 0 && !tool_calls.is_empty() {
+        let calls: Vec<Value> = tool_calls
+            .iter()
+            .map(|(id, name, arguments)| {
+                json!({
+                    "id": id,
+                    "type": "function",
+                    "function": { "name": name, "arguments": arguments },
+                })
+            })
+            .collect();
+        let content = if text.is_empty() {
+            Value::Null
+        } else {
+            json!(text)
+        };
+        call["message"] = json!({ "content": content, "tool_calls": calls });
+    }
+    step.extra.insert(CALL_KEY.to_owned(), call);
+}
+
+/// The position of `step`'s command in its answer (0 for the first, or when not recorded).
+fn call_index(step: &TrajectoryStep) -> u64 {
+    step.extra
+        .get(CALL_KEY)
+        .and_then(|call| call.get("index"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// The id of the tool call `step`'s command came from.
+fn tool_call_id(step: &TrajectoryStep) -> Option<&Value> {
+    step.extra.get(CALL_KEY)?.get("tool_call_id")
+}
+
+/// mini's `extra.actions` of the OpenAI `tool_calls`: each call's `command` and id.
+fn call_actions(calls: &Value) -> Value {
+    let actions: Vec<Value> = calls
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|call| {
+            let arguments = call
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .and_then(|text| serde_json::from_str::<Value>(text).ok());
+            let command = match arguments.as_ref().and_then(|a| a.get("command")) {
+                Some(Value::String(text)) => Value::String(text.clone()),
+                Some(other) => Value::String(other.to_string()),
+                None => Value::String(String::new()),
+            };
+            json!({ "command": command, "tool_call_id": call.get("id").cloned().unwrap_or(Value::Null) })
+        })
+        .collect();
+    Value::Array(actions)
+}
+
 /// Records on `step` the command's output as printed, its exit code and what went wrong, for
 /// [`to_mini`].
 pub fn record_output(
@@ -43,10 +117,12 @@ pub fn mini_exit_status(status: &RecordedStatus) -> String {
 }
 
 /// `trajectory` as mini 2.x saves a run: the system and instance messages, then per turn the
-/// assistant message (`extra.actions`) and the observation (`extra.raw_output`, `returncode`,
-/// `exception_info`), or for a rejected answer only the format error (`extra.interrupt_type`,
-/// `extra.model_response`), and an `exit` message with
-/// the exit status and the submission. `config` is stored as `info.config`.
+/// assistant message (`extra.actions`, and its `tool_calls` in tool-call mode) and an
+/// observation per action (`extra.raw_output`, `returncode`, `exception_info`; a `tool`
+/// message with its `tool_call_id` in tool-call mode), or for a rejected answer only the format
+/// error (`extra.interrupt_type`, `extra.model_response`), and an `exit` message with the exit
+/// status and the submission; the turn that submits has no observations, as in mini. `config`
+/// is stored as `info.config`.
 pub fn to_mini(trajectory: &Trajectory, instance_id: &str, config: Value) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     let mut pairs = trajectory
@@ -58,14 +134,16 @@ pub fn to_mini(trajectory: &Trajectory, instance_id: &str, config: Value) -> Val
             messages.push(json!({ "role": item.role, "content": item.content }));
         }
     }
-    let last = trajectory.trajectory.len().saturating_sub(1);
     let submitted = trajectory
         .info
         .exit_status
         .as_ref()
         .and_then(RecordedStatus::exit)
         == Some(ExitStatus::Submitted);
-    for (index, step) in trajectory.trajectory.iter().enumerate() {
+    let steps = &trajectory.trajectory;
+    let mut at = 0;
+    while at < steps.len() {
+        let step = &steps[at];
         if let Some(error) = &step.format_error {
             // mini keeps only the format error, with the rejected answer in its `extra`.
             messages.push(json!({
@@ -73,26 +151,68 @@ pub fn to_mini(trajectory: &Trajectory, instance_id: &str, config: Value) -> Val
                 "content": error,
                 "extra": { "interrupt_type": "FormatError", "model_response": step.response },
             }));
+            at += 1;
             continue;
         }
-        let Some(output) = step.extra.get(OUTPUT_KEY) else {
+        if !step.extra.contains_key(OUTPUT_KEY) {
+            at += 1;
             continue;
-        };
-        let observation = pairs.next();
-        messages.push(json!({
+        }
+        // The steps of one answer: this one and the later calls of the same answer.
+        let mut next = at + 1;
+        while next < steps.len()
+            && call_index(&steps[next]) > 0
+            && steps[next].extra.contains_key(OUTPUT_KEY)
+        {
+            next += 1;
+        }
+        let group = &steps[at..next];
+        let actions: Vec<Value> = group
+            .iter()
+            .map(|step| {
+                let mut action = json!({ "command": step.action });
+                if let Some(id) = tool_call_id(step) {
+                    action["tool_call_id"] = id.clone();
+                }
+                action
+            })
+            .collect();
+        let mut assistant = json!({
             "role": "assistant",
             "content": step.response,
-            "extra": { "actions": [{ "command": step.action }] },
-        }));
-        if index == last && submitted {
+            "extra": { "actions": actions },
+        });
+        if let Some(message) = step.extra.get(CALL_KEY).and_then(|c| c.get("message")) {
+            let calls = message.get("tool_calls").cloned().unwrap_or(Value::Null);
+            // mini lists every call of the answer, also those a submission kept from running.
+            assistant["extra"]["actions"] = call_actions(&calls);
+            assistant["content"] = message.get("content").cloned().unwrap_or(Value::Null);
+            assistant["tool_calls"] = calls;
+        }
+        messages.push(assistant);
+        let observations: Vec<Option<&HistoryItem>> = group.iter().map(|_| pairs.next()).collect();
+        at = next;
+        if at == steps.len() && submitted {
             continue;
         }
-        let extra = output.as_object().cloned().unwrap_or_default();
-        messages.push(json!({
-            "role": "user",
-            "content": observation.map_or("", |item: &HistoryItem| item.content.as_str()),
-            "extra": extra,
-        }));
+        for (step, observation) in group.iter().zip(observations) {
+            let extra = step
+                .extra
+                .get(OUTPUT_KEY)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let mut message = json!({
+                "role": "user",
+                "content": observation.map_or("", |item: &HistoryItem| item.content.as_str()),
+                "extra": extra,
+            });
+            if let Some(id) = tool_call_id(step) {
+                message["role"] = json!("tool");
+                message["tool_call_id"] = id.clone();
+            }
+            messages.push(message);
+        }
     }
     let status = trajectory
         .info

@@ -356,3 +356,307 @@ fn batch_replays_a_mini_1_trajectory_from_the_replay_dir_to_the_gold_patch() {
     assert!(!outputs[1].ends_with("/moneyfmt\n"), "{outputs:?}");
     assert_eq!(outputs[2..4], ["MINI_VAR=1\n", "MINI_VAR=\n"]);
 }
+
+/// `configs/mini-swe-agent-toolcall.yaml` with the test base, as the binary resolves it (it
+/// extends `configs/mini-swe-agent.yaml`).
+fn toolcall_config() -> aci::config::Config {
+    config_files(&["configs/mini-swe-agent-toolcall.yaml"])
+}
+
+/// mini's tool-call error for `error`, word for word.
+fn tool_call_error(error: &str) -> String {
+    format!(
+        "Tool call error:\n\n<error>\n{error}\n</error>\n\nHere is general guidance on how to \
+         submit correct toolcalls:\n\nEvery response needs to use the 'bash' tool at least once \
+         to execute commands.\n\nCall the bash tool with your command as the argument:\n\
+         - Tool: bash\n- Arguments: {{\"command\": \"your_command_here\"}}\n\nIf you have \
+         completed your assignment, please consult the first message about how to\nsubmit your \
+         solution (you will not be able to continue working on this task after that)."
+    )
+}
+
+const NO_TOOL_CALLS: &str =
+    "No tool calls found in the response. Every response MUST include at least one tool call.";
+
+#[test]
+fn the_toolcall_config_is_the_text_config_with_minis_tool_templates() {
+    let config = toolcall_config();
+    let text = config_files(&["configs/mini-swe-agent.yaml"]);
+    assert_eq!(config.agent.parser, aci::config::ParserKind::BashToolCalls);
+    assert_eq!(
+        config.agent.templates.observation,
+        text.agent.templates.observation
+    );
+    assert_eq!(config.aci, text.aci);
+    assert_eq!(config.agent.limits, text.agent.limits);
+    assert_eq!(
+        config.env.variables.get("BASH_ENV").map(String::as_str),
+        Some("/root/.bashrc")
+    );
+    assert_eq!(
+        config.env.variables.get("PAGER").map(String::as_str),
+        Some("cat")
+    );
+    let prompts = Prompts::new(&config.agent.templates).unwrap();
+    assert_eq!(
+        prompts.render("system", &context! {}).unwrap(),
+        "You are a helpful assistant that can interact with a computer shell to solve \
+         programming tasks."
+    );
+    let actions: Vec<String> = Vec::new();
+    assert_eq!(
+        prompts
+            .render(
+                "format_error",
+                &context! { error => NO_TOOL_CALLS, actions, has_tool_calls => false }
+            )
+            .unwrap(),
+        tool_call_error(NO_TOOL_CALLS)
+    );
+    let instance = prompts
+        .render("instance", &context! { task => "Fix the bug." })
+        .unwrap();
+    assert!(instance.contains(
+        "<IMPORTANT>This is an interactive process where you will think and issue AT LEAST ONE \
+         command, see the result, then think and issue your next command(s).</important>"
+    ));
+}
+
+#[tokio::test]
+async fn tool_calls_run_in_order_each_answered_by_a_tool_message_and_the_sentinel_submits() {
+    let wire = Wire::OpenAi;
+    let bash =
+        |id: &'static str, command: &str| (id, "bash", serde_json::json!({ "command": command }));
+    let server = MockServer::start(vec![
+        tool_calls_answer(
+            wire,
+            "Look around.",
+            &[bash("c1", "cd inicfg && pwd"), bash("c2", "pwd")],
+        ),
+        text_answer(wire, "I think I am done."),
+        tool_calls_answer(
+            wire,
+            "",
+            &[("c3", "edit", serde_json::json!({"path": "x"}))],
+        ),
+        tool_calls_answer(wire, "Fix.", &[bash("c4", &apply_gold(&gold_patch()))]),
+        tool_calls_answer(wire, "Patch.", &[bash("c5", "git diff > patch.txt")]),
+        tool_calls_answer(
+            wire,
+            "Submit.",
+            &[
+                bash(
+                    "c6",
+                    "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt",
+                ),
+                bash("c7", "echo never > never.txt"),
+            ],
+        ),
+    ])
+    .await;
+    let run = run_http_with(wire, &server, toolcall_config()).await;
+
+    assert_eq!(run.result.exit_status.to_string(), "submitted");
+    assert_eq!(String::from_utf8(run.patch.clone()).unwrap(), gold_patch());
+    let repo = repo_of(&run.traj);
+    assert!(
+        !Path::new(&repo).join("never.txt").exists(),
+        "a call after the submission does not run"
+    );
+    assert_eq!(
+        actions(&run.traj),
+        [
+            "cd inicfg && pwd",
+            "pwd",
+            "",
+            "",
+            apply_gold(&gold_patch()).as_str(),
+            "git diff > patch.txt",
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt"
+        ]
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6);
+    assert_eq!(
+        requests[0].json()["tools"],
+        serde_json::json!([{
+            "type": "function",
+            "function": {
+                "name": "bash",
+                "description": "Execute a bash command",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "description": "The bash command to execute"}
+                    },
+                    "required": ["command"]
+                }
+            }
+        }])
+    );
+    let output = |text: &str| format!("<returncode>0</returncode>\n<output>\n{text}</output>");
+    let second = pieces(wire, &requests[1]);
+    assert_eq!(
+        second[2..],
+        [
+            piece("assistant", "Look around.", None),
+            piece(
+                "tool_call",
+                r#"bash({"command":"cd inicfg && pwd"})"#,
+                Some("c1")
+            ),
+            piece("tool_call", r#"bash({"command":"pwd"})"#, Some("c2")),
+            piece("tool", &output(&format!("{repo}/inicfg\n")), Some("c1")),
+            piece("tool", &output(&format!("{repo}\n")), Some("c2")),
+        ],
+        "each call answered in order; cd does not persist"
+    );
+    let last = |index: usize| pieces(wire, &requests[index]).last().unwrap().clone();
+    assert_eq!(
+        last(2),
+        piece("user", &tool_call_error(NO_TOOL_CALLS), None)
+    );
+    assert_eq!(
+        last(3),
+        piece(
+            "user",
+            &tool_call_error("Unknown tool 'edit'.Missing 'command' argument in bash tool call."),
+            None
+        )
+    );
+    assert_eq!(
+        pieces(wire, &requests[3]).len(),
+        9,
+        "rejected answers are not kept"
+    );
+    assert_eq!(last(5), piece("tool", &output(""), Some("c5")));
+
+    let mini = read_mini(run.output.path(), DEMO_ID);
+    let roles: Vec<&str> = messages(&mini)
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "user",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "exit"
+        ]
+    );
+    let first = &messages(&mini)[2];
+    assert_eq!(first["content"], "Look around.");
+    assert_eq!(
+        first["extra"]["actions"],
+        serde_json::json!([
+            {"command": "cd inicfg && pwd", "tool_call_id": "c1"},
+            {"command": "pwd", "tool_call_id": "c2"}
+        ])
+    );
+    assert_eq!(first["tool_calls"][1]["id"], "c2");
+    assert_eq!(
+        first["tool_calls"][1]["function"],
+        serde_json::json!({"name": "bash", "arguments": "{\"command\":\"pwd\"}"})
+    );
+    let tool = &messages(&mini)[3];
+    assert_eq!(tool["tool_call_id"], "c1");
+    assert_eq!(tool["content"], output(&format!("{repo}/inicfg\n")));
+    assert_eq!(
+        tool["extra"],
+        serde_json::json!({"raw_output": format!("{repo}/inicfg\n"), "returncode": 0, "exception_info": ""})
+    );
+    assert_eq!(messages(&mini)[5]["extra"]["interrupt_type"], "FormatError");
+    // The submitting answer lists both its calls, as mini's does; neither has a tool message.
+    let submit = &messages(&mini)[11];
+    assert_eq!(submit["extra"]["actions"][1]["tool_call_id"], "c7");
+    assert_eq!(mini["info"]["exit_status"], "Submitted");
+    assert_eq!(
+        mini["info"]["submission"].as_str(),
+        Some(gold_patch().as_str())
+    );
+}
+
+#[tokio::test]
+async fn a_mini_tool_call_trajectory_replays_every_call_to_the_same_patch() {
+    let wire = Wire::OpenAi;
+    let bash =
+        |id: &'static str, command: &str| (id, "bash", serde_json::json!({ "command": command }));
+    let server = MockServer::start(vec![
+        tool_calls_answer(
+            wire,
+            "Fix and write the patch.",
+            &[
+                bash("a", &apply_gold(&gold_patch())),
+                bash("b", "git diff > patch.txt"),
+            ],
+        ),
+        tool_calls_answer(
+            wire,
+            "",
+            &[bash(
+                "c",
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt",
+            )],
+        ),
+    ])
+    .await;
+    let first = run_http_with(wire, &server, toolcall_config()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let traj = dir.path().join(format!("{DEMO_ID}.traj.json"));
+    std::fs::copy(output::mini_traj_path(first.output.path(), DEMO_ID), &traj).unwrap();
+    let replay = ReplayInput::load(&traj).unwrap();
+    assert_eq!(replay.steps.len(), 3);
+    let again = run(toolcall_config(), "replay", Engine::Local, Some(replay)).await;
+    assert_eq!(again.result.exit_status.to_string(), "submitted");
+    assert_eq!(again.patch, first.patch);
+    assert_eq!(String::from_utf8(again.patch).unwrap(), gold_patch());
+}
+
+#[tokio::test]
+async fn over_the_anthropic_wire_several_calls_are_answered_in_one_user_turn() {
+    let wire = Wire::Anthropic;
+    let bash =
+        |id: &'static str, command: &str| (id, "bash", serde_json::json!({ "command": command }));
+    let server = MockServer::start(vec![
+        tool_calls_answer(
+            wire,
+            "Two at once.",
+            &[bash("u1", "echo one"), bash("u2", "echo two")],
+        ),
+        tool_calls_answer(
+            wire,
+            "Done.",
+            &[bash("u3", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")],
+        ),
+    ])
+    .await;
+    let run = run_http_with(wire, &server, toolcall_config()).await;
+    assert_eq!(run.result.exit_status.to_string(), "submitted");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_anthropic_pairing(&requests[1]);
+    let output = |text: &str| format!("<returncode>0</returncode>\n<output>\n{text}\n</output>");
+    assert_eq!(
+        pieces(wire, &requests[1])[3..],
+        [
+            piece("tool_call", r#"bash({"command":"echo one"})"#, Some("u1")),
+            piece("tool_call", r#"bash({"command":"echo two"})"#, Some("u2")),
+            piece("tool", &output("one"), Some("u1")),
+            piece("tool", &output("two"), Some("u2")),
+        ]
+    );
+    assert_eq!(
+        requests[0].json()["tools"][0]["description"],
+        "Execute a bash command"
+    );
+}

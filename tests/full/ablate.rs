@@ -1,6 +1,7 @@
 //! `aci ablate` on two demo instances with the scripted replays: the no-lint variant lands the
 //! broken edit the gate rejects by default, and that instance stops being resolved; the
-//! 30-line window shrinks what the agent reads per turn. Real daemon, never skipped.
+//! 30-line window shrinks what the agent reads per turn; the paper's ACI and the bash-only
+//! protocol (mini-swe-agent's) share one table. Real daemon, never skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -93,7 +94,7 @@ async fn no_lint_loses_the_rejected_edit_instance_and_window_30_shrinks_observat
             .lines()
             .nth(3)
             .unwrap()
-            .starts_with("| no-lint | 1/2 (50.0%) |"),
+            .starts_with("| no-lint | paper ACI (text) | 1/2 (50.0%) |"),
         "{markdown}"
     );
     assert_eq!(
@@ -131,6 +132,108 @@ async fn no_lint_loses_the_rejected_edit_instance_and_window_30_shrinks_observat
         table
     };
     assert_eq!(without_time(&again), without_time(&table));
+}
+
+/// The paper's ACI against the bash-only protocol on the same two instances, in one table: the
+/// base replays the demo's ACI actions, the variant (`configs/ablations/bash-only.yaml`, which
+/// extends `configs/mini-swe-agent.yaml`) replays mini-swe-agent trajectories of the same tasks
+/// (the demo's `mini-replays`), in a fresh subshell per command, submitting with the sentinel.
+/// Both resolve both; the rows name their protocols and the bash-only runs write mini's
+/// trajectories too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_papers_aci_and_the_bash_only_protocol_compare_in_one_table() {
+    support::docker().await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("ablation");
+    // The ablation's bash-only file, with the scripted answers of its own protocol.
+    let variant = dir.path().join("bash-only.yaml");
+    std::fs::write(
+        &variant,
+        format!(
+            "extends: {}\nmodel:\n  replay_dir: {}\n",
+            root.join("configs/ablations/bash-only.yaml").display(),
+            root.join("tests/fixtures/demo/mini-replays").display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .current_dir(root)
+        .args(["ablate", "--instances"])
+        .arg(instances_file(dir.path()))
+        .args(["--base", "configs/default.yaml", "--variant"])
+        .arg(&variant)
+        .args([
+            "--replay-dir",
+            "tests/fixtures/demo/replays",
+            "--workers",
+            "2",
+            "--output",
+        ])
+        .arg(&output)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(output.join("ablation.json")).unwrap())
+            .unwrap();
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let (paper, bash_only) = (&rows[0], &rows[1]);
+    assert_eq!(paper["config"], "default");
+    assert_eq!(
+        paper["protocol"],
+        serde_json::json!({"interface": "paper ACI", "parser": "thought_action",
+            "shell": "persistent", "submit": "submit", "trajectory": "swe-agent"})
+    );
+    assert_eq!(bash_only["config"], "bash-only");
+    assert_eq!(
+        bash_only["protocol"],
+        serde_json::json!({"interface": "bash-only", "parser": "action_regex",
+            "shell": "subshell", "submit": "sentinel",
+            "trajectory": "swe-agent, mini-swe-agent-1.1"})
+    );
+    for row in [paper, bash_only] {
+        assert_eq!(row["resolved"], 2.0, "{row}");
+        assert_eq!(row["exits"], serde_json::json!({"submitted": 2}), "{row}");
+        assert_eq!(row["format_errors"], 0, "{row}");
+    }
+    assert_eq!(paper["lint_rejections"], 1);
+    assert_eq!(bash_only["lint_rejections"], 0);
+    assert_eq!(bash_only["gained"], serde_json::json!([]));
+    assert_eq!(bash_only["lost"], serde_json::json!([]));
+    // The mini replays' actions: 8 each (moneyfmt's answer with two blocks was a format
+    // error there, and is not replayed).
+    assert_eq!(bash_only["mean_steps"], 8.0);
+    let markdown = std::fs::read_to_string(output.join("ablation.md")).unwrap();
+    let lines: Vec<&str> = markdown.lines().collect();
+    assert!(
+        lines[0].starts_with("| config | protocol | resolved |"),
+        "{markdown}"
+    );
+    assert!(
+        lines[2].starts_with("| default | paper ACI (text) | 2/2 (100.0%) | 34.2–100.0% | — |"),
+        "{markdown}"
+    );
+    assert!(
+        lines[3].starts_with(
+            "| bash-only | bash-only (text) | 2/2 (100.0%) | 34.2–100.0% | +0.0 | +0 / −0 | 1.000 | 8.0 |"
+        ),
+        "{markdown}"
+    );
+    let chart = std::fs::read_to_string(output.join("ablation.svg")).unwrap();
+    assert!(chart.contains(">bash-only (text)</text>"), "{chart}");
+    // The bash-only runs are mini's too: each wrote its mini-swe-agent-1.1 trajectory.
+    for id in IDS {
+        let mini: Value = serde_json::from_str(
+            &std::fs::read_to_string(output.join(format!("bash-only/r1/run/{id}/{id}.traj.json")))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(mini["trajectory_format"], "mini-swe-agent-1.1");
+        assert_eq!(mini["info"]["exit_status"], "Submitted");
+    }
 }
 
 /// The task containers made by the process `pid`, and whether one of them runs `command`.

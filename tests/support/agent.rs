@@ -59,10 +59,8 @@ pub fn gold_patch() -> String {
     demo_instance().patch.unwrap()
 }
 
-/// Fast retries, a price for [`MODEL`] ($2/M in, $10/M out), plus `extra` YAML over the
-/// built-in default config.
-pub fn config(extra: &str) -> Config {
-    let base = r"
+/// Fast retries and a price for [`MODEL`] ($2/M in, $10/M out).
+const TEST_BASE: &str = r"
 model:
   retries: 2
   retry_min_wait_s: 0.001
@@ -71,15 +69,29 @@ model:
   prices:
     test-model: {input_per_mtok: 2.0, output_per_mtok: 10.0}
 ";
+
+/// [`TEST_BASE`] plus `extra` YAML over the built-in default config.
+pub fn config(extra: &str) -> Config {
     config::resolve_text(
         &[
             ("configs/default.yaml", config::load::DEFAULT_CONFIG),
-            ("test base", base),
+            ("test base", TEST_BASE),
             ("test", extra),
         ],
         &[],
     )
     .unwrap()
+}
+
+/// [`TEST_BASE`], then the repository's config `files` (with their `extends`, as the binary
+/// resolves them), over the built-in default config.
+pub fn config_files(files: &[&str]) -> Config {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layers: Vec<PathBuf> = std::iter::once(write(dir.path(), "test-base.yaml", TEST_BASE))
+        .chain(files.iter().map(|file| root.join(file)))
+        .collect();
+    config::resolve(&layers, &[]).unwrap()
 }
 
 /// A run of [`DEMO_ID`] and what it left on disk.
@@ -115,7 +127,11 @@ pub async fn run(config: Config, model: &str, runtime: Engine, replay: Option<Re
 
 /// Runs the demo task locally against `server` speaking `wire`.
 pub async fn run_http(wire: Wire, server: &MockServer, extra: &str) -> Run {
-    let mut config = config(extra);
+    run_http_with(wire, server, config(extra)).await
+}
+
+/// [`run_http`] with a whole configuration.
+pub async fn run_http_with(wire: Wire, server: &MockServer, mut config: Config) -> Run {
     config.model.api_base = Some(match wire {
         Wire::OpenAi => format!("{}/v1", server.url()),
         Wire::Anthropic => server.url().to_owned(),
@@ -139,6 +155,35 @@ pub fn text_answer(wire: Wire, text: &str) -> MockResponse {
     let body = match wire {
         Wire::OpenAi => openai_completion(Some(text), &[], (100, 20, 30)),
         Wire::Anthropic => anthropic_message(vec![anthropic_text(text)], (60, 20, 30, 10)),
+    };
+    MockResponse::json(200, &body)
+}
+
+/// An answer with `thought` (none when empty) and the tool calls `(id, name, arguments)`.
+pub fn tool_calls_answer(wire: Wire, thought: &str, calls: &[(&str, &str, Value)]) -> MockResponse {
+    let body = match wire {
+        Wire::OpenAi => {
+            let arguments: Vec<String> = calls.iter().map(|(_, _, a)| a.to_string()).collect();
+            let calls: Vec<(&str, &str, &str)> = calls
+                .iter()
+                .zip(&arguments)
+                .map(|((id, name, _), a)| (*id, *name, a.as_str()))
+                .collect();
+            let content = (!thought.is_empty()).then_some(thought);
+            openai_completion(content, &calls, (100, 20, 0))
+        }
+        Wire::Anthropic => {
+            let text = (!thought.is_empty()).then(|| anthropic_text(thought));
+            let blocks = text
+                .into_iter()
+                .chain(
+                    calls
+                        .iter()
+                        .map(|(id, name, a)| anthropic_tool_use(id, name, a.clone())),
+                )
+                .collect();
+            anthropic_message(blocks, (100, 20, 0, 0))
+        }
     };
     MockResponse::json(200, &body)
 }
