@@ -288,8 +288,10 @@ pub struct LintConfig {
     /// Run the built-in, in-process gate (tree-sitter syntax for every language in
     /// `languages`, plus Python indentation and name checks). Off: only `external` gates.
     pub builtin: bool,
-    /// Languages gated, chosen by file extension (`python`: .py/.pyi, `rust`: .rs); files of
-    /// other languages are never gated.
+    /// Languages gated, chosen by file extension (`python`: .py/.pyi, `rust`: .rs, `go`,
+    /// `java`, `javascript`: .js/.mjs/.cjs/.jsx, `typescript`: .ts/.tsx, `c`: .c, `cpp`:
+    /// .cc/.cpp/.cxx/.hpp/.hh/.h, `php`, `ruby`: .rb; all by default); files of other
+    /// languages are never gated.
     pub languages: Vec<String>,
     /// An extra linter run in the container after each edit, with `{file}` replaced by the
     /// path; its flake8-format output is filtered like the built-in errors. Null for none.
@@ -318,7 +320,10 @@ impl Default for LintConfig {
         Self {
             enabled: true,
             builtin: true,
-            languages: vec!["python".to_owned(), "rust".to_owned()],
+            languages: crate::lint::Language::NAMES
+                .iter()
+                .map(|name| (*name).to_owned())
+                .collect(),
             external: None,
             filter_preexisting: true,
             rejection_first_line: LINT_REJECTION_V07.to_owned(),

@@ -217,6 +217,8 @@ pub fn plan(targets: &[Target], texts: &BTreeMap<String, String>, terms: Terms) 
             let spots = match language {
                 Language::Python => python_spots(tree.root_node(), text, target, terms),
                 Language::Rust => rust_spots(tree.root_node(), text, path, target, terms),
+                // Only .py and .rs files are parsed above.
+                _ => Vec::new(),
             };
             found.extend(spots.into_iter().map(|(at, line)| (*path, at, line)));
         }

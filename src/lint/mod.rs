@@ -1,4 +1,5 @@
-//! The lint gate for `edit`: tree-sitter syntax checks for Python and Rust, plus Python's
+//! The lint gate for `edit`: tree-sitter syntax checks for Python, Rust, Go, Java,
+//! JavaScript, TypeScript (and TSX), C, C++, PHP and Ruby, plus Python's
 //! tokenizer-level indentation check and pyflakes-style name checks, reported with flake8's
 //! codes and wording. Pure: bytes in, verdict out. Only errors an edit *adds* block it.
 //!
@@ -23,6 +24,7 @@ mod text;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::fmt;
 
 use tree_sitter::{Parser, Tree};
@@ -43,17 +45,76 @@ pub enum Language {
     Python,
     /// Rust: `.rs` files.
     Rust,
+    /// Go: `.go` files.
+    Go,
+    /// Java: `.java` files.
+    Java,
+    /// JavaScript, JSX included: `.js`, `.mjs`, `.cjs` and `.jsx` files.
+    JavaScript,
+    /// TypeScript: `.ts`, `.mts` and `.cts` files.
+    TypeScript,
+    /// TypeScript with JSX: `.tsx` files (TypeScript's type assertions `<T>x` are not
+    /// allowed there, so it has a grammar of its own).
+    Tsx,
+    /// C: `.c` files.
+    C,
+    /// C++: `.cc`, `.cpp`, `.cxx`, `.c++`, `.hpp`, `.hh`, `.hxx` and `.h` files. A `.h` is
+    /// C++'s because the C++ grammar parses C too, while C's rejects every class, namespace
+    /// and template of a C++ header.
+    Cpp,
+    /// PHP: `.php` files (HTML around `<?php ... ?>` included).
+    Php,
+    /// Ruby: `.rb` files.
+    Ruby,
 }
 
 impl Language {
-    /// The language of `path` by extension (`.py`/`.pyi` → Python, `.rs` → Rust), if its
-    /// name (`"python"`, `"rust"`, any case) is in `enabled`. None means "not gated".
+    /// Every language, in the order of [`Language::NAMES`].
+    pub const ALL: [Language; 11] = [
+        Language::Python,
+        Language::Rust,
+        Language::Go,
+        Language::Java,
+        Language::JavaScript,
+        Language::TypeScript,
+        Language::Tsx,
+        Language::C,
+        Language::Cpp,
+        Language::Php,
+        Language::Ruby,
+    ];
+
+    /// The names `aci.lint.languages` accepts, each once (TSX is part of `typescript`).
+    pub const NAMES: [&'static str; 10] = [
+        "python",
+        "rust",
+        "go",
+        "java",
+        "javascript",
+        "typescript",
+        "c",
+        "cpp",
+        "php",
+        "ruby",
+    ];
+
+    /// The language of `path` by extension (see each variant), if its name
+    /// ([`Language::name`], any case) is in `enabled`. None means "not gated".
     pub fn from_path(path: &str, enabled: &[String]) -> Option<Language> {
         let file_name = path.rsplit(['/', '\\']).next().unwrap_or(path);
         let (_, extension) = file_name.rsplit_once('.')?;
         let language = match extension {
             "py" | "pyi" => Language::Python,
             "rs" => Language::Rust,
+            "go" => Language::Go,
+            "java" => Language::Java,
+            "js" | "mjs" | "cjs" | "jsx" => Language::JavaScript,
+            "ts" | "mts" | "cts" => Language::TypeScript,
+            "tsx" => Language::Tsx,
+            "c" => Language::C,
+            "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "h" => Language::Cpp,
+            "php" => Language::Php,
+            "rb" => Language::Ruby,
             _ => return None,
         };
         enabled
@@ -62,11 +123,20 @@ impl Language {
             .then_some(language)
     }
 
-    /// The name used in configuration (`aci.lint.languages`).
+    /// The name used in configuration (`aci.lint.languages`); `.tsx` files are enabled
+    /// with `typescript`.
     pub fn name(self) -> &'static str {
         match self {
             Language::Python => "python",
             Language::Rust => "rust",
+            Language::Go => "go",
+            Language::Java => "java",
+            Language::JavaScript => "javascript",
+            Language::TypeScript | Language::Tsx => "typescript",
+            Language::C => "c",
+            Language::Cpp => "cpp",
+            Language::Php => "php",
+            Language::Ruby => "ruby",
         }
     }
 }
@@ -172,7 +242,7 @@ struct Snapshot {
     text: Vec<u8>,
     tree: Option<Tree>,
     units: Units,
-    /// The tokenizer pass over a Python text (empty for Rust).
+    /// The tokenizer pass over a Python text (empty for the other languages).
     scan: Scan,
     /// A `# flake8: noqa` line turns every check off.
     ignored: bool,
@@ -183,8 +253,8 @@ struct Snapshot {
 /// parses incrementally and re-analyses only the statements the edit touched.
 #[derive(Default)]
 pub struct Linter {
-    python: Option<Parser>,
-    rust: Option<Parser>,
+    /// One parser per language met so far.
+    parsers: HashMap<Language, Parser>,
     /// The before and after texts of the last call.
     recent: Vec<Snapshot>,
 }
@@ -263,14 +333,10 @@ impl Linter {
             return base.duplicate();
         }
         let base = base.filter(|b| b.language == language && b.tree.is_some());
-        let parser = match language {
-            Language::Python => self
-                .python
-                .get_or_insert_with(|| new_parser(language).unwrap_or_default()),
-            Language::Rust => self
-                .rust
-                .get_or_insert_with(|| new_parser(language).unwrap_or_default()),
-        };
+        let parser = self
+            .parsers
+            .entry(language)
+            .or_insert_with(|| new_parser(language).unwrap_or_default());
         let incremental = base.and_then(|base| {
             let edit = line_edit(&base.text, text)?;
             // tree-sitter's error recovery can differ between an incremental and a fresh
@@ -299,7 +365,7 @@ impl Linter {
                     };
                     (Some(tree), units, scan, ignored)
                 }
-                Language::Rust => (Some(tree), Units::default(), Scan::default(), false),
+                _ => (Some(tree), Units::default(), Scan::default(), false),
             },
             None => {
                 let tree = parser.parse(text, None);
@@ -318,7 +384,7 @@ impl Linter {
             (Some(tree), Language::Python) => {
                 python_errors(tree, text, &units, &scan, package_init)
             }
-            (Some(tree), Language::Rust) => syntax::rust_errors(tree.root_node(), text),
+            (Some(tree), _) => syntax::syntax_errors(language, tree.root_node(), text),
             (None, _) => Vec::new(),
         };
         Snapshot {

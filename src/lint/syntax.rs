@@ -1,12 +1,13 @@
-//! tree-sitter plumbing shared by both languages: parsers, line-granular incremental edits,
-//! the `has_error()`-pruned walk to ERROR and MISSING nodes, and the Rust syntax messages.
+//! tree-sitter plumbing shared by all languages: parsers, line-granular incremental edits,
+//! the `has_error()`-pruned walk to ERROR and MISSING nodes, and the syntax messages of every
+//! language but Python (whose messages are CPython's, in `python_syntax`).
 
 use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 
 use super::text::LineIndex;
 use super::{Language, LintError};
 
-/// The code every syntax error carries, in both languages (flake8's code for Python).
+/// The code every syntax error carries, in every language (flake8's code for Python).
 pub(crate) const SYNTAX_CODE: &str = "E999";
 
 /// A parser for `language`, or None if the grammar cannot be loaded (an ABI mismatch).
@@ -14,6 +15,15 @@ pub(crate) fn new_parser(language: Language) -> Option<Parser> {
     let grammar: tree_sitter::Language = match language {
         Language::Python => tree_sitter_python::LANGUAGE.into(),
         Language::Rust => tree_sitter_rust::LANGUAGE.into(),
+        Language::Go => tree_sitter_go::LANGUAGE.into(),
+        Language::Java => tree_sitter_java::LANGUAGE.into(),
+        Language::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+        Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+        Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+        Language::C => tree_sitter_c::LANGUAGE.into(),
+        Language::Cpp => tree_sitter_cpp::LANGUAGE.into(),
+        Language::Php => tree_sitter_php::LANGUAGE_PHP.into(),
+        Language::Ruby => tree_sitter_ruby::LANGUAGE.into(),
     };
     let mut parser = Parser::new();
     parser.set_language(&grammar).ok()?;
@@ -191,13 +201,30 @@ fn is_known_rust_false_positive(node: Node<'_>, src: &[u8]) -> bool {
             ))
 }
 
-/// Every syntax error of a Rust tree, worded "syntax error: missing `;`" or
-/// "syntax error: unexpected `foo`", with 1-based character columns.
-pub(crate) fn rust_errors(root: Node<'_>, src: &[u8]) -> Vec<LintError> {
+/// True when the ERROR `node` starts a line, spans lines and takes the rest of the text: the
+/// parser found no way to close the construct starting there (a `class` without its `end`, a
+/// function whose `{` is never matched), so that construct is the one to name.
+fn runs_to_the_end(node: Node<'_>, src: &[u8]) -> bool {
+    let start = node.start_byte();
+    let line_start = src[..start]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let indent = src.get(line_start..start).unwrap_or_default();
+    let rest = src.get(node.end_byte()..).unwrap_or_default();
+    node.start_position().row < node.end_position().row
+        && indent.iter().all(u8::is_ascii_whitespace)
+        && rest.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Every syntax error of a tree of `language` (any but Python), worded
+/// "syntax error: missing `;`" or "syntax error: unexpected `foo`", with 1-based character
+/// columns.
+pub(crate) fn syntax_errors(language: Language, root: Node<'_>, src: &[u8]) -> Vec<LintError> {
     let index = LineIndex::new(src);
     let mut errors: Vec<LintError> = Vec::new();
     for node in error_nodes(root, 1000) {
-        if is_known_rust_false_positive(node, src) {
+        if language == Language::Rust && is_known_rust_false_positive(node, src) {
             continue;
         }
         let message = if node.is_missing() {
@@ -211,6 +238,8 @@ pub(crate) fn rust_errors(root: Node<'_>, src: &[u8]) -> Vec<LintError> {
             let token = snippet(src, first_leaf(node));
             if token.is_empty() {
                 "syntax error: unexpected end of file".to_owned()
+            } else if runs_to_the_end(node, src) {
+                format!("syntax error: `{token}` is not closed before the end of the file")
             } else {
                 format!("syntax error: unexpected `{token}`")
             }

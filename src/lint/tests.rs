@@ -371,3 +371,204 @@ fn rust_errors_say_what_is_missing_or_unexpected() {
         "2:14: E999 syntax error: missing `;`"
     );
 }
+
+/// Checks that the fixture `tests/fixtures/lint/languages/<file>` (read as `language` by its
+/// extension) has no error, and that replacing its line `line` with `broken` gives exactly
+/// `expected`, both from scratch and through the gate.
+fn assert_syntax_checked(file: &str, line: usize, broken: &str, expected: &[&str]) {
+    let path = format!(
+        "{}/tests/fixtures/lint/languages/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let all: Vec<String> = Language::NAMES.iter().map(|&n| n.to_owned()).collect();
+    let language = Language::from_path(&path, &all).unwrap();
+    let valid = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(check(language, valid.as_bytes()), Vec::<LintError>::new());
+    let edited: String = valid
+        .split_inclusive('\n')
+        .enumerate()
+        .map(|(index, text)| {
+            if index + 1 == line {
+                format!("{broken}\n")
+            } else {
+                text.to_owned()
+            }
+        })
+        .collect();
+    let errors: Vec<String> = check(language, edited.as_bytes())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(errors, expected);
+    let verdict = gate(
+        language,
+        valid.as_bytes(),
+        edited.as_bytes(),
+        &one_line_edit(line),
+        &GateOptions::default(),
+    );
+    let gated: Vec<String> = verdict.new_errors.iter().map(ToString::to_string).collect();
+    assert_eq!(gated, expected);
+}
+
+#[test]
+fn new_languages_are_chosen_by_extension() {
+    let all: Vec<String> = Language::NAMES.iter().map(|&n| n.to_owned()).collect();
+    let cases = [
+        ("main.go", Language::Go),
+        ("src/Main.java", Language::Java),
+        ("a.js", Language::JavaScript),
+        ("a.mjs", Language::JavaScript),
+        ("a.cjs", Language::JavaScript),
+        ("a.jsx", Language::JavaScript),
+        ("a.ts", Language::TypeScript),
+        ("a.tsx", Language::Tsx),
+        ("a.c", Language::C),
+        ("a.h", Language::Cpp),
+        ("a.cc", Language::Cpp),
+        ("a.cpp", Language::Cpp),
+        ("a.cxx", Language::Cpp),
+        ("a.hpp", Language::Cpp),
+        ("a.hh", Language::Cpp),
+        ("index.php", Language::Php),
+        ("lib/a.rb", Language::Ruby),
+    ];
+    for (path, language) in cases {
+        assert_eq!(Language::from_path(path, &all), Some(language), "{path}");
+    }
+    assert_eq!(Language::from_path("Gemfile", &all), None);
+    assert_eq!(
+        Language::from_path("a.tsx", &["TypeScript".to_owned()]),
+        Some(Language::Tsx)
+    );
+    assert_eq!(Language::from_path("a.h", &["c".to_owned()]), None);
+}
+
+#[test]
+fn every_language_is_gated_by_default() {
+    let defaults = crate::config::LintConfig::default().languages;
+    for language in Language::ALL {
+        assert!(
+            defaults.iter().any(|name| name == language.name()),
+            "{language:?}"
+        );
+    }
+}
+
+#[test]
+fn go_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.go",
+        14,
+        "\tout := make([]U, 0, len(xs)))",
+        &["14:2: E999 syntax error: unexpected `out`"],
+    );
+}
+
+#[test]
+fn java_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "Valid.java",
+        11,
+        "    public Main(List<T> items) { this.items = items }",
+        &["11:52: E999 syntax error: missing `;`"],
+    );
+}
+
+#[test]
+fn javascript_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.js",
+        8,
+        "    const text = await readFile(path, 'utf8';",
+        &["8:45: E999 syntax error: missing `)`"],
+    );
+}
+
+#[test]
+fn typescript_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.ts",
+        17,
+        "  const n = <number>(v as any;",
+        &["17:30: E999 syntax error: missing `)`"],
+    );
+}
+
+#[test]
+fn tsx_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.tsx",
+        9,
+        "      {items.map((item) => <li key={item}>{item}</li>}",
+        &["9:54: E999 syntax error: missing `)`"],
+    );
+}
+
+#[test]
+fn c_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.c",
+        14,
+        "        total += n->value",
+        &["14:26: E999 syntax error: missing `;`"],
+    );
+}
+
+#[test]
+fn cpp_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.cpp",
+        11,
+        "    void push(T value) { items_.push_back(std::move(value); }",
+        &["11:59: E999 syntax error: missing `)`"],
+    );
+}
+
+#[test]
+fn header_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.h",
+        5,
+        "extern int x_sum(const x_t *x, size_t n;",
+        &["5:40: E999 syntax error: missing `)`"],
+    );
+}
+
+#[test]
+fn a_c_header_using_cpp_keywords_as_names_passes() {
+    let header = b"struct s { int class; };\nvoid f(int *new, int this);\n";
+    assert_eq!(check(Language::Cpp, header), Vec::<LintError>::new());
+}
+
+#[test]
+fn php_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.php",
+        15,
+        "        $square = fn(float $x): float => $x ** ;",
+        &["15:45: E999 syntax error: unexpected `**`"],
+    );
+}
+
+#[test]
+fn ruby_syntax_errors_are_reported() {
+    assert_syntax_checked(
+        "valid.rb",
+        14,
+        "    def push(item) = (@items << item).tap { @on_push&.call(item) ",
+        &["23:8: E999 syntax error: missing `}`"],
+    );
+}
+
+#[test]
+fn a_construct_left_open_to_the_end_of_the_file_is_named() {
+    let errors = check(
+        Language::Ruby,
+        b"class Stack\n  def push(item)\n    @items << item\nend\n",
+    );
+    assert_eq!(
+        errors[0].to_string(),
+        "1:1: E999 syntax error: `class` is not closed before the end of the file"
+    );
+}

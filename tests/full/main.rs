@@ -32,6 +32,7 @@ mod image_history;
 mod images_push;
 mod inspect_browser;
 mod lint_differential;
+mod lint_languages;
 mod mini_side_by_side;
 mod mini_swe_agent;
 mod record_spec;
