@@ -389,6 +389,9 @@ fn a_str_replace_editor_call_writes_given_arguments_in_their_formats_and_reads_b
             ErrorCode::MissingArg,
             "Required argument(s) missing: command".to_owned()
         )
+    );
+}
+
 fn bash_call(name: &str, arguments: &str) -> ToolCall {
     ToolCall {
         name: name.to_owned(),
