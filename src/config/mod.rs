@@ -499,3 +499,19 @@ impl Default for EnvConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::Language;
+
+    #[test]
+    fn every_language_is_gated_by_default() {
+        let defaults = super::LintConfig::default().languages;
+        for language in Language::ALL {
+            assert!(
+                defaults.iter().any(|name| name == language.name()),
+                "{language:?}"
+            );
+        }
+    }
+}
