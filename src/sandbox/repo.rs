@@ -48,9 +48,76 @@ pub fn tar_repository(source: &RepoSource, prefix: &str) -> Result<Vec<u8>, Sand
             "--end-of-options",
             commit,
         ];
-        return git(path, &archive, &format!("git archive {commit} failed"));
+        let tar = git(path, &archive, &format!("git archive {commit} failed"))?;
+        return match release_tag(path, commit) {
+            Some(tag) => with_release_tag(tar, prefix, &tag)
+                .map_err(|e| repo_error(path, format!("cannot add the release tag: {e}"))),
+            None => Ok(tar),
+        };
     }
     tar_directory(path, prefix).map_err(|e| repo_error(path, e.to_string()))
+}
+
+/// Where the tar carries the release tag to the baseline script, which reads it and then
+/// removes `.git`; no repository holds this path, since neither `git archive` nor a copied
+/// directory carries `.git`.
+const RELEASE_TAG_FILE: &str = ".git/aci-release-tag";
+
+/// The release `commit` belongs to: the nearest tag it reaches (`git describe --tags
+/// --abbrev=0`), when that is a plain name. The baseline holds no history, so without it a
+/// project that takes its version from git (setuptools_scm, versioneer) installs as
+/// `0.1.dev1`, and a test suite that checks its own version (pytest's `minversion`) refuses
+/// to start; with it the baseline is tagged and the version is the release's.
+fn release_tag(path: &Path, commit: &str) -> Option<String> {
+    let args = [
+        "describe",
+        "--tags",
+        "--abbrev=0",
+        "--end-of-options",
+        commit,
+    ];
+    let out = git(path, &args, "").ok()?;
+    let tag = String::from_utf8(out).ok()?;
+    let tag = tag.trim();
+    plain_tag(tag).then(|| tag.to_owned())
+}
+
+/// A tag name safe to pass to `git tag` and to a shell: letters, digits and `._+-/`, not
+/// starting with `-` or `.`, with no `..`, and short.
+fn plain_tag(tag: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._+-/".contains(c);
+    !tag.is_empty()
+        && tag.len() <= 128
+        && tag.chars().all(allowed)
+        && !tag.starts_with(['-', '.', '/'])
+        && !tag.contains("..")
+}
+
+/// `tar` (one archive, as `git archive` writes it) with one more entry at the end:
+/// [`RELEASE_TAG_FILE`] under `prefix`, holding `tag`.
+fn with_release_tag(tar: Vec<u8>, prefix: &str, tag: &str) -> std::io::Result<Vec<u8>> {
+    // The archive ends after its last entry's data, padded to a block; what follows is the
+    // end-of-archive marker, which must move after the new entry.
+    let mut end = 0;
+    for entry in tar::Archive::new(tar.as_slice()).entries()? {
+        let entry = entry?;
+        let size = entry.header().entry_size()?;
+        end = end.max(entry.raw_file_position() + size.div_ceil(512) * 512);
+    }
+    let end = usize::try_from(end).map_err(std::io::Error::other)?;
+    let mut out = tar;
+    out.truncate(end);
+    let mut builder = tar::Builder::new(out);
+    let mut header = tar::Header::new_gnu();
+    header.set_size(tag.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    builder.append_data(
+        &mut header,
+        Path::new(prefix).join(RELEASE_TAG_FILE),
+        tag.as_bytes(),
+    )?;
+    builder.into_inner()
 }
 
 /// The stdout of `git -C path args…`; on failure, `failure` and git's stderr.
@@ -138,7 +205,11 @@ pub fn source_fingerprint(source: &RepoSource) -> Result<String, SandboxError> {
         };
         let commit_id = verify(&format!("{commit}^{{commit}}"))?;
         let tree_id = verify(&format!("{commit_id}^{{tree}}"))?;
-        return Ok(format!("git {commit_id} {tree_id}"));
+        // The release tag goes into the baseline, so a tag added later is a new source.
+        return Ok(match release_tag(path, &commit_id) {
+            Some(tag) => format!("git {commit_id} {tree_id} {tag}"),
+            None => format!("git {commit_id} {tree_id}"),
+        });
     }
     directory_fingerprint(path).map_err(|e| repo_error(path, e.to_string()))
 }
@@ -215,10 +286,12 @@ impl Baseline {
 pub fn baseline_script(baseline: Baseline) -> String {
     let fresh = |force: bool| {
         format!(
-            "( export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 && rm -rf .git && \
+            "( export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 && \
+             tag=$(cat {RELEASE_TAG_FILE} 2>/dev/null || true) && rm -rf .git && \
              git init -q && git config core.autocrlf false && \
              git add -A{} && \
              {BASELINE_GIT_ENV} git commit -q --allow-empty --no-verify -m 'aci baseline' && \
+             {{ case $tag in ''|-*) ;; *) git tag \"$tag\" 2>/dev/null || true ;; esac; }} && \
              git -c repack.updateServerInfo=false repack -a -d -q && \
              git rev-parse HEAD )",
             if force { " -f" } else { "" }
@@ -503,6 +576,82 @@ mod tests {
 
         std::fs::write(dir.path().join("b.py"), "").unwrap();
         assert_ne!(source_fingerprint(&source).unwrap(), touched);
+    }
+
+    #[test]
+    fn only_plain_tag_names_are_carried() {
+        for tag in [
+            "4.4.1",
+            "v1.2.3",
+            "release/2.0",
+            "1.0rc1+local",
+            "sympy-1.7",
+        ] {
+            assert!(plain_tag(tag), "{tag}");
+        }
+        for tag in [
+            "", "-f", ".hidden", "/abs", "a..b", "a b", "a;b", "$(x)", "a'b",
+        ] {
+            assert!(!plain_tag(tag), "{tag}");
+        }
+        assert!(!plain_tag(&"1".repeat(129)));
+    }
+
+    /// A repository whose version comes from git (setuptools_scm) installs as its release only
+    /// when the baseline carries the release's tag: the tar carries the nearest tag, and the
+    /// baseline script tags its commit with it and leaves nothing of it in the tree.
+    #[test]
+    fn the_baseline_is_tagged_with_the_release_its_commit_belongs_to() {
+        let repo = one_commit_repository();
+        git_in(repo.path(), &["tag", "4.4.1"]);
+        std::fs::write(repo.path().join("b.py"), "y = 2\n").unwrap();
+        git_in(repo.path(), &["add", "-A"]);
+        git_in(repo.path(), &["commit", "-qm", "two"]);
+        let base = git_in(repo.path(), &["rev-parse", "HEAD"]);
+        git_in(repo.path(), &["tag", "9.9.9"]);
+        git_in(
+            repo.path(),
+            &["commit", "-q", "--allow-empty", "-m", "future"],
+        );
+        git_in(repo.path(), &["tag", "10.0.0"]);
+        let source = RepoSource {
+            path: repo.path().to_owned(),
+            commit: Some(base.clone()),
+        };
+        let tar = tar_repository(&source, "testbed").unwrap();
+        let mut names = Vec::new();
+        let mut tag = String::new();
+        for entry in tar::Archive::new(tar.as_slice()).entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let name = entry.path().unwrap().display().to_string();
+            if name == "testbed/.git/aci-release-tag" {
+                std::io::Read::read_to_string(&mut entry, &mut tag).unwrap();
+            }
+            names.push(name);
+        }
+        // The tag at the base commit, not the one of a commit after it.
+        assert_eq!(tag, "9.9.9");
+        assert!(names.contains(&"testbed/a.py".to_owned()), "{names:?}");
+        assert!(names.contains(&"testbed/b.py".to_owned()), "{names:?}");
+        assert!(source_fingerprint(&source).unwrap().ends_with(" 9.9.9"));
+
+        let out = tempfile::tempdir().unwrap();
+        tar::Archive::new(tar.as_slice())
+            .unpack(out.path())
+            .unwrap();
+        let testbed = out.path().join("testbed");
+        let script = baseline_script(Baseline::Fresh { force: true });
+        let run = Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(&testbed)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{run:?}");
+        assert_eq!(git_in(&testbed, &["tag"]), "9.9.9");
+        assert_eq!(git_in(&testbed, &["describe", "--tags"]), "9.9.9");
+        assert_eq!(git_in(&testbed, &["ls-files"]), "a.py\nb.py");
+        assert!(!testbed.join(".git/aci-release-tag").exists());
     }
 
     #[test]
