@@ -142,8 +142,8 @@ async fn check_ablation_pages(browser: &Browser, base: &str, label: &str) {
     assert_eq!(
         chart,
         json!([
-            "default: 100.0% (2/2) · 95% CI 34.2–100.0%",
-            "no-lint: 50.0% (1/2) · 95% CI 9.5–90.5%"
+            "default (paper ACI (text)): 100.0% (2/2) · 95% CI 34.2–100.0%",
+            "no-lint (paper ACI (text)): 50.0% (1/2) · 95% CI 9.5–90.5%"
         ])
     );
     browser
