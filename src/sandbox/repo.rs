@@ -616,7 +616,7 @@ mod tests {
         git_in(repo.path(), &["tag", "10.0.0"]);
         let source = RepoSource {
             path: repo.path().to_owned(),
-            commit: Some(base.clone()),
+            commit: Some(base),
         };
         let tar = tar_repository(&source, "testbed").unwrap();
         let mut names = Vec::new();
