@@ -175,6 +175,28 @@ pub fn lint_failure(
     let width = state.max_line_length;
     let would_be = lint_view(path, after, s0 + replaced / 2, replaced + 10, width);
     let original = lint_view(path, before, s0 + (end - s0 + 1) / 2, end - s0 + 10, width);
+    rejection_text(
+        first_line,
+        problems,
+        &would_be,
+        &original,
+        Some(
+            "You either need to 1) Specify the correct start/end line arguments or 2) Correct your edit code.",
+        ),
+    )
+}
+
+/// The text of an edit the lint gate rejected, as v0.7's `edit` words it: the first line, the
+/// errors, the lines the edit would have given and the original ones (`would_be`, `original`),
+/// that nothing was changed, `advice` (v0.7's line on the edit's arguments, where they apply),
+/// and not to run it again. Shared by `edit` and the lint switch of `str_replace_editor`.
+pub fn rejection_text(
+    first_line: &str,
+    problems: &[String],
+    would_be: &str,
+    original: &str,
+    advice: Option<&str>,
+) -> String {
     let mut out = vec![first_line.to_owned(), String::new(), "ERRORS:".to_owned()];
     out.extend(problems.iter().map(|problem| format!("- {problem}")));
     out.extend(
@@ -182,18 +204,21 @@ pub fn lint_failure(
             "",
             "This is how your edit would have looked if applied",
             RULE,
-            &would_be,
+            would_be,
             RULE,
             "",
             "This is the original code before your edit",
             RULE,
-            &original,
+            original,
             RULE,
             "Your changes have NOT been applied. Please fix your edit command and try again.",
-            "You either need to 1) Specify the correct start/end line arguments or 2) Correct your edit code.",
-            "DO NOT re-run the same failed edit command. Running it again will lead to the same error.",
         ]
         .map(str::to_owned),
+    );
+    out.extend(advice.map(str::to_owned));
+    out.push(
+        "DO NOT re-run the same failed edit command. Running it again will lead to the same error."
+            .to_owned(),
     );
     out.join("\n")
 }

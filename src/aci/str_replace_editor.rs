@@ -744,7 +744,6 @@ impl FileHistory {
 /// edit would have given and the original ones (each with 4 lines of context, numbered as
 /// `view` numbers them), and that nothing was changed.
 pub fn lint_rejection(first_line: &str, problems: &[String], path: &str, edit: &Edit) -> String {
-    const RULE: &str = "-------------------------------------------------";
     let window = |text: &str, start: usize, end: usize| {
         let lines: Vec<&str> = text.split('\n').collect();
         let first = start.saturating_sub(SNIPPET_LINES).max(1).min(lines.len());
@@ -759,26 +758,7 @@ pub fn lint_rejection(first_line: &str, problems: &[String], path: &str, edit: &
         edit.start + edit.replacement_lines.saturating_sub(1),
     );
     let original = window(&edit.history, edit.start, edit.end.max(edit.start));
-    let mut out = vec![first_line.to_owned(), String::new(), "ERRORS:".to_owned()];
-    out.extend(problems.iter().map(|problem| format!("- {problem}")));
-    out.extend(
-        [
-            "",
-            "This is how your edit would have looked if applied",
-            RULE,
-            &would_be,
-            RULE,
-            "",
-            "This is the original code before your edit",
-            RULE,
-            &original,
-            RULE,
-            "Your changes have NOT been applied. Please fix your edit command and try again.",
-            "DO NOT re-run the same failed edit command. Running it again will lead to the same error.",
-        ]
-        .map(str::to_owned),
-    );
-    let mut text = out.join("\n");
+    let mut text = super::edit::rejection_text(first_line, problems, &would_be, &original, None);
     text.push('\n');
     text
 }
