@@ -6,20 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::aci::DEFAULT_COMMANDS;
 use crate::config::{Config, ParserKind};
-
-/// The paper's ACI commands (SWE-agent 0.x's viewer, editor and search).
-const PAPER_ACI_COMMANDS: [&str; 9] = [
-    "open",
-    "goto",
-    "scroll_up",
-    "scroll_down",
-    "create",
-    "edit",
-    "search_file",
-    "search_dir",
-    "find_file",
-];
 
 /// SWE-agent 1.x's editor tool.
 const EDITOR_TOOL: &str = "str_replace_editor";
@@ -58,7 +46,10 @@ pub fn protocol(config: &Config) -> Protocol {
     let has = |name: &str| commands.iter().any(|command| command == name);
     let interface = if has(EDITOR_TOOL) {
         "1.x tools"
-    } else if PAPER_ACI_COMMANDS.iter().any(|name| has(name)) {
+    } else if DEFAULT_COMMANDS
+        .iter()
+        .any(|name| *name != "submit" && has(name))
+    {
         "paper ACI"
     } else if config.aci.subshell {
         "bash-only"
