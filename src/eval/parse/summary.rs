@@ -93,7 +93,10 @@ fn passed_failed(passed: usize, failed: usize) -> Tally {
 }
 
 pub(crate) static PYTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
-    literal_regex(r"^=*\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*) in \d+(?:\.\d+)?s(?: \([0-9:.]+\))?\s*=*$")
+    // pytest 5.3 and later end the line with `in 1.73s`, every release before with `in 1.73 seconds`.
+    literal_regex(
+        r"^=*\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*) in \d+(?:\.\d+)?(?:s| seconds)(?: \([0-9:.]+\))?\s*=*$",
+    )
 });
 
 pub(crate) static COUNT: LazyLock<Regex> =
@@ -153,11 +156,19 @@ fn pytest_lines(lines: &[String]) -> Tally {
     for line in &lines[start..] {
         match leading_pytest_status(line) {
             Some((TestStatus::Passed, _)) => passed += 1,
-            Some((TestStatus::Failed, _)) => failed += 1,
+            // pytest before 5 lists a module that failed to collect as `FAILED path.py - why`
+            // and counts it as an error in its final line, not as a failed test.
+            Some((TestStatus::Failed, rest)) if !collection_failure(rest) => failed += 1,
             _ => {}
         }
     }
     passed_failed(passed, failed)
+}
+
+/// Whether a short-summary entry names a file rather than a test (`testing/test_x.py - Error`).
+fn collection_failure(rest: &str) -> bool {
+    let id = rest.split(" - ").next().unwrap_or(rest).trim_end();
+    !id.contains("::") && id.ends_with(".py")
 }
 
 pub(crate) static CARGO_RESULT: LazyLock<Regex> =

@@ -35,6 +35,14 @@ fn pytest_counts_short_summary_lines_against_the_final_line() {
         ),
         Some(tally(&[("passed", 10), ("failed", 2)]))
     );
+    // pytest 4.5's own suite (pytest-dev__pytest-5227), and every pytest before 5.3.
+    assert_eq!(
+        runner_tally(
+            "===================== 1 failed, 35 passed in 1.73 seconds ======================",
+            ParserName::Pytest
+        ),
+        Some(tally(&[("passed", 35), ("failed", 1)]))
+    );
     assert_eq!(
         runner_tally(
             "============ no tests ran in 0.01s ============",
