@@ -419,6 +419,19 @@ fn a_passed_line_in_captured_output_for_a_graded_test_is_not_trusted() {
                 .to_owned()
         )
     );
+    // The ids SWE-bench's parser reads from nested runs' status lines name no node: no short
+    // summary can hold them, so the parser's reading stands.
+    let nested = INICFG_GOLD.replacen(header, &format!("PASSED [100%]\nPASSED [\n{header}"), 1);
+    let (percent, bracket) = ("[100%]".to_owned(), "[".to_owned());
+    assert_eq!(
+        verify(
+            &nested,
+            ParserName::Pytest,
+            &names,
+            &[&listed, &percent, &bracket]
+        ),
+        Ok(())
+    );
 }
 
 #[test]
