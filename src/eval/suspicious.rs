@@ -160,7 +160,8 @@ fn file_name(path: &str) -> &str {
 /// - `build.rs`, anything under a `.cargo/` directory, a `Cargo.toml` change in `[profile…]`,
 ///   `[build-dependencies]` (also per target) or to `[package]`'s `build` key;
 /// - every other file the grader puts back before the tests ([`super::infra::class_of`]: test
-///   suites, runners, package metadata, compiled Python, modules that shadow the framework);
+///   suites, runners, package metadata, compiled Python, and modules that shadow the framework
+///   when the patch creates them or renames or copies a file to them);
 /// - every file the test patch changes.
 ///
 /// A `pyproject.toml` or `Cargo.toml` change is placed in its table from the file's content at
@@ -194,16 +195,30 @@ pub fn test_infrastructure(
         add(&path, GIT_DIR_REASON.to_owned());
     }
     for section in sections(model_patch) {
-        let paths: Vec<String> = patch_files(section)
-            .into_iter()
-            .flat_map(|change| [change.old_path, change.new_path])
+        let changes = patch_files(section);
+        let paths: Vec<String> = changes
+            .iter()
+            .flat_map(|change| [change.old_path.clone(), change.new_path.clone()])
             .flatten()
             .collect();
         let hunks = hunks(section);
+        let created = section
+            .lines()
+            .any(|line| line.starts_with("new file mode"));
+        // The section brings `path`: it creates it, or renames or copies a file to it.
+        let arrives = |path: &str| {
+            created
+                || changes.iter().any(|change| {
+                    change.new_path.as_deref() == Some(path) && change.old_path != change.new_path
+                })
+        };
         for path in dedup(&paths) {
             let in_test_patch = graded.iter().any(|test| test == path);
             let by_class = match super::infra::class_of(path) {
-                Some(Class::Always(why) | Class::Shadowing(why)) if !in_test_patch => Some(why),
+                Some(Class::Always(why)) if !in_test_patch => Some(why),
+                // A module shadows the framework's only when the patch brings it: an edit of the
+                // framework's own file (pytest's `src/_pytest/…` in pytest's repository) does not.
+                Some(Class::Shadowing(why)) if !in_test_patch && arrives(path) => Some(why),
                 _ => None,
             };
             if let Some(why) = by_name(path).or(by_class) {
@@ -228,9 +243,6 @@ pub fn test_infrastructure(
                     .first()
                     .and_then(|old| base.get(old))
                     .map(Option::as_deref);
-                let created = section
-                    .lines()
-                    .any(|line| line.starts_with("new file mode"));
                 let pre_image = if created { Some(Some("")) } else { base_text };
                 for why in table_reasons(kind, pre_image.flatten(), &hunks) {
                     add(path, why);

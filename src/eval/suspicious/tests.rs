@@ -259,3 +259,26 @@ fn touches_tests_reads_the_old_list_of_paths_and_writes_path_and_why() {
     );
     assert_eq!(serde_json::from_str::<TouchedFile>(&text).unwrap(), new);
 }
+
+#[test]
+fn a_framework_named_module_is_named_only_when_the_patch_brings_it() {
+    let rename = "diff --git a/helpers.py b/pluggy.py\nsimilarity index 100%\n\
+                  rename from helpers.py\nrename to pluggy.py\n";
+    let model = [
+        // pytest's own source, edited in pytest's repository (pytest-dev__pytest-5227's gold).
+        diff("src/_pytest/logging.py"),
+        new_file("pytest.py", &["def main(): pass"]),
+        new_file("src/_pytest/__init__.py", &[""]),
+        rename.to_owned(),
+    ]
+    .concat();
+    let why = "a new module named like the test framework's, imported in its place";
+    assert_eq!(
+        named(&test_infrastructure(&model, None, &BaseFiles::new())),
+        [
+            ("pytest.py", why),
+            ("src/_pytest/__init__.py", why),
+            ("pluggy.py", why)
+        ]
+    );
+}
