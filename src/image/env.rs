@@ -299,6 +299,9 @@ pub fn env_tag(instance: &Instance, env_hash: &str) -> String {
     format!("aci-env-{clean}:{}", &env_hash[..env_hash.len().min(12)])
 }
 
+/// How the message of a build that failed earlier in the same run begins.
+pub const FAILED_EARLIER: &str = "it failed earlier in this run, and is not tried again: ";
+
 /// Holds the build of one environment, in this process and across processes, until dropped.
 pub(super) struct BuildLock {
     _guard: tokio::sync::OwnedMutexGuard<()>,
@@ -310,9 +313,36 @@ pub(super) struct BuildLock {
 #[derive(Debug, Default)]
 pub struct BuildLocks {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The builds that failed in this process, by name: their message and hint. Every other
+    /// instance (and validate's second evaluation) that needs the same environment gets the
+    /// same error at once instead of building it again (the pip failure of an old setup.py
+    /// takes as long each time).
+    failed: Mutex<HashMap<String, (String, Option<String>)>>,
 }
 
 impl BuildLocks {
+    /// The message and hint of the build of `name` that failed earlier in this process.
+    pub(super) fn failed(&self, name: &str) -> Option<(String, Option<String>)> {
+        let failed = self.failed.lock().ok()?;
+        failed.get(name).map(|(message, hint)| {
+            let message = if message.starts_with(FAILED_EARLIER) {
+                message.clone()
+            } else {
+                format!("{FAILED_EARLIER}{message}")
+            };
+            (message, hint.clone())
+        })
+    }
+
+    /// Remembers that the build of `name` failed, when `error` is a build failure.
+    pub(super) fn remember(&self, name: &str, error: &EnvImageError) {
+        if let EnvImageError::Build { message, hint, .. } = error
+            && let Ok(mut failed) = self.failed.lock()
+        {
+            failed.insert(name.to_owned(), (message.clone(), hint.clone()));
+        }
+    }
+
     /// Waits until no other build of the environment `name` runs, then holds it: two
     /// instances that share an environment build it once, the others waiting and then finding
     /// it. Another aci process building the same environment at the same time would tag a
@@ -433,7 +463,9 @@ pub async fn ensure_env_image(
             let mut spec = spec_env::for_entry(instance, &entry, table, release).await?;
             let setting = request.env.resolve_as_of;
             spec.as_of = spec_env::layer_cutoff(instance, setting, &spec.python).await;
-            let env = spec_env::ensure_spec_env(runtime, &spec, id, locks, request).await?;
+            let env = spec_env::ensure_spec_env(runtime, &spec, id, locks, request)
+                .await
+                .map_err(|error| with_today_hint(error, request.env.resolve_as_of, instance))?;
             let created = (instance.created_at.as_str(), "the record's created_at");
             let layer = as_of::layer_cutoff(setting, Some(created), &spec.python);
             (env.tag, spec.repo_setup(), Some((layer, spec.pins())))
@@ -472,12 +504,21 @@ pub async fn ensure_env_image(
         as_of_text.as_deref(),
     );
     let tag = env_tag(instance, &hash);
-    let _lock = locks.lock(&format!("env-{hash}")).await;
+    let name = format!("env-{hash}");
+    let _lock = locks.lock(&name).await;
     if let Some(built) = built_env_image(runtime, &tag, &hash, &base)
         .await
         .map_err(docker_error)?
     {
         return Ok(built);
+    }
+    if let Some((message, hint)) = locks.failed(&name) {
+        return Err(EnvImageError::Build {
+            instance_id: id.clone(),
+            tag,
+            message,
+            hint,
+        });
     }
     check_free_disk(runtime, request.env.min_free_disk_gb)
         .await
@@ -523,7 +564,10 @@ pub async fn ensure_env_image(
         hint: None,
     };
     let options = as_of::server::build_options(cutoff, &pins).map_err(build_error)?;
-    let built = build(runtime, &tag, context, request, id, &options, cutoff).await?;
+    let built = build(runtime, &tag, context, request, id, &options, cutoff)
+        .await
+        .map_err(|error| with_today_hint(error, request.env.resolve_as_of, instance))
+        .inspect_err(|error| locks.remember(&name, error))?;
     let image_id = if recipe.pip.lock {
         let past_cutoff = as_of::server::past_cutoff(cutoff, &pins);
         let resolved = as_of::resolved_text(layer_as_of.as_ref(), &past_cutoff);
@@ -542,6 +586,31 @@ pub async fn ensure_env_image(
         base_image: base,
         built: true,
     })
+}
+
+/// A failed build with no hint of its own gets [`as_of::today_hint`]'s.
+fn with_today_hint(
+    error: EnvImageError,
+    setting: crate::config::ResolveAsOf,
+    instance: &Instance,
+) -> EnvImageError {
+    match error {
+        EnvImageError::Build {
+            instance_id,
+            tag,
+            message,
+            hint: None,
+        } => {
+            let hint = as_of::today_hint(setting, &instance.created_at, &message);
+            EnvImageError::Build {
+                instance_id,
+                tag,
+                message,
+                hint,
+            }
+        }
+        other => other,
+    }
 }
 
 /// The repository's fingerprint (see [`repo::source_fingerprint`]; empty without a

@@ -678,7 +678,8 @@ pub async fn ensure_spec_env(
         })?;
     let hash = spec.env_hash(&base_info.id);
     let tag = spec.tag(&hash);
-    let _lock = locks.lock(&format!("spec-{hash}")).await;
+    let name = format!("spec-{hash}");
+    let _lock = locks.lock(&name).await;
     if let Some(built) = built_env_image(runtime, &tag, &hash, &base)
         .await
         .map_err(docker_error)?
@@ -691,6 +692,9 @@ pub async fn ensure_spec_env(
         message,
         hint,
     };
+    if let Some((message, hint)) = locks.failed(&name) {
+        return Err(build_error(message, hint));
+    }
     let labels = BTreeMap::from([
         (LABEL_IMAGE.to_owned(), ENV_IMAGE_KIND.to_owned()),
         (LABEL_ENV_HASH.to_owned(), hash.clone()),
@@ -718,7 +722,8 @@ pub async fn ensure_spec_env(
         .map_err(|message| {
             let hint = pypi_hint(&message);
             build_error(as_of::server::with_failures(message, spec.cutoff()), hint)
-        })?;
+        })
+        .inspect_err(|error| locks.remember(&name, error))?;
     let past_cutoff = as_of::server::past_cutoff(spec.cutoff(), &pins);
     let resolved = as_of::resolved_text(spec.as_of.as_ref(), &past_cutoff);
     let image_id = label_lock(runtime, &tag, &built.id, &built.lock, &resolved)

@@ -245,3 +245,43 @@ fn a_failed_step_names_the_step_instead_of_quoting_the_whole_script() {
          code: 3\nStep 3/4 : RUN x\nboom\n"
     );
 }
+
+#[test]
+fn a_build_that_failed_is_answered_with_its_error_and_not_tried_again() {
+    let locks = BuildLocks::default();
+    assert_eq!(locks.failed("env-1"), None);
+    let failure = EnvImageError::Build {
+        instance_id: "a__a-1".to_owned(),
+        tag: "aci-env-python:1".to_owned(),
+        message: "failed at step `setup 1 of 1: python -m pip install -e .`".to_owned(),
+        hint: Some("try env.resolve_as_of: created_at".to_owned()),
+    };
+    locks.remember("env-1", &failure);
+    // A daemon error is not a build's verdict: the next instance tries.
+    locks.remember(
+        "env-2",
+        &EnvImageError::MissingBase {
+            instance_id: "a__a-1".to_owned(),
+            image: "aci-python:bookworm".to_owned(),
+        },
+    );
+    let again = (
+        "it failed earlier in this run, and is not tried again: failed at step `setup 1 of 1: \
+         python -m pip install -e .`"
+            .to_owned(),
+        Some("try env.resolve_as_of: created_at".to_owned()),
+    );
+    assert_eq!(locks.failed("env-1"), Some(again.clone()));
+    assert_eq!(locks.failed("env-2"), None);
+    // Remembered again from the answer, the prefix is not doubled.
+    locks.remember(
+        "env-1",
+        &EnvImageError::Build {
+            instance_id: "b__b-2".to_owned(),
+            tag: "aci-env-python:1".to_owned(),
+            message: again.0.clone(),
+            hint: again.1.clone(),
+        },
+    );
+    assert_eq!(locks.failed("env-1"), Some(again));
+}
