@@ -20,6 +20,7 @@ use crate::eval::run::{
     EmptyPatches, EvalError, EvalSettings, InstanceDone, InstanceStatus, evaluate_with,
 };
 use crate::files::write_atomic;
+use crate::image::env::FAILED_EARLIER;
 use crate::instance::Instance;
 
 /// The verdict on one instance.
@@ -123,11 +124,13 @@ pub fn verdict(
         .unwrap_or_default();
     let empty_fails = match empty.map(|done| &done.status) {
         Some(InstanceStatus::Error(reason)) => {
-            // The same reason twice (an environment that cannot be built) is said once.
+            // The same reason twice (an environment that cannot be built, the second time
+            // without trying it again) is said once.
             let line = format!("empty: {reason}");
+            let reason = reason.replacen(FAILED_EARLIER, "", 1);
             if !errors
                 .iter()
-                .any(|e| e.strip_prefix("gold: ") == Some(reason))
+                .any(|e| e.strip_prefix("gold: ") == Some(reason.as_str()))
             {
                 errors.push(line);
             }
@@ -165,10 +168,7 @@ pub fn verdict(
         gold_resolved,
         empty_fails,
         seconds,
-        note: error
-            .as_deref()
-            .and_then(|error| error.lines().next())
-            .map(str::to_owned),
+        note: error.as_deref().and_then(note_of),
         error,
         gold_cause,
         needs_network,
@@ -192,6 +192,17 @@ fn no_test_verdict<'a>(
     let not_the_fix = cause.infrastructure
         || matches!(cause.kind, CauseKind::Untrusted | CauseKind::TestsDidNotRun);
     (nothing_passed && not_the_fix).then_some(cause)
+}
+
+/// The note of the table: the first line of `error`, with the first hint line's advice after it.
+fn note_of(error: &str) -> Option<String> {
+    let first = error.lines().next()?;
+    Some(
+        match error.lines().find_map(|line| line.strip_prefix("hint: ")) {
+            Some(hint) => format!("{first} (hint: {hint})"),
+            None => first.to_owned(),
+        },
+    )
 }
 
 /// The table of `validation.md` and of stdout: one row per instance (the note is the first
@@ -443,6 +454,27 @@ mod tests {
         assert_eq!(
             verdict.error.as_deref(),
             Some("FAIL_TO_PASS tests pass without the patch: t::b")
+        );
+    }
+
+    #[test]
+    fn a_build_not_tried_again_is_said_once_and_the_note_carries_its_hint() {
+        let gold = "a-1: building the environment image e:1 failed: failed at step `setup 1 of \
+                    1: python -m pip install -e .`\nhint: --set env.resolve_as_of=created_at";
+        let empty = gold.replacen("failed: ", &format!("failed: {FAILED_EARLIER}"), 1);
+        let verdict = verdict(
+            Some(&done(InstanceStatus::Error(gold.to_owned()), 0)),
+            Some(&done(InstanceStatus::Error(empty), 0)),
+            None,
+            &tests(&["t::a"]),
+        );
+        assert_eq!(verdict.error, Some(format!("gold: {gold}")));
+        assert_eq!(
+            verdict.note.as_deref(),
+            Some(
+                "gold: a-1: building the environment image e:1 failed: failed at step `setup 1 \
+                 of 1: python -m pip install -e .` (hint: --set env.resolve_as_of=created_at)"
+            )
         );
     }
 

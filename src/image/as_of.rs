@@ -67,6 +67,26 @@ pub fn layer_cutoff(
     }
 }
 
+/// What to try when a pip step of a layer resolved as of today fails for a record that is
+/// older than today: its setup.py may need the setuptools (or the packages) of its time.
+/// `None` for other settings, for a record without `created_at`, and for a failure of another
+/// step.
+pub fn today_hint(setting: ResolveAsOf, created_at: &str, message: &str) -> Option<String> {
+    let pip_failed = ["pip install", "setup.py", "pip_packages"]
+        .iter()
+        .any(|step| message.contains(step));
+    let day = created_at
+        .get(..10)
+        .filter(|day| Cutoff::parse(day).is_ok())?;
+    (setting == ResolveAsOf::Today && pip_failed).then(|| {
+        format!(
+            "the record is of {day} and pip resolved its packages as of today; its setup may need \
+             the setuptools and packages of its time: --set env.resolve_as_of=created_at \
+             (docs/swebench.md, \"Environments resolved as of a date\")"
+        )
+    })
+}
+
 /// The day CPython `X.Y`.0 was released (00:00 UTC), for the versions SWE-bench's specs name.
 pub fn python_released(python: &str) -> Option<Cutoff> {
     let date = match python {

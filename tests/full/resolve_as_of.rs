@@ -269,6 +269,17 @@ async fn a_2019_project_validates_as_of_its_dates_and_fails_at_its_install_with_
         lines[log_line - 1],
         "| note: This error originates from a subprocess, and is likely not a problem with pip."
     );
+    // What to try is said, and the empty run did not build the same failing layer again.
+    let hint = "hint: the record is of 2019-05-15 and pip resolved its packages as of today; its \
+                setup may need the setuptools and packages of its time: --set \
+                env.resolve_as_of=created_at (docs/swebench.md, \"Environments resolved as of a \
+                date\")";
+    assert_eq!(lines.last(), Some(&hint), "{error}");
+    assert_eq!(
+        error.matches("building the environment image").count(),
+        1,
+        "{error}"
+    );
 }
 
 fn instance(record: &Value) -> Instance {

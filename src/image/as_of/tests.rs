@@ -234,3 +234,26 @@ fn the_constraints_of_a_freeze_are_its_pins_but_pip_setuptools_and_wheel() {
     .to_vec();
     assert_eq!(constraints(&freeze), "pluggy==0.13.1\npy==1.11.0\n");
 }
+
+#[test]
+fn a_failed_pip_step_of_an_old_record_built_as_of_today_suggests_its_dates() {
+    let failed =
+        "failed at step `setup 1 of 1: python -m pip install -e .`: the RUN step returned 1";
+    assert_eq!(
+        today_hint(ResolveAsOf::Today, "2019-05-07T20:27:24Z", failed).as_deref(),
+        Some(
+            "the record is of 2019-05-07 and pip resolved its packages as of today; its setup \
+             may need the setuptools and packages of its time: --set \
+             env.resolve_as_of=created_at (docs/swebench.md, \"Environments resolved as of a \
+             date\")"
+        )
+    );
+    // Already dated, no date to go by, or not a pip step: nothing to suggest.
+    assert_eq!(
+        today_hint(ResolveAsOf::CreatedAt, "2019-05-07T20:27:24Z", failed),
+        None
+    );
+    assert_eq!(today_hint(ResolveAsOf::Today, "", failed), None);
+    let other = "failed at step `venv`: python3.9: command not found";
+    assert_eq!(today_hint(ResolveAsOf::Today, "2019-05-07", other), None);
+}
