@@ -2,6 +2,7 @@
 //! `aci.submit_sentinel`, `aci.timeout_exception`): the subshell a command runs in, the
 //! submission a sentinel line starts, and the text of a timeout.
 
+use crate::config::SentinelLine;
 use crate::sandbox::shell_quote;
 use crate::text::is_python_line_boundary;
 
@@ -16,10 +17,26 @@ pub fn subshell_command(repo_dir: &str, command: &str) -> String {
     )
 }
 
-/// The submission when `output` (leading whitespace skipped) starts with a line that is
-/// `sentinel` (around whitespace), and the command exited 0: the rest of the output after that
-/// line, as it was printed. Line boundaries are Python's (`str.splitlines`).
-pub fn sentinel_submission(output: &str, exit_code: Option<i32>, sentinel: &str) -> Option<String> {
+/// The submission `output` makes when `sentinel` is its `line` (around whitespace), with
+/// Python's line boundaries (`str.splitlines`):
+/// - [`SentinelLine::First`] (mini 1.x and 2.x): the first line once leading whitespace is
+///   skipped, and only after exit code 0; the submission is the rest of the output as printed;
+/// - [`SentinelLine::Last`] (mini 2.0's pre-releases): the last line once trailing whitespace
+///   is skipped, whatever the exit code of a command that finished; the submission is the output before that line, its
+///   line break included.
+pub fn sentinel_submission(
+    output: &str,
+    exit_code: Option<i32>,
+    sentinel: &str,
+    line: SentinelLine,
+) -> Option<String> {
+    match line {
+        SentinelLine::First => first_line_submission(output, exit_code, sentinel),
+        SentinelLine::Last => exit_code.and_then(|_| last_line_submission(output, sentinel)),
+    }
+}
+
+fn first_line_submission(output: &str, exit_code: Option<i32>, sentinel: &str) -> Option<String> {
     if exit_code != Some(0) {
         return None;
     }
@@ -39,6 +56,19 @@ pub fn sentinel_submission(output: &str, exit_code: Option<i32>, sentinel: &str)
         None => (text, ""),
     };
     (first.trim_matches(is_python_space) == sentinel).then(|| rest.to_owned())
+}
+
+fn last_line_submission(output: &str, sentinel: &str) -> Option<String> {
+    let text = output.trim_end_matches(is_python_space);
+    let (before, last) = match text
+        .char_indices()
+        .rev()
+        .find(|(_, c)| is_python_line_boundary(*c))
+    {
+        Some((at, c)) => text.split_at(at + c.len_utf8()),
+        None => ("", text),
+    };
+    (last.trim_matches(is_python_space) == sentinel).then(|| before.to_owned())
 }
 
 /// `aci.timeout_exception` with `{command}` and `{seconds}` filled in; the seconds are written
@@ -77,23 +107,56 @@ mod tests {
         let out = "\n  COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT \r\ndiff --git a/x b/x\n+1\n";
         let sentinel = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
         assert_eq!(
-            sentinel_submission(out, Some(0), sentinel).as_deref(),
+            sentinel_submission(out, Some(0), sentinel, SentinelLine::First).as_deref(),
             Some("diff --git a/x b/x\n+1\n")
         );
-        assert_eq!(sentinel_submission(out, Some(1), sentinel), None);
-        assert_eq!(sentinel_submission(out, None, sentinel), None);
         assert_eq!(
-            sentinel_submission(sentinel, Some(0), sentinel).as_deref(),
+            sentinel_submission(out, Some(1), sentinel, SentinelLine::First),
+            None
+        );
+        assert_eq!(
+            sentinel_submission(out, None, sentinel, SentinelLine::First),
+            None
+        );
+        assert_eq!(
+            sentinel_submission(sentinel, Some(0), sentinel, SentinelLine::First).as_deref(),
             Some("")
         );
         assert_eq!(
             sentinel_submission(
                 "x\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n",
                 Some(0),
-                sentinel
+                sentinel,
+                SentinelLine::First
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_last_line_sentinel_submits_the_output_before_it_whatever_the_exit_code() {
+        let sentinel = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+        let last = |out: &str, code| sentinel_submission(out, code, sentinel, SentinelLine::Last);
+        let out = "diff --git a/x b/x\r\n-\n COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n\n";
+        assert_eq!(
+            last(out, Some(0)).as_deref(),
+            Some("diff --git a/x b/x\r\n-\n")
+        );
+        assert_eq!(
+            last(out, Some(1)).as_deref(),
+            Some("diff --git a/x b/x\r\n-\n")
+        );
+        assert_eq!(last(sentinel, Some(0)).as_deref(), Some(""));
+        assert_eq!(
+            last(sentinel, None),
+            None,
+            "a command that timed out did not finish"
+        );
+        assert_eq!(
+            last("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\nx\n", Some(0)),
+            None
+        );
+        assert_eq!(last("", Some(0)), None);
     }
 
     #[test]

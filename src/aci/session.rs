@@ -316,8 +316,9 @@ impl<S: Sandbox> Aci<S> {
 
     /// What the `observation` template and `aci.submit_sentinel` read of a shell command: its
     /// output as printed (invalid UTF-8 replaced), exit code and timeout; the submission when
-    /// the output starts with the sentinel. A submission whose output was cut by the output
-    /// limit is refused with a note, as it would not be the patch the model printed.
+    /// the output has the sentinel on its first or last line (`aci.submit_sentinel_line`). A
+    /// submission whose output was cut by the output limit is refused with a note, as it would
+    /// not be the patch the model printed.
     fn record_raw(&self, command: &str, out: &ExecOutput, step: &mut StepOutput) {
         step.raw_output = String::from_utf8_lossy(&out.stdout).into_owned();
         // A command killed at its timeout did not finish: mini reports -1, and the shell's
@@ -340,8 +341,12 @@ impl<S: Sandbox> Aci<S> {
         let Some(sentinel) = self.config.submit_sentinel.as_deref() else {
             return;
         };
-        let Some(patch) = bash_only::sentinel_submission(&step.raw_output, out.exit_code, sentinel)
-        else {
+        let Some(patch) = bash_only::sentinel_submission(
+            &step.raw_output,
+            out.exit_code,
+            sentinel,
+            self.config.submit_sentinel_line,
+        ) else {
             return;
         };
         if out.elided_bytes > 0 {

@@ -186,6 +186,20 @@ pub enum ParserKind {
     BashToolCalls,
 }
 
+/// `aci.submit_sentinel_line`: where in a command's output the submit sentinel is looked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SentinelLine {
+    /// The first line (leading whitespace skipped), after a command that exited 0; the rest of
+    /// the output is the submission.
+    #[default]
+    First,
+    /// The last line (trailing whitespace skipped), whatever the exit code of a command that
+    /// finished (one that timed out does not submit); the output before that line is the
+    /// submission.
+    Last,
+}
+
 /// `aci`: the interface the model drives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -232,6 +246,9 @@ pub struct AciConfig {
     /// command's output as the patch (mini-swe-agent's `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`).
     /// Null: only `submit` submits.
     pub submit_sentinel: Option<String>,
+    /// Which line of the output `submit_sentinel` must be: `first` (mini-swe-agent 1.x and
+    /// 2.x) or `last` (mini 2.0's pre-releases).
+    pub submit_sentinel_line: SentinelLine,
     /// What `output.exception_info` says of a command past `env.command_timeout`, for the
     /// `agent.templates.observation` template: `{command}` is the command, `{seconds}` the
     /// timeout (mini-swe-agent's text by default).
@@ -268,6 +285,7 @@ impl Default for AciConfig {
             blocklist: Blocklist::default(),
             subshell: false,
             submit_sentinel: None,
+            submit_sentinel_line: SentinelLine::First,
             timeout_exception: DEFAULT_TIMEOUT_EXCEPTION.to_owned(),
             filemap: false,
             submit_review_messages: Vec::new(),

@@ -278,6 +278,41 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_list_of_mini_messages_replays_its_assistant_actions() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/mini-recorded/github_issue.traj.json");
+        let input = ReplayInput::load(&path).unwrap();
+        assert_eq!(
+            actions(&input),
+            [
+                "cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py",
+                "ls -la",
+                "ls -la tests/",
+                "cat tests/missing_colon.py",
+                "sed -i 's/def division(a: float, b: float) -> float/def division(a: float, b: \
+                 float) -> float:/' tests/missing_colon.py",
+                "cat tests/missing_colon.py",
+                "python3 tests/missing_colon.py",
+                "python3 -c \"from tests.missing_colon import division; print(division(23, 0))\"",
+                "cat > tests/missing_colon.py << 'EOF'\n#!/usr/bin/env python3\n\n\ndef division(a: \
+                 float, b: float) -> float:\n    if b == 0:\n        raise ValueError(\"Cannot divide \
+                 by zero\")\n    return a/b\n\n\nif __name__ == \"__main__\":\n    \
+                 print(division(123, 15))\nEOF",
+                "git add -A && git diff --cached && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+            ]
+        );
+        assert_eq!(
+            input.steps[1].response.as_deref(),
+            Some(
+                "I need to find the correct path to the file. Let me check the current directory \
+                 structure:\n\n```mswea_bash_command\nls -la\n```"
+            )
+        );
+        let error = ReplayInput::parse("[{\"role\": \"user\", \"content\": 3}, 1]").unwrap_err();
+        assert!(error.to_string().contains("item 0"), "{error}");
+    }
+
+    #[test]
     fn wrong_shapes_are_config_errors_that_say_where() {
         let error = ReplayInput::parse("{\"trajectory\": [{\"action\": 3}]}").unwrap_err();
         assert!(

@@ -246,9 +246,14 @@ pub fn to_mini(trajectory: &Trajectory, instance_id: &str, config: Value) -> Val
     })
 }
 
-/// Whether `value` is a mini-swe-agent trajectory (its `trajectory_format` is
-/// `mini-swe-agent-1` or `mini-swe-agent-1.1`, or it has `messages` and no `trajectory`).
+/// Whether `value` is a mini-swe-agent trajectory: its `trajectory_format` is
+/// `mini-swe-agent-1` or `mini-swe-agent-1.1`, or it has `messages` and no `trajectory`, or it
+/// is a bare list of messages (objects with a `role`), as mini's pre-releases and its test data
+/// save `agent.messages`.
 pub fn is_mini(value: &Value) -> bool {
+    if let Some(items) = value.as_array() {
+        return !items.is_empty() && items.iter().all(|item| item.get("role").is_some());
+    }
     match value.get("trajectory_format").and_then(Value::as_str) {
         Some(format) => format.starts_with("mini-swe-agent-1"),
         None => value.get("messages").is_some() && value.get("trajectory").is_none(),
@@ -261,12 +266,14 @@ pub fn is_mini(value: &Value) -> bool {
 /// ```` ```bash ```` (or ```` ```mswea_bash_command ````) block of its text (1.x). A message
 /// with no action or more than one block was a format error and is skipped.
 ///
+/// The value is a trajectory's `messages` list, or the bare list itself.
+///
 /// # Errors
-/// The value has no `messages` list.
+/// The value is neither a list nor has a `messages` list.
 pub fn replay_actions(value: &Value) -> Result<Vec<(String, Option<String>)>, String> {
     let messages = value
-        .get("messages")
-        .and_then(Value::as_array)
+        .as_array()
+        .or_else(|| value.get("messages").and_then(Value::as_array))
         .ok_or_else(|| "a mini-swe-agent trajectory needs a `messages` list".to_owned())?;
     let mut actions = Vec::new();
     for message in messages {

@@ -98,3 +98,111 @@ fn the_bash_only_session_has_minis_environment_variables_and_its_timeout() {
     assert!(text.contains("\"command_timeout\":60"), "{text}");
     assert!(containers_of(&run).is_empty());
 }
+
+/// The recorded run of `tests/fixtures/mini-recorded/` (see its README), as messages.
+fn recorded_messages() -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mini-recorded/github_issue.traj.json");
+    read_json(&path).as_array().unwrap().clone()
+}
+
+/// The text between `<output>\n` and `</output>` of a recorded observation.
+fn recorded_output(observation: &Value) -> &str {
+    let text = observation["content"].as_str().unwrap();
+    let start = text.find("<output>\n").unwrap() + "<output>\n".len();
+    &text[start..text.rfind("</output>").unwrap()]
+}
+
+/// A git repository at the recorded run's start: `tests/missing_colon.py` as the run's
+/// `cat tests/missing_colon.py` printed it, executable as its `ls -la tests/` listed it.
+/// Returns the commit, the same on every run (fixed dates), so its environment image is built
+/// once.
+fn recorded_start_repository(dir: &Path, messages: &[Value]) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let listed = recorded_output(&messages[7]);
+    assert!(
+        listed.contains("-rwxr-xr-x 1 root root  141 Jul 17 01:31 missing_colon.py\n"),
+        "{listed}"
+    );
+    let file = dir.join("tests/missing_colon.py");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, recorded_output(&messages[9])).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=aci", "-c", "user.email=aci@localhost"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_DATE", "2025-07-17T01:31:00Z")
+            .env("GIT_COMMITTER_DATE", "2025-07-17T01:31:00Z")
+            .output()
+            .expect("this test needs git on the host\nhint: run tests/host-deps.sh");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "base"]);
+    git(&["rev-parse", "HEAD"]).trim().to_owned()
+}
+
+#[test]
+fn a_recorded_mini_swe_agent_run_replays_to_its_recorded_submission() {
+    let messages = recorded_messages();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("test-repo");
+    let base_commit = recorded_start_repository(&repo, &messages);
+    let instance = messages[1]["content"].as_str().unwrap();
+    let task = &instance["Please solve this issue: ".len()
+        ..instance.find("\n\nYou can execute bash commands").unwrap()];
+    let id = "SWE-agent__test-repo-1";
+    let record = serde_json::json!({
+        "instance_id": id, "repo": "SWE-agent/test-repo", "base_commit": base_commit,
+        "problem_statement": task, "repo_path": repo, "language": "python",
+    });
+    let instances = dir.path().join("instances.jsonl");
+    std::fs::write(&instances, format!("{record}\n")).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mini-recorded");
+    let out = dir.path().join("out");
+    let run = run_id("mini-recorded");
+    let result: Run = aci()
+        .args(["run", "--instances", instances.to_str().unwrap()])
+        .args([
+            "--config",
+            fixtures.join("mini-2.0-dev.yaml").to_str().unwrap(),
+        ])
+        .args(["--replay"])
+        .arg(fixtures.join("github_issue.traj.json"))
+        .args(["--output", out.to_str().unwrap(), "--run-id", &run])
+        .output()
+        .unwrap()
+        .into();
+    result.expect_code(0);
+
+    let submission = messages.last().unwrap()["content"].as_str().unwrap();
+    assert!(submission.starts_with("diff --git a/tests/missing_colon.py"));
+    assert_eq!(exit_status(&out, id), "submitted");
+    assert_eq!(
+        std::fs::read_to_string(instance_file(&out, id, "patch")).unwrap(),
+        submission
+    );
+    let mini = read_json(&instance_file(&out, id, "traj.json"));
+    assert_eq!(mini["info"]["exit_status"], "Submitted");
+    assert_eq!(mini["info"]["submission"].as_str(), Some(submission));
+    let replayed = mini["messages"].as_array().unwrap();
+    assert_eq!(replayed.len(), messages.len());
+    assert_eq!(
+        replayed.last().unwrap()["content"].as_str(),
+        Some(submission)
+    );
+    // Every message but the submission and the two `ls -la` listings (their dates, and the
+    // files of the recorded repository no action reads) is the recorded one, word for word.
+    for (index, (got, recorded)) in replayed.iter().zip(&messages).enumerate() {
+        if [5, 7, messages.len() - 1].contains(&index) {
+            continue;
+        }
+        assert_eq!(got["role"], recorded["role"], "message {index}");
+        assert_eq!(got["content"], recorded["content"], "message {index}");
+    }
+    assert!(containers_of(&run).is_empty(), "{:?}", containers_of(&run));
+}
