@@ -15,12 +15,17 @@ const IDS: [&str; 2] = ["demo__inicfg-1", "demo__moneyfmt-1"];
 
 /// The demo records for `IDS`, with `repo_path` made absolute so the file can live elsewhere.
 fn instances_file(dir: &Path) -> std::path::PathBuf {
+    instances_file_of(dir, &IDS)
+}
+
+/// The demo records for `ids`, as [`instances_file`] writes them.
+fn instances_file_of(dir: &Path, ids: &[&str]) -> std::path::PathBuf {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo");
     let text = std::fs::read_to_string(demo.join("instances.jsonl")).unwrap();
     let mut out = String::new();
     for line in text.lines() {
         let mut record: Value = serde_json::from_str(line).unwrap();
-        if !IDS.contains(&record["instance_id"].as_str().unwrap()) {
+        if !ids.contains(&record["instance_id"].as_str().unwrap()) {
             continue;
         }
         let repo = demo.join(record["repo_path"].as_str().unwrap());
@@ -233,6 +238,79 @@ async fn the_papers_aci_and_the_bash_only_protocol_compare_in_one_table() {
         .unwrap();
         assert_eq!(mini["trajectory_format"], "mini-swe-agent-1.1");
         assert_eq!(mini["info"]["exit_status"], "Submitted");
+    }
+}
+
+/// The three generations on one demo task, with the demo's own ablation files
+/// (`tests/fixtures/demo/generations/`): the paper's ACI replays `replays/`, 1.x's tools
+/// `swe-agent-1-replays/` (through function calling) and bash-only `mini-replays/`; each
+/// submits the gold patch and resolves the task, and the table names the three protocols.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_three_generations_resolve_a_demo_task_in_one_table() {
+    support::docker().await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("ablation");
+    let id = "demo__csvreport-1";
+    let out = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .current_dir(root)
+        .args(["ablate", "--instances"])
+        .arg(instances_file_of(dir.path(), &[id]))
+        .args([
+            "--base",
+            "configs/default.yaml",
+            "--variant",
+            "tests/fixtures/demo/generations/swe-agent-1.yaml",
+            "--variant",
+            "tests/fixtures/demo/generations/bash-only.yaml",
+            "--replay-dir",
+            "tests/fixtures/demo/replays",
+            "--output",
+        ])
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(output.join("ablation.json")).unwrap())
+            .unwrap();
+    let rows = table["rows"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["config"].as_str().unwrap(),
+                r["protocol"]["interface"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("default", "paper ACI"),
+            ("swe-agent-1", "1.x tools"),
+            ("bash-only", "bash-only")
+        ]
+    );
+    let gold = std::fs::read_to_string(root.join("tests/fixtures/demo/instances.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|r| r["instance_id"] == id)
+        .unwrap()["patch"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for row in rows {
+        assert_eq!(row["resolved"], 1.0, "{row}");
+        assert_eq!(row["exits"], serde_json::json!({"submitted": 1}), "{row}");
+        let config = row["config"].as_str().unwrap();
+        let patch = output.join(format!("{config}/r1/run/{id}/{id}.patch"));
+        assert_eq!(std::fs::read_to_string(patch).unwrap(), gold, "{config}");
     }
 }
 
