@@ -20,12 +20,14 @@ mod containers;
 pub mod disk;
 mod error;
 mod images;
+mod podman;
 mod reap;
 mod transport;
 mod types;
 
 pub use error::{DockerError, DockerErrorKind};
 pub use images::split_reference;
+pub use podman::Engine;
 pub use transport::{DockerSandbox, DockerTransport};
 pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin};
 
@@ -64,6 +66,10 @@ fn other(message: impl Into<String>) -> SandboxError {
 #[derive(Clone)]
 pub struct DockerRuntime {
     docker: Docker,
+    /// Docker or Podman, by the daemon's version reply.
+    engine: Engine,
+    /// With Podman, the ulimits its containers are given: its service's own.
+    podman_ulimits: Arc<Vec<bollard::models::ResourcesUlimits>>,
     live: Arc<Mutex<Vec<String>>>,
     /// How `env.disk_mb` is kept with this daemon, decided at the first start.
     disk: Arc<tokio::sync::OnceCell<disk::DiskMode>>,
@@ -81,7 +87,30 @@ impl DockerRuntime {
             .negotiate_version()
             .await
             .map_err(docker_error_in("cannot reach the Docker daemon"))?;
-        let runtime = Self::with_client(docker);
+        let version = docker
+            .version()
+            .await
+            .map_err(docker_error_in("cannot read the Docker daemon's version"))?;
+        let engine = podman::engine_of(&version);
+        if engine == Engine::Podman {
+            let info = docker
+                .info()
+                .await
+                .map_err(docker_error_in("cannot read Podman's configuration"))?;
+            if let Some(refusal) = podman::refusal(&info) {
+                return Err(other(refusal));
+            }
+        }
+        let mut runtime = Self::with_client(docker);
+        runtime.engine = engine;
+        if engine == Engine::Podman
+            && let Some(socket) = podman::local_socket()
+        {
+            let ulimits = tokio::task::spawn_blocking(move || podman::service_ulimits(&socket))
+                .await
+                .unwrap_or_default();
+            runtime.podman_ulimits = Arc::new(ulimits);
+        }
         super::guard::watch_docker(&runtime);
         Ok(runtime)
     }
@@ -89,6 +118,8 @@ impl DockerRuntime {
     fn with_client(docker: Docker) -> Self {
         Self {
             docker,
+            engine: Engine::Docker,
+            podman_ulimits: Arc::default(),
             live: Arc::new(Mutex::new(Vec::new())),
             disk: Arc::new(tokio::sync::OnceCell::new()),
             closed: Arc::new(AtomicBool::new(false)),
@@ -104,6 +135,12 @@ impl DockerRuntime {
         };
         self.disk = Arc::new(tokio::sync::OnceCell::new_with(Some(mode)));
         self
+    }
+
+    /// The engine behind the connection.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        self.engine
     }
 
     /// Checks that the daemon still answers (within 10 s).
