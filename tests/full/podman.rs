@@ -1,20 +1,36 @@
 //! `aci batch` and `aci eval` through Podman's Docker-compatible API (`podman system service`,
 //! started here as root on a storage root of the tests' own, with aci's base image copied in
 //! from Docker once): the demo gives the report it gives on Docker, and no container is left.
+//! On a storage root whose overlay is fuse-overlayfs, a file of the image renamed over and then
+//! deleted comes back, and aci copies a repository the image holds into the container's layer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::batch_support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aci::sandbox::Sandbox;
+
 use batch_support::*;
 
 /// The storage of the tests' Podman, kept between runs so that images are copied in once.
 const STORAGE_ROOT: &str = "/var/lib/aci-test-podman/storage";
 const RUN_ROOT: &str = "/run/aci-test-podman";
+/// The storage of the tests' Podman whose overlay is fuse-overlayfs (`mount_program`).
+const FUSE_STORAGE: [&str; 8] = [
+    "--root",
+    "/var/lib/aci-test-podman/fuse-storage",
+    "--runroot",
+    "/run/aci-test-podman-fuse",
+    "--storage-driver",
+    "overlay",
+    "--storage-opt",
+    "overlay.mount_program=/usr/bin/fuse-overlayfs",
+];
 /// The base image of the Python demo instances.
 const BASE_IMAGE: &str = "aci-python:bookworm";
 
@@ -67,6 +83,11 @@ impl Podman {
         podman
     }
 
+    /// The service's socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     fn answers(&self) -> bool {
         self.socket.exists() && self.podman(&["version"]).status.success()
     }
@@ -99,7 +120,10 @@ impl Podman {
             .args(["image", "inspect", "-f", "{{.Id}}", image])
             .output()
             .unwrap());
-        assert!(!docker.is_empty(), "Docker has no {image}: run aci images build");
+        assert!(
+            !docker.is_empty(),
+            "Docker has no {image}: run aci images build"
+        );
         if id(self.podman(&["image", "inspect", "--format", "{{.Id}}", image])) == docker {
             return;
         }
@@ -237,7 +261,10 @@ fn the_demo_batch_and_eval_through_podman_give_the_docker_report() {
     let report = |dir: &str| read_json(&Path::new(dir).join("report.json"));
     let podman_report = report(&podman_eval);
     assert_eq!(report(&docker_eval), podman_report);
-    assert_eq!(podman_report["resolved_ids"], serde_json::json!(ids_sorted(&ids)));
+    assert_eq!(
+        podman_report["resolved_ids"],
+        serde_json::json!(ids_sorted(&ids))
+    );
     // Each instance's report is Docker's but for its evaluation key, which names the image
     // the tests ran in: Podman built its own from the same base and steps.
     for id in ids {
@@ -258,7 +285,12 @@ fn the_demo_batch_and_eval_through_podman_give_the_docker_report() {
     for run in [&podman_runs.0, &podman_runs.1] {
         assert_eq!(podman.containers_of(run), Vec::<String>::new(), "{run}");
     }
-    for run in [&docker_runs.0, &docker_runs.1, &podman_runs.0, &podman_runs.1] {
+    for run in [
+        &docker_runs.0,
+        &docker_runs.1,
+        &podman_runs.0,
+        &podman_runs.1,
+    ] {
         assert_eq!(containers_of(run), Vec::<String>::new(), "{run}");
     }
 }
@@ -271,4 +303,102 @@ fn ids_sorted(ids: &[&str]) -> Vec<String> {
     let mut ids: Vec<String> = ids.iter().map(|s| (*s).to_owned()).collect();
     ids.sort();
     ids
+}
+
+/// An image of `base` holding a git repository at /r whose one file, f.txt, says `hello`.
+fn build_repo_image(podman: &Podman, base: &str, tag: &str, run: &str) {
+    let context = tempfile::tempdir().unwrap();
+    std::fs::write(
+        context.path().join("Containerfile"),
+        format!(
+            "FROM {base}\n\
+             RUN mkdir /r && cd /r && git init -q && git config user.email t@example.com && \
+             git config user.name t && echo hello > f.txt && git add f.txt && git commit -qm one\n"
+        ),
+    )
+    .unwrap();
+    let label = format!("aci.run_id={run}");
+    let built = podman.podman(&[
+        "build",
+        "-q",
+        "--layers=false",
+        "--label",
+        &label,
+        "-t",
+        tag,
+        context.path().to_str().unwrap(),
+    ]);
+    assert!(
+        built.status.success(),
+        "podman build: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+}
+
+const EDIT_THEN_RESTORE: &str = "sed -i s/hello/bye/ f.txt && git checkout f.txt; echo \"exit $?\"; \
+     cat f.txt; sed -i s/hello/bye/ f.txt; rm f.txt; ls";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_fuse_overlayfs_a_deleted_file_of_the_image_comes_back_but_not_in_aci_sandboxes() {
+    let podman = Podman::start_with(&FUSE_STORAGE);
+    podman.copy_from_docker(support::test_image().as_str());
+    let run = run_id("pm-fuse");
+    let image = format!("localhost/aci-test-fuse-repo:{}", std::process::id());
+    build_repo_image(&podman, &support::test_image(), &image, &run);
+
+    // A plain container (with low ulimits: Podman as root would ask for more than a process
+    // without CAP_SYS_RESOURCE can give): `git checkout` fails although the file is
+    // back, and `rm` leaves it.
+    let label = format!("aci.run_id={run}");
+    let plain = podman.podman(&[
+        "run",
+        "--rm",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=1024:1024",
+        "--label",
+        &label,
+        "-w",
+        "/r",
+        &image,
+        "sh",
+        "-c",
+        EDIT_THEN_RESTORE,
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout),
+        "exit 255\nhello\nf.txt\n",
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&plain.stderr)
+            .contains("error: unable to create file f.txt: File exists"),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+
+    // aci's sandbox of the same image: the work tree is the container's own.
+    let runtime = aci::sandbox::docker::DockerRuntime::connect_to_socket(podman.socket())
+        .await
+        .unwrap();
+    assert_eq!(runtime.engine(), aci::sandbox::docker::Engine::Podman);
+    let spec = aci::sandbox::SandboxSpec {
+        run_id: run.clone(),
+        image: image.clone(),
+        repo: None,
+        repo_dir: "/r".to_owned(),
+        ..support::spec("fuse", None)
+    };
+    let mut sandbox = runtime.start(&spec).await.unwrap();
+    let out = sandbox
+        .run(EDIT_THEN_RESTORE, support::SHORT)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "exit 0\nhello\n");
+    sandbox.shutdown().await.unwrap();
+    assert_eq!(podman.containers_of(&run), Vec::<String>::new());
+    let removed = podman.podman(&["rmi", &image]);
+    assert!(removed.status.success());
 }

@@ -307,7 +307,10 @@ mod tests {
 
     #[test]
     fn podmans_reply_for_aci_settings_honours_them_all() {
-        assert_eq!(unhonoured(&aci_config(), &podman_reply()), Vec::<String>::new());
+        assert_eq!(
+            unhonoured(&aci_config(), &podman_reply()),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
