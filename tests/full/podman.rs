@@ -305,16 +305,22 @@ fn ids_sorted(ids: &[&str]) -> Vec<String> {
     ids
 }
 
+/// The build file of an image of `base` holding a git repository at /r whose one file, f.txt,
+/// says `hello`.
+fn repo_containerfile(base: &str) -> String {
+    format!(
+        "FROM {base}\n\
+         RUN mkdir /r && cd /r && git init -q && git config user.email t@example.com && \
+         git config user.name t && echo hello > f.txt && git add f.txt && git commit -qm one\n"
+    )
+}
+
 /// An image of `base` holding a git repository at /r whose one file, f.txt, says `hello`.
 fn build_repo_image(podman: &Podman, base: &str, tag: &str, run: &str) {
     let context = tempfile::tempdir().unwrap();
     std::fs::write(
         context.path().join("Containerfile"),
-        format!(
-            "FROM {base}\n\
-             RUN mkdir /r && cd /r && git init -q && git config user.email t@example.com && \
-             git config user.name t && echo hello > f.txt && git add f.txt && git commit -qm one\n"
-        ),
+        repo_containerfile(base),
     )
     .unwrap();
     let label = format!("aci.run_id={run}");
@@ -400,5 +406,46 @@ async fn on_fuse_overlayfs_a_deleted_file_of_the_image_comes_back_but_not_in_aci
     sandbox.shutdown().await.unwrap();
     assert_eq!(podman.containers_of(&run), Vec::<String>::new());
     let removed = podman.podman(&["rmi", &image]);
+    assert!(removed.status.success());
+
+    // The same on this machine's Docker, whatever its storage driver.
+    let docker_image = format!("aci-test-fuse-repo:{}", std::process::id());
+    let context = tempfile::tempdir().unwrap();
+    std::fs::write(
+        context.path().join("Dockerfile"),
+        repo_containerfile(&support::test_image()),
+    )
+    .unwrap();
+    let built = Command::new("docker")
+        .args(["build", "-q", "--label", &label, "-t", &docker_image])
+        .arg(context.path())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let runtime = support::docker().await;
+    let spec = aci::sandbox::SandboxSpec {
+        image: docker_image.clone(),
+        ..spec
+    };
+    let mut sandbox = runtime.start(&spec).await.unwrap();
+    let out = sandbox
+        .run(EDIT_THEN_RESTORE, support::SHORT)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "exit 0\nhello\n");
+    sandbox.shutdown().await.unwrap();
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("label=aci.run_id={run}")])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&left.stdout), "");
+    let removed = Command::new("docker")
+        .args(["rmi", &docker_image])
+        .output()
+        .unwrap();
     assert!(removed.status.success());
 }
