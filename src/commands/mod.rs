@@ -26,7 +26,7 @@ pub mod validate;
 use std::path::Path;
 
 use aci::instance::{self, Instance};
-use aci::sandbox::docker::DockerRuntime;
+use aci::sandbox::docker::{DockerErrorKind, DockerRuntime};
 use aci::text::{escape_controls, escape_controls_in_lines};
 
 pub use clock::default_run_id;
@@ -36,8 +36,17 @@ pub use signals::Signals;
 /// Connects to the Docker daemon and removes the containers of aci runs that are gone.
 pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
     let runtime = DockerRuntime::connect().await.map_err(|e| {
-        Failure::new(e.to_string())
-            .hint("start the Docker daemon, or use --runtime local (no isolation)")
+        let unreachable = matches!(
+            &e,
+            aci::sandbox::SandboxError::Docker(error) if error.kind == DockerErrorKind::Connect
+        );
+        let failure = Failure::new(e.to_string());
+        // A daemon that answered and is refused (rootless Podman on cgroups v1) says why.
+        if unreachable {
+            failure.hint("start the Docker daemon, or use --runtime local (no isolation)")
+        } else {
+            failure
+        }
     })?;
     match runtime.reap_orphans().await {
         Ok(reaped) => {

@@ -35,6 +35,7 @@ mod lint_differential;
 mod lint_languages;
 mod mini_side_by_side;
 mod mini_swe_agent;
+mod podman;
 mod record_spec;
 mod resolve_as_of;
 mod sandbox;

@@ -19,8 +19,9 @@ use super::super::shell::CappedBuffer;
 use super::super::{ExecOutput, OutputLimit, SandboxError, SandboxSpec, ShellSandbox, repo};
 use super::transport::{DockerSandbox, DockerTransport};
 use super::{
-    DockerErrorKind, DockerRuntime, LABEL_DISK, LABEL_INSTANCE_ID, LABEL_PID, LABEL_PID_START,
-    LABEL_RUN_ID, disk, docker_error, docker_error_in, error, other,
+    DockerErrorKind, DockerRuntime, Engine, LABEL_DISK, LABEL_INSTANCE_ID, LABEL_PID,
+    LABEL_PID_START, LABEL_RUN_ID, disk, docker_error, docker_error_in, error, other, podman,
+    storage,
 };
 
 /// Capabilities added back after dropping all: what root needs to unpack archives, install
@@ -36,7 +37,14 @@ impl DockerRuntime {
         };
         let container_id = self.create_container(spec, image.as_deref()).await?;
         self.track(&container_id, true);
-        let meter = match self.prepare(spec, &container_id, image.as_deref()).await {
+        let prepared = match self
+            .check_honoured(spec, &container_id, image.is_some())
+            .await
+        {
+            Ok(()) => self.prepare(spec, &container_id, image.as_deref()).await,
+            Err(error) => Err(error),
+        };
+        let meter = match prepared {
             Ok(meter) => meter,
             Err(error) => {
                 let _ = self.remove_container(&container_id).await;
@@ -110,6 +118,22 @@ impl DockerRuntime {
                     .to_owned(),
             ));
         }
+        if spec.repo.is_none() && self.copy_up_work_tree {
+            let copied = exec_once(
+                &self.docker,
+                container_id,
+                storage::copy_up_command(&spec.repo_dir),
+            )
+            .await?;
+            if copied.exit_code != Some(0) {
+                return Err(other(format!(
+                    "cannot copy {} into the container's own layer (the storage driver loses \
+                     deletions of the image's files): {}",
+                    spec.repo_dir,
+                    String::from_utf8_lossy(&copied.stderr).trim()
+                )));
+            }
+        }
         if let Some(source) = &spec.repo {
             let prefix = spec.repo_dir.trim_start_matches('/').to_owned();
             let source = source.clone();
@@ -146,31 +170,7 @@ impl DockerRuntime {
         if let Some(image) = disk_image {
             labels.insert(LABEL_DISK.to_owned(), image.display().to_string());
         }
-        // Without a quota filesystem, no file may grow past the quota (RLIMIT_FSIZE, in bytes),
-        // and the watchdog ([`disk::watch`]) bounds what all files add up to. With one, the
-        // filesystem bounds everything, and a sparse file's length costs nothing.
-        let ulimits = disk_image.is_none().then(|| {
-            vec![ResourcesUlimits {
-                name: Some("fsize".to_owned()),
-                soft: Some(disk_bytes(spec.limits.disk_mb)),
-                hard: Some(disk_bytes(spec.limits.disk_mb)),
-            }]
-        });
-        let memory =
-            i64::try_from(spec.limits.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
-        let host_config = HostConfig {
-            memory: Some(memory),
-            memory_swap: Some(memory),
-            nano_cpus: Some((spec.limits.cpus * 1e9) as i64),
-            pids_limit: Some(spec.limits.pids),
-            network_mode: Some(if spec.network { "bridge" } else { "none" }.to_owned()),
-            cap_drop: Some(vec!["ALL".to_owned()]),
-            cap_add: Some(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
-            security_opt: Some(vec!["no-new-privileges".to_owned()]),
-            ulimits,
-            init: Some(true),
-            ..Default::default()
-        };
+        let host_config = self.host_config(spec, disk_image.is_some());
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: Some(vec!["sleep".to_owned(), "infinity".to_owned()]),
@@ -192,6 +192,68 @@ impl DockerRuntime {
                 spec.image
             )))?;
         Ok(created.id)
+    }
+
+    /// The hardening and limits of a task container; `quota_filesystem` when its writable
+    /// layer gets a filesystem of its own.
+    fn host_config(&self, spec: &SandboxSpec, quota_filesystem: bool) -> HostConfig {
+        // Without a quota filesystem, no file may grow past the quota (RLIMIT_FSIZE, in bytes),
+        // and the watchdog ([`disk::watch`]) bounds what all files add up to. With one, the
+        // filesystem bounds everything, and a sparse file's length costs nothing.
+        let mut ulimits = Vec::new();
+        if !quota_filesystem {
+            ulimits.push(ResourcesUlimits {
+                name: Some("fsize".to_owned()),
+                soft: Some(disk_bytes(spec.limits.disk_mb)),
+                hard: Some(disk_bytes(spec.limits.disk_mb)),
+            });
+        }
+        if self.engine == Engine::Podman {
+            ulimits.extend(self.podman_ulimits.iter().cloned());
+        }
+        let memory =
+            i64::try_from(spec.limits.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
+        HostConfig {
+            memory: Some(memory),
+            memory_swap: Some(memory),
+            nano_cpus: Some((spec.limits.cpus * 1e9) as i64),
+            pids_limit: Some(spec.limits.pids),
+            network_mode: Some(if spec.network { "bridge" } else { "none" }.to_owned()),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            cap_add: Some(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            ulimits: (!ulimits.is_empty()).then_some(ulimits),
+            init: Some(true),
+            ..Default::default()
+        }
+    }
+
+    /// With Podman, fails naming every setting of [`DockerRuntime::host_config`] the created
+    /// container does not have: its compatible API may accept an option and not apply it.
+    async fn check_honoured(
+        &self,
+        spec: &SandboxSpec,
+        container_id: &str,
+        quota_filesystem: bool,
+    ) -> Result<(), SandboxError> {
+        if self.engine != Engine::Podman {
+            return Ok(());
+        }
+        let inspected = self
+            .docker
+            .inspect_container(container_id, None)
+            .await
+            .map_err(docker_error)?;
+        let asked = self.host_config(spec, quota_filesystem);
+        let missing = podman::unhonoured(&asked, &inspected.host_config.unwrap_or_default());
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(other(format!(
+            "Podman did not give the container for {} its {}: aci does not run a task without them",
+            spec.instance_id,
+            missing.join(", ")
+        )))
     }
 
     /// The started containers' ids. A thread that panicked while holding the lock left the

@@ -20,12 +20,15 @@ mod containers;
 pub mod disk;
 mod error;
 mod images;
+mod podman;
 mod reap;
+mod storage;
 mod transport;
 mod types;
 
 pub use error::{DockerError, DockerErrorKind};
 pub use images::split_reference;
+pub use podman::Engine;
 pub use transport::{DockerSandbox, DockerTransport};
 pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin};
 
@@ -64,6 +67,13 @@ fn other(message: impl Into<String>) -> SandboxError {
 #[derive(Clone)]
 pub struct DockerRuntime {
     docker: Docker,
+    /// Docker or Podman, by the daemon's version reply.
+    engine: Engine,
+    /// Whether a repository the image holds is copied into the container's own layer first
+    /// ([`storage`]).
+    copy_up_work_tree: bool,
+    /// With Podman, the ulimits its containers are given: its service's own.
+    podman_ulimits: Arc<Vec<bollard::models::ResourcesUlimits>>,
     live: Arc<Mutex<Vec<String>>>,
     /// How `env.disk_mb` is kept with this daemon, decided at the first start.
     disk: Arc<tokio::sync::OnceCell<disk::DiskMode>>,
@@ -77,11 +87,50 @@ impl DockerRuntime {
     /// [`super::guard::run_guarded`], the guard's final sweep knows the connection.
     pub async fn connect() -> Result<Self, SandboxError> {
         let docker = Docker::connect_with_local_defaults().map_err(docker_error)?;
+        Self::connect_with(docker, podman::local_socket()).await
+    }
+
+    /// Connects to the daemon listening on the Unix socket `socket`, as [`Self::connect`] does
+    /// to the one `DOCKER_HOST` names.
+    pub async fn connect_to_socket(socket: &std::path::Path) -> Result<Self, SandboxError> {
+        let path = socket.to_string_lossy();
+        let docker = Docker::connect_with_unix(&path, 120, bollard::API_DEFAULT_VERSION)
+            .map_err(docker_error)?;
+        Self::connect_with(docker, Some(socket.to_owned())).await
+    }
+
+    async fn connect_with(
+        docker: Docker,
+        socket: Option<std::path::PathBuf>,
+    ) -> Result<Self, SandboxError> {
         let docker = docker
             .negotiate_version()
             .await
             .map_err(docker_error_in("cannot reach the Docker daemon"))?;
-        let runtime = Self::with_client(docker);
+        let version = docker
+            .version()
+            .await
+            .map_err(docker_error_in("cannot read the Docker daemon's version"))?;
+        let engine = podman::engine_of(&version);
+        let info = docker.info().await.map_err(docker_error_in(
+            "cannot read the Docker daemon's configuration",
+        ))?;
+        if engine == Engine::Podman
+            && let Some(refusal) = podman::refusal(&info)
+        {
+            return Err(other(refusal));
+        }
+        let mut runtime = Self::with_client(docker);
+        runtime.engine = engine;
+        runtime.copy_up_work_tree = storage::loses_deletions(&info);
+        if engine == Engine::Podman
+            && let Some(socket) = socket
+        {
+            let ulimits = tokio::task::spawn_blocking(move || podman::service_ulimits(&socket))
+                .await
+                .unwrap_or_default();
+            runtime.podman_ulimits = Arc::new(ulimits);
+        }
         super::guard::watch_docker(&runtime);
         Ok(runtime)
     }
@@ -89,6 +138,9 @@ impl DockerRuntime {
     fn with_client(docker: Docker) -> Self {
         Self {
             docker,
+            engine: Engine::Docker,
+            copy_up_work_tree: false,
+            podman_ulimits: Arc::default(),
             live: Arc::new(Mutex::new(Vec::new())),
             disk: Arc::new(tokio::sync::OnceCell::new()),
             closed: Arc::new(AtomicBool::new(false)),
@@ -104,6 +156,12 @@ impl DockerRuntime {
         };
         self.disk = Arc::new(tokio::sync::OnceCell::new_with(Some(mode)));
         self
+    }
+
+    /// The engine behind the connection.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        self.engine
     }
 
     /// Checks that the daemon still answers (within 10 s).

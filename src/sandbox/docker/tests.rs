@@ -98,6 +98,9 @@ async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
         Docker::connect_with_http("http://127.0.0.1:9", 1, bollard::API_DEFAULT_VERSION).unwrap();
     let runtime = DockerRuntime {
         docker,
+        engine: Engine::Docker,
+        copy_up_work_tree: false,
+        podman_ulimits: Arc::default(),
         live: Arc::default(),
         disk: Arc::default(),
         closed: Arc::default(),
