@@ -15,6 +15,7 @@ use std::time::Duration;
 use bollard::Docker;
 
 use super::SandboxError;
+use super::endpoint::{Endpoint, Resolved};
 
 mod containers;
 pub mod disk;
@@ -31,6 +32,9 @@ pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin}
 
 use containers::unix_now;
 
+/// The read and write timeout of each of the client's connections, as bollard's defaults.
+const CLIENT_TIMEOUT_SECS: u64 = 120;
+
 /// Label holding the run id.
 pub const LABEL_RUN_ID: &str = "aci.run_id";
 /// Label holding the instance id.
@@ -39,6 +43,9 @@ pub const LABEL_INSTANCE_ID: &str = "aci.instance_id";
 pub const LABEL_PID: &str = "aci.pid";
 /// Label holding that process's start time (clock ticks since boot), against pid reuse.
 pub const LABEL_PID_START: &str = "aci.pid_start";
+/// Label holding the host name of the machine whose `aci` process started the container: a
+/// shared or remote daemon holds other machines' containers, whose pids mean nothing here.
+pub const LABEL_HOST: &str = "aci.host";
 /// Label holding the image file of the container's quota filesystem ([`disk`]), when it has one.
 pub const LABEL_DISK: &str = "aci.disk_image";
 
@@ -70,18 +77,60 @@ pub struct DockerRuntime {
     /// Set by [`DockerRuntime::close_creation`]: from then on no container is created through
     /// this connection.
     closed: Arc<AtomicBool>,
+    /// The daemon's URL when it is not reached through a local socket: its files are not
+    /// this machine's, so nothing of aci's mounts or deletes them.
+    remote: Option<String>,
 }
 
 impl DockerRuntime {
     /// Connects to the local daemon and negotiates the API version. Under
     /// [`super::guard::run_guarded`], the guard's final sweep knows the connection.
     pub async fn connect() -> Result<Self, SandboxError> {
-        let docker = Docker::connect_with_local_defaults().map_err(docker_error)?;
+        let env = super::endpoint::DockerEnv::from_process();
+        let read = |path: &std::path::Path| std::fs::read_to_string(path).ok();
+        let resolved = super::endpoint::resolve(&env, &read).map_err(other)?;
+        Self::connect_to(&resolved).await
+    }
+
+    /// Connects to the daemon `resolved` names: its socket, plain TCP, or TCP with TLS client
+    /// certificates.
+    ///
+    /// # Errors
+    /// The certificates cannot be loaded, or the daemon does not answer.
+    pub async fn connect_to(resolved: &Resolved) -> Result<Self, SandboxError> {
+        let where_ = resolved.describe();
+        let docker = match &resolved.endpoint {
+            Endpoint::Unix { path } => {
+                Docker::connect_with_unix(path, CLIENT_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+            }
+            Endpoint::Tcp { addr, tls: None } => {
+                Docker::connect_with_http(addr, CLIENT_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+            }
+            Endpoint::Tcp {
+                addr,
+                tls: Some(files),
+            } => Docker::connect_with_ssl(
+                addr,
+                &files.key,
+                &files.cert,
+                &files.ca,
+                CLIENT_TIMEOUT_SECS,
+                bollard::API_DEFAULT_VERSION,
+            ),
+        }
+        .map_err(docker_error_in(format!(
+            "cannot connect to the Docker daemon at {where_}"
+        )))?;
         let docker = docker
             .negotiate_version()
             .await
-            .map_err(docker_error_in("cannot reach the Docker daemon"))?;
-        let runtime = Self::with_client(docker);
+            .map_err(docker_error_in(format!(
+                "cannot reach the Docker daemon at {where_}"
+            )))?;
+        let mut runtime = Self::with_client(docker);
+        if !resolved.is_local() {
+            runtime.remote = Some(resolved.url());
+        }
         super::guard::watch_docker(&runtime);
         Ok(runtime)
     }
@@ -92,6 +141,7 @@ impl DockerRuntime {
             live: Arc::new(Mutex::new(Vec::new())),
             disk: Arc::new(tokio::sync::OnceCell::new()),
             closed: Arc::new(AtomicBool::new(false)),
+            remote: None,
         }
     }
 
