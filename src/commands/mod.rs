@@ -36,8 +36,10 @@ pub use signals::Signals;
 /// Connects to the Docker daemon and removes the containers of aci runs that are gone.
 pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
     let runtime = DockerRuntime::connect().await.map_err(|e| {
-        Failure::new(e.to_string())
-            .hint("start the Docker daemon, or use --runtime local (no isolation)")
+        Failure::new(e.to_string()).hint(
+            "start the Docker daemon, or use --runtime local (no isolation); DOCKER_HOST or \
+                 DOCKER_CONTEXT choose another daemon (docs/runtimes.md, \"A remote daemon\")",
+        )
     })?;
     match runtime.reap_orphans().await {
         Ok(reaped) => {

@@ -36,6 +36,7 @@ mod lint_languages;
 mod mini_side_by_side;
 mod mini_swe_agent;
 mod record_spec;
+mod remote_docker;
 mod resolve_as_of;
 mod sandbox;
 mod sandbox_docker;
