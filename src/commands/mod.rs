@@ -43,7 +43,10 @@ pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
         let failure = Failure::new(e.to_string());
         // A daemon that answered and is refused (rootless Podman on cgroups v1) says why.
         if unreachable {
-            failure.hint("start the Docker daemon, or use --runtime local (no isolation)")
+            failure.hint(
+                "start the Docker daemon, or use --runtime local (no isolation); DOCKER_HOST or \
+                 DOCKER_CONTEXT choose another daemon (docs/runtimes.md, \"A remote daemon\")",
+            )
         } else {
             failure
         }

@@ -77,15 +77,6 @@ struct Inner {
     live: Mutex<BTreeMap<String, Option<String>>>,
 }
 
-/// This machine's host name.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
 /// A key unique to one sandbox of this process: pid, time and a counter, DNS-safe.
 fn sandbox_key() -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -135,7 +126,7 @@ impl K8sRuntime {
                 namespace,
                 settings,
                 owner: Owner {
-                    host: host_name(),
+                    host: super::liveness::host_name(),
                     pid: std::process::id(),
                     pid_start: own_start_time(),
                 },

@@ -104,6 +104,18 @@ fn start_time_of_stat(stat: &str) -> Option<u64> {
     after_comm.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// This machine's host name, which the `aci.host` label of every container and pod holds: a
+/// process's liveness is read from this machine's `/proc`, so only this machine's objects are
+/// judged by it (a daemon or cluster can be shared by several machines).
+#[must_use]
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@
 //! ([`k8s::PodSandbox`]). Another engine is one new file with one more transport.
 
 pub mod docker;
+pub mod endpoint;
 pub mod guard;
 pub mod k8s;
 pub mod liveness;

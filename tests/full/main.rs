@@ -37,6 +37,7 @@ mod mini_side_by_side;
 mod mini_swe_agent;
 mod podman;
 mod record_spec;
+mod remote_docker;
 mod resolve_as_of;
 mod sandbox;
 mod sandbox_docker;

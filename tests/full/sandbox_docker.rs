@@ -236,6 +236,37 @@ async fn the_reaper_keeps_every_container_whose_process_it_cannot_see() {
     assert!(seeing.removed >= 1, "{seeing:?}");
 }
 
+/// A daemon shared by several machines (a remote one) holds containers of other machines' aci
+/// processes: their pids mean nothing in this machine's `/proc`, so the reaper leaves them,
+/// and removes only this machine's whose process is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reaper_judges_only_this_machines_containers() {
+    use aci::sandbox::liveness::{ProcessState, host_name, read_process};
+    let runtime = docker().await;
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    assert_eq!(read_process(dead), ProcessState::Absent);
+    let run = format!("test-reap-host-{}", std::process::id());
+    let create = |host: &str| {
+        let created = std::process::Command::new("docker")
+            .args(["create", "--label", &format!("aci.run_id={run}")])
+            .args(["--label", &format!("aci.pid={dead}")])
+            .args(["--label", "aci.pid_start=1"])
+            .args(["--label", &format!("aci.host={host}")])
+            .args([support::test_image().as_str(), "true"])
+            .output()
+            .unwrap();
+        assert!(created.status.success(), "{created:?}");
+        String::from_utf8(created.stdout).unwrap().trim().to_owned()
+    };
+    let other = create("another-machine.example");
+    let _ours = create(&host_name());
+    runtime.reap_orphans().await.unwrap();
+    assert_eq!(containers_of(&runtime, &run).await, vec![other.clone()]);
+    runtime.remove_container(&other).await.unwrap();
+}
+
 /// Whether the daemon says the container is running (`None`: it is gone).
 fn running(container_id: &str) -> Option<bool> {
     let out = std::process::Command::new("docker")

@@ -14,12 +14,12 @@ use bollard::query_parameters::{
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use super::super::liveness::own_start_time;
+use super::super::liveness::{host_name, own_start_time};
 use super::super::shell::CappedBuffer;
 use super::super::{ExecOutput, OutputLimit, SandboxError, SandboxSpec, ShellSandbox, repo};
 use super::transport::{DockerSandbox, DockerTransport};
 use super::{
-    DockerErrorKind, DockerRuntime, Engine, LABEL_DISK, LABEL_INSTANCE_ID, LABEL_PID,
+    DockerErrorKind, DockerRuntime, Engine, LABEL_DISK, LABEL_HOST, LABEL_INSTANCE_ID, LABEL_PID,
     LABEL_PID_START, LABEL_RUN_ID, disk, docker_error, docker_error_in, error, other, podman,
     storage,
 };
@@ -166,6 +166,7 @@ impl DockerRuntime {
             (LABEL_INSTANCE_ID.to_owned(), spec.instance_id.clone()),
             (LABEL_PID.to_owned(), std::process::id().to_string()),
             (LABEL_PID_START.to_owned(), own_start_time().to_string()),
+            (LABEL_HOST.to_owned(), host_name()),
         ]);
         if let Some(image) = disk_image {
             labels.insert(LABEL_DISK.to_owned(), image.display().to_string());

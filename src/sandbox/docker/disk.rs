@@ -638,8 +638,17 @@ impl DockerRuntime {
     pub(super) async fn disk_mode(&self) -> DiskMode {
         self.disk
             .get_or_init(|| async {
-                let info = self.docker.info().await.unwrap_or_default();
-                let mode = probe(info.docker_root_dir, info.driver).await;
+                let mode = match &self.remote {
+                    Some(url) => DiskMode::Measured {
+                        reason: format!(
+                            "the daemon is reached at {url}, so its storage is not on this machine"
+                        ),
+                    },
+                    None => {
+                        let info = self.docker.info().await.unwrap_or_default();
+                        probe(info.docker_root_dir, info.driver).await
+                    }
+                };
                 if let Some(warning) = mode.warning() {
                     eprintln!("{warning}");
                 }
@@ -652,8 +661,8 @@ impl DockerRuntime {
     /// Deletes the quota image files that aci processes which are gone left behind (their
     /// containers reaped first): [`reap_images`] in the daemon's root directory.
     pub(super) async fn reap_disk_images(&self) {
-        // Only root can have made them, or can delete them.
-        if effective_uid() != Some(0) {
+        // Only root can have made them, or can delete them; a remote daemon's are not here.
+        if effective_uid() != Some(0) || self.remote.is_some() {
             return;
         }
         if let Ok(Some(root)) = self.docker_root_dir().await {

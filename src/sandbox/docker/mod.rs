@@ -15,6 +15,7 @@ use std::time::Duration;
 use bollard::Docker;
 
 use super::SandboxError;
+use super::endpoint::{Endpoint, Resolved};
 
 mod containers;
 pub mod disk;
@@ -34,6 +35,9 @@ pub use types::{BuildRequest, ImageInfo, ImageSummary, PullEvent, RegistryLogin}
 
 use containers::unix_now;
 
+/// The read and write timeout of each of the client's connections, as bollard's defaults.
+const CLIENT_TIMEOUT_SECS: u64 = 120;
+
 /// Label holding the run id.
 pub const LABEL_RUN_ID: &str = "aci.run_id";
 /// Label holding the instance id.
@@ -42,6 +46,9 @@ pub const LABEL_INSTANCE_ID: &str = "aci.instance_id";
 pub const LABEL_PID: &str = "aci.pid";
 /// Label holding that process's start time (clock ticks since boot), against pid reuse.
 pub const LABEL_PID_START: &str = "aci.pid_start";
+/// Label holding the host name of the machine whose `aci` process started the container: a
+/// shared or remote daemon holds other machines' containers, whose pids mean nothing here.
+pub const LABEL_HOST: &str = "aci.host";
 /// Label holding the image file of the container's quota filesystem ([`disk`]), when it has one.
 pub const LABEL_DISK: &str = "aci.disk_image";
 
@@ -80,33 +87,74 @@ pub struct DockerRuntime {
     /// Set by [`DockerRuntime::close_creation`]: from then on no container is created through
     /// this connection.
     closed: Arc<AtomicBool>,
+    /// The daemon's URL when it is not reached through a local socket: its files are not
+    /// this machine's, so nothing of aci's mounts or deletes them.
+    remote: Option<String>,
 }
 
 impl DockerRuntime {
     /// Connects to the local daemon and negotiates the API version. Under
     /// [`super::guard::run_guarded`], the guard's final sweep knows the connection.
     pub async fn connect() -> Result<Self, SandboxError> {
-        let docker = Docker::connect_with_local_defaults().map_err(docker_error)?;
-        Self::connect_with(docker, podman::local_socket()).await
+        let env = super::endpoint::DockerEnv::from_process();
+        let read = |path: &std::path::Path| std::fs::read_to_string(path).ok();
+        let resolved = super::endpoint::resolve(&env, &read).map_err(other)?;
+        Self::connect_to(&resolved).await
     }
 
     /// Connects to the daemon listening on the Unix socket `socket`, as [`Self::connect`] does
     /// to the one `DOCKER_HOST` names.
     pub async fn connect_to_socket(socket: &std::path::Path) -> Result<Self, SandboxError> {
-        let path = socket.to_string_lossy();
-        let docker = Docker::connect_with_unix(&path, 120, bollard::API_DEFAULT_VERSION)
-            .map_err(docker_error)?;
-        Self::connect_with(docker, Some(socket.to_owned())).await
+        let resolved = Resolved {
+            endpoint: Endpoint::Unix {
+                path: socket.to_string_lossy().into_owned(),
+            },
+            source: "the caller".to_owned(),
+        };
+        Self::connect_to(&resolved).await
     }
 
-    async fn connect_with(
-        docker: Docker,
-        socket: Option<std::path::PathBuf>,
-    ) -> Result<Self, SandboxError> {
+    /// Connects to the daemon `resolved` names: its socket, plain TCP, or TCP with TLS client
+    /// certificates; then tells Docker from Podman and reads what differs.
+    ///
+    /// # Errors
+    /// The certificates cannot be loaded, the daemon does not answer, or it is a Podman that
+    /// cannot keep aci's limits.
+    pub async fn connect_to(resolved: &Resolved) -> Result<Self, SandboxError> {
+        let where_ = resolved.describe();
+        let (docker, socket) = match &resolved.endpoint {
+            Endpoint::Unix { path } => (
+                Docker::connect_with_unix(path, CLIENT_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION),
+                Some(std::path::PathBuf::from(path)),
+            ),
+            Endpoint::Tcp { addr, tls: None } => (
+                Docker::connect_with_http(addr, CLIENT_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION),
+                None,
+            ),
+            Endpoint::Tcp {
+                addr,
+                tls: Some(files),
+            } => (
+                Docker::connect_with_ssl(
+                    addr,
+                    &files.key,
+                    &files.cert,
+                    &files.ca,
+                    CLIENT_TIMEOUT_SECS,
+                    bollard::API_DEFAULT_VERSION,
+                ),
+                None,
+            ),
+        };
+        let docker = docker.map_err(docker_error_in(format!(
+            "cannot connect to the Docker daemon at {where_}"
+        )))?;
         let docker = docker
             .negotiate_version()
             .await
-            .map_err(docker_error_in("cannot reach the Docker daemon"))?;
+            .map_err(docker_error_in(format!(
+                "cannot reach the Docker daemon at {where_}"
+            )))?;
         let version = docker
             .version()
             .await
@@ -123,6 +171,9 @@ impl DockerRuntime {
         let mut runtime = Self::with_client(docker);
         runtime.engine = engine;
         runtime.copy_up_work_tree = storage::loses_deletions(&info);
+        if !resolved.is_local() {
+            runtime.remote = Some(resolved.url());
+        }
         if engine == Engine::Podman
             && let Some(socket) = socket
         {
@@ -144,6 +195,7 @@ impl DockerRuntime {
             live: Arc::new(Mutex::new(Vec::new())),
             disk: Arc::new(tokio::sync::OnceCell::new()),
             closed: Arc::new(AtomicBool::new(false)),
+            remote: None,
         }
     }
 

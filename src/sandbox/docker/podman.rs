@@ -66,15 +66,6 @@ pub(super) fn service_ulimits(socket: &Path) -> Vec<ResourcesUlimits> {
     limits.map(|text| ulimits_of(&text)).unwrap_or_default()
 }
 
-/// The socket the Docker client reaches by `DOCKER_HOST` (`unix://PATH`), or by default; none
-/// for a daemon over TCP or ssh.
-pub(super) fn local_socket() -> Option<PathBuf> {
-    match std::env::var("DOCKER_HOST") {
-        Ok(host) if !host.is_empty() => host.strip_prefix("unix://").map(PathBuf::from),
-        _ => Some(PathBuf::from("/var/run/docker.sock")),
-    }
-}
-
 /// The `nofile` and `nproc` ulimits of a `/proc/PID/limits` text (`unlimited` is -1).
 fn ulimits_of(limits: &str) -> Vec<ResourcesUlimits> {
     let value = |word: &str| match word {

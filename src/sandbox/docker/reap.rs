@@ -7,9 +7,9 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 
 use super::super::SandboxError;
 use super::super::liveness::{
-    ProcessState, Reap, Reaped, own_start_time, read_process, reap_verdict,
+    ProcessState, Reap, Reaped, host_name, own_start_time, read_process, reap_verdict,
 };
-use super::{DockerRuntime, LABEL_PID, LABEL_PID_START, LABEL_RUN_ID, docker_error};
+use super::{DockerRuntime, LABEL_HOST, LABEL_PID, LABEL_PID_START, LABEL_RUN_ID, docker_error};
 
 impl DockerRuntime {
     /// Removes every container this process started that is still there (for Ctrl-C and for
@@ -91,10 +91,15 @@ impl DockerRuntime {
         // Without its own entry, `/proc` tells nothing of any process (not even a bad label's).
         let readable = read(std::process::id()) != ProcessState::Unknown;
         let mut reaped = Reaped::default();
+        let host = host_name();
         for (id, labels) in self.list_labelled(None).await? {
             let Some(pid) = labels.get(LABEL_PID) else {
                 continue;
             };
+            // Another machine's process, whose pid this machine's `/proc` cannot judge.
+            if labels.get(LABEL_HOST).is_some_and(|label| *label != host) {
+                continue;
+            }
             let state = match pid.parse::<u32>() {
                 _ if !readable => ProcessState::Unknown,
                 Ok(pid) => read(pid),
@@ -114,10 +119,12 @@ impl DockerRuntime {
     /// Removes every container of `run_id` that this process started, tracked or not: after
     /// tasks were aborted mid-request, a container can exist that no task recorded.
     pub async fn remove_own_containers(&self, run_id: &str) -> Result<usize, SandboxError> {
-        let pid = std::process::id().to_string();
+        let (pid, host) = (std::process::id().to_string(), host_name());
         let mut removed = 0;
         for (id, labels) in self.list_labelled(Some(run_id)).await? {
-            if labels.get(LABEL_PID) == Some(&pid) && self.remove_container(&id).await.is_ok() {
+            let ours = labels.get(LABEL_PID) == Some(&pid)
+                && labels.get(LABEL_HOST).is_none_or(|label| *label == host);
+            if ours && self.remove_container(&id).await.is_ok() {
                 removed += 1;
             }
         }
@@ -136,6 +143,7 @@ impl DockerRuntime {
         let labels = vec![
             format!("{LABEL_PID}={}", std::process::id()),
             format!("{LABEL_PID_START}={}", own_start_time()),
+            format!("{LABEL_HOST}={}", host_name()),
         ];
         let mut removed = 0;
         for (id, _) in self.list_with_labels(labels).await? {

@@ -1,0 +1,270 @@
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// A file system of `(path, text)` pairs.
+fn files(entries: &[(&str, &str)]) -> impl Fn(&Path) -> Option<String> {
+    let map: BTreeMap<PathBuf, String> = entries
+        .iter()
+        .map(|(path, text)| (PathBuf::from(path), (*text).to_owned()))
+        .collect();
+    move |path| map.get(path).cloned()
+}
+
+fn blank() -> DockerEnv {
+    DockerEnv {
+        config_dir: PathBuf::from("/home/u/.docker"),
+        ..DockerEnv::default()
+    }
+}
+
+const CERTS: [(&str, &str); 3] = [
+    ("/certs/ca.pem", "ca"),
+    ("/certs/cert.pem", "cert"),
+    ("/certs/key.pem", "key"),
+];
+
+fn tls_at(dir: &str) -> TlsFiles {
+    TlsFiles {
+        ca: PathBuf::from(format!("{dir}/ca.pem")),
+        cert: PathBuf::from(format!("{dir}/cert.pem")),
+        key: PathBuf::from(format!("{dir}/key.pem")),
+    }
+}
+
+#[test]
+fn nothing_set_is_the_local_socket() {
+    let resolved = resolve(&blank(), &files(&[])).unwrap();
+    assert_eq!(
+        resolved.endpoint,
+        Endpoint::Unix {
+            path: "/var/run/docker.sock".to_owned()
+        }
+    );
+    assert!(resolved.is_local());
+    assert_eq!(
+        resolved.describe(),
+        "unix:///var/run/docker.sock (the default)"
+    );
+}
+
+#[test]
+fn docker_host_tcp_with_tls_verify_takes_the_cert_path_files() {
+    let env = DockerEnv {
+        host: Some("tcp://10.0.0.5:2376".to_owned()),
+        tls_verify: Some("1".to_owned()),
+        cert_path: Some("/certs".to_owned()),
+        ..blank()
+    };
+    let resolved = resolve(&env, &files(&CERTS)).unwrap();
+    assert_eq!(
+        resolved.endpoint,
+        Endpoint::Tcp {
+            addr: "10.0.0.5:2376".to_owned(),
+            tls: Some(tls_at("/certs")),
+        }
+    );
+    assert!(!resolved.is_local());
+    assert_eq!(
+        resolved.describe(),
+        "tcp://10.0.0.5:2376 with TLS (DOCKER_HOST)"
+    );
+}
+
+#[test]
+fn tls_verify_without_a_cert_path_reads_the_config_dir() {
+    let env = DockerEnv {
+        host: Some("tcp://h:2376".to_owned()),
+        tls_verify: Some("1".to_owned()),
+        ..blank()
+    };
+    let error = resolve(&env, &files(&[])).unwrap_err();
+    assert_eq!(
+        error,
+        "DOCKER_TLS_VERIFY is set, but /home/u/.docker/ca.pem cannot be read (DOCKER_CERT_PATH \
+         names the directory of ca.pem, cert.pem and key.pem)"
+    );
+    let certs = [
+        ("/home/u/.docker/ca.pem", ""),
+        ("/home/u/.docker/cert.pem", ""),
+        ("/home/u/.docker/key.pem", ""),
+    ];
+    let resolved = resolve(&env, &files(&certs)).unwrap();
+    assert_eq!(
+        resolved.endpoint,
+        Endpoint::Tcp {
+            addr: "h:2376".to_owned(),
+            tls: Some(tls_at("/home/u/.docker")),
+        }
+    );
+}
+
+#[test]
+fn plain_tcp_is_plain_http_as_the_cli_does() {
+    let env = DockerEnv {
+        host: Some("tcp://127.0.0.1:2375".to_owned()),
+        ..blank()
+    };
+    let resolved = resolve(&env, &files(&[])).unwrap();
+    assert_eq!(
+        resolved.endpoint,
+        Endpoint::Tcp {
+            addr: "127.0.0.1:2375".to_owned(),
+            tls: None
+        }
+    );
+}
+
+#[test]
+fn a_unix_docker_host_is_its_path() {
+    let env = DockerEnv {
+        host: Some("unix:///run/podman/podman.sock".to_owned()),
+        ..blank()
+    };
+    let resolved = resolve(&env, &files(&[])).unwrap();
+    assert_eq!(
+        resolved.describe(),
+        "unix:///run/podman/podman.sock (DOCKER_HOST)"
+    );
+}
+
+#[test]
+fn hosts_aci_cannot_reach_are_one_line_each() {
+    let cases = [
+        (
+            "ssh://me@build-host",
+            "DOCKER_HOST=ssh://me@build-host: aci does not speak ssh to a daemon; forward its \
+             socket (ssh -nNT -L /tmp/docker.sock:/var/run/docker.sock USER@HOST) and set \
+             DOCKER_HOST=unix:///tmp/docker.sock",
+        ),
+        (
+            "npipe:////./pipe/docker_engine",
+            "DOCKER_HOST=npipe:////./pipe/docker_engine: aci reaches a daemon at unix:///PATH or \
+             tcp://HOST:PORT (TLS with DOCKER_TLS_VERIFY=1)",
+        ),
+        (
+            "tcp://host-without-port",
+            "DOCKER_HOST=tcp://host-without-port: aci reaches a daemon at unix:///PATH or \
+             tcp://HOST:PORT (TLS with DOCKER_TLS_VERIFY=1)",
+        ),
+        (
+            "unix://relative.sock",
+            "DOCKER_HOST=unix://relative.sock: a socket's path is absolute: unix:///PATH",
+        ),
+        (
+            "https://h:2376",
+            "DOCKER_HOST=https://h:2376: https needs DOCKER_TLS_VERIFY=1 and the certificates of \
+             DOCKER_CERT_PATH",
+        ),
+    ];
+    for (host, message) in cases {
+        let env = DockerEnv {
+            host: Some(host.to_owned()),
+            ..blank()
+        };
+        assert_eq!(resolve(&env, &files(&[])).unwrap_err(), message, "{host}");
+    }
+}
+
+#[test]
+fn tls_without_verification_is_refused() {
+    let env = DockerEnv {
+        host: Some("tcp://h:2376".to_owned()),
+        tls: Some("1".to_owned()),
+        ..blank()
+    };
+    let error = resolve(&env, &files(&[])).unwrap_err();
+    assert!(
+        error.starts_with("DOCKER_TLS is set without DOCKER_TLS_VERIFY: aci does not talk to a daemon whose certificate it cannot verify"),
+        "{error}"
+    );
+}
+
+/// The directory the CLI stores the context `remote` under: the hex of its name's sha256.
+fn remote_id() -> String {
+    data_encoding::HEXLOWER.encode(&Sha256::digest(b"remote"))
+}
+
+#[test]
+fn the_current_context_of_config_json_names_a_stored_endpoint_and_its_certificates() {
+    let id = remote_id();
+    assert_eq!(
+        id,
+        "b71199ebd070b36beab7317920c2c2f1d777df8d05e5527d8458fda57cb17a7a"
+    );
+    let meta = format!("/home/u/.docker/contexts/meta/{id}/meta.json");
+    let tls = format!("/home/u/.docker/contexts/tls/{id}/docker");
+    let entries = [
+        ("/home/u/.docker/config.json", r#"{"currentContext": "remote"}"#.to_owned()),
+        (
+            meta.as_str(),
+            r#"{"Name":"remote","Metadata":{},"Endpoints":{"docker":{"Host":"tcp://10.1.2.3:2376","SkipTLSVerify":false}}}"#.to_owned(),
+        ),
+        (&format!("{tls}/ca.pem"), String::new()),
+        (&format!("{tls}/cert.pem"), String::new()),
+        (&format!("{tls}/key.pem"), String::new()),
+    ];
+    let entries: Vec<(String, String)> = entries
+        .into_iter()
+        .map(|(path, text)| (path.to_owned(), text))
+        .collect();
+    let borrowed: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    let read = files(&borrowed);
+    let resolved = resolve(&blank(), &read).unwrap();
+    assert_eq!(
+        resolved.endpoint,
+        Endpoint::Tcp {
+            addr: "10.1.2.3:2376".to_owned(),
+            tls: Some(tls_at(&tls)),
+        }
+    );
+    assert_eq!(
+        resolved.describe(),
+        "tcp://10.1.2.3:2376 with TLS (context `remote`)"
+    );
+    // DOCKER_HOST still wins over the context, as with the CLI.
+    let env = DockerEnv {
+        host: Some("unix:///var/run/docker.sock".to_owned()),
+        ..blank()
+    };
+    assert!(resolve(&env, &read).unwrap().is_local());
+    // And `default` is the local socket whatever config.json says.
+    let env = DockerEnv {
+        context: Some("default".to_owned()),
+        ..blank()
+    };
+    assert!(resolve(&env, &read).unwrap().is_local());
+}
+
+#[test]
+fn a_context_that_does_not_exist_or_skips_verification_is_refused() {
+    let env = DockerEnv {
+        context: Some("remote".to_owned()),
+        ..blank()
+    };
+    let id = remote_id();
+    assert_eq!(
+        resolve(&env, &files(&[])).unwrap_err(),
+        format!(
+            "the Docker context `remote` (DOCKER_CONTEXT) does not exist: \
+             /home/u/.docker/contexts/meta/{id}/meta.json cannot be read"
+        )
+    );
+    let meta = format!("/home/u/.docker/contexts/meta/{id}/meta.json");
+    let skip = r#"{"Endpoints":{"docker":{"Host":"tcp://h:2376","SkipTLSVerify":true}}}"#;
+    assert_eq!(
+        resolve(&env, &files(&[(&meta, skip)])).unwrap_err(),
+        "the Docker context `remote` skips verifying the daemon's certificate (SkipTLSVerify): \
+         aci does not talk to a daemon it cannot verify"
+    );
+    let bad = "{not json";
+    assert!(
+        resolve(&env, &files(&[(&meta, bad)]))
+            .unwrap_err()
+            .starts_with(&format!("{meta} is not JSON: "))
+    );
+}
