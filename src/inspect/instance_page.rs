@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::diff::render_patch;
+use super::evidence::{LogFindings, failing_tests, render_cause, render_evidence, render_failing};
 use super::html::{escape, push_escaped};
 use super::run_page::{duration, eval_badge, exit_badge, thousands, wall_cell};
 use super::source::EvalState;
@@ -34,6 +35,8 @@ pub struct InstanceData {
     pub test_output: Option<Text>,
     /// The final patch: the trajectory's submission, or the patch files beside it.
     pub patch: Option<Text>,
+    /// The failing tests' and the canaries' lines of the test output.
+    pub findings: Option<LogFindings>,
 }
 
 impl InstanceData {
@@ -229,40 +232,17 @@ fn push_evaluation(out: &mut String, data: &InstanceData, texts: &str) {
         out.push_str(" <span class=\"badge error\">timed out</span>");
     }
     out.push_str("</p>");
-    for (key, label) in [
-        ("error", "error"),
-        ("untrusted_reason", "results not believed"),
-    ] {
-        if let Some(text) = report.get(key).and_then(Value::as_str) {
-            let _ = write!(
-                out,
-                "<div class=\"error-box\"><b>{label}</b>: {}</div>",
-                escape(text)
-            );
-        }
-    }
-    if let Some(files) = report.get("touches_tests").and_then(Value::as_array)
-        && !files.is_empty()
-    {
-        // Each entry is `{"path", "why"}`, or a bare path in reports of older versions.
-        let names: Vec<String> = files
-            .iter()
-            .filter_map(
-                |file| match (file.as_str(), file.get("path").and_then(Value::as_str)) {
-                    (Some(path), _) => Some(path.to_owned()),
-                    (None, Some(path)) => match file.get("why").and_then(Value::as_str) {
-                        Some(why) if !why.is_empty() => Some(format!("{path} ({why})")),
-                        _ => Some(path.to_owned()),
-                    },
-                    (None, None) => None,
-                },
-            )
-            .collect();
+    out.push_str(&render_cause(report));
+    if let Some(text) = report.get("error").and_then(Value::as_str) {
         let _ = write!(
             out,
-            "<div class=\"error-box\"><b>the patch changes test infrastructure</b>: {}</div>",
-            escape(&names.join(", "))
+            "<div class=\"error-box\"><b>error</b>: {}</div>",
+            escape(text)
         );
+    }
+    out.push_str(&render_evidence(report, data.findings.as_ref()));
+    if let Some(findings) = &data.findings {
+        out.push_str(&render_failing(findings, failing_tests(report).len()));
     }
     out.push_str(&tests_table(report));
     if let Some(output) = &data.test_output {

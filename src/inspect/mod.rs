@@ -21,6 +21,7 @@
 pub mod ablation_page;
 pub mod bounded;
 pub mod diff;
+pub mod evidence;
 pub mod html;
 pub mod instance_page;
 pub mod observation;

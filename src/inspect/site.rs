@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::ablate::table::Table;
 
 use super::ablation_page;
+use super::evidence::{LogFindings, failing_tests, scan_log};
 use super::html::{Shell, decode_segment, encode_segment, page};
 use super::instance_page::{self, InstanceData, Nav};
 use super::run_page::{self, RunHeader};
@@ -548,7 +549,11 @@ impl Site {
         if let Some(eval) = &run.eval
             && source::is_plain_component(id)
         {
-            data.test_output = read_text_file(&eval.join(id).join("test_output.txt")).ok();
+            let output = eval.join(id).join("test_output.txt");
+            data.test_output = read_text_file(&output).ok();
+            if let Some(report) = &data.report {
+                data.findings = scan_test_output(&output, &failing_tests(report));
+            }
         }
         if let Some(traj) = &listed.traj {
             data = data.with_view(trajectory::read_file(traj, Keep::View));
@@ -687,6 +692,17 @@ impl Site {
             version,
         })
     }
+}
+
+/// The failing tests' and the canaries' lines of a test output, read a line at a time.
+fn scan_test_output(path: &Path, tests: &[String]) -> Option<LogFindings> {
+    use std::io::BufRead as _;
+    let file = std::fs::File::open(path).ok()?;
+    let lines = std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+        .map(|line| String::from_utf8_lossy(&line).into_owned());
+    Some(scan_log(lines, tests))
 }
 
 /// A path segment percent-encoded for a URL.

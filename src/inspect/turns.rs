@@ -14,7 +14,7 @@ use super::diff::{render_line_diff, render_patch, render_window};
 use super::html::{escape, push_escaped, push_linkified};
 use super::observation::{
     RangeEdit, Rejection, Window, WithWindow, find_cat_n, find_window, range_edit, rejection,
-    str_replace,
+    str_replace, target_line,
 };
 use super::trajectory::{StepView, Text, TextKey};
 
@@ -341,7 +341,8 @@ fn push_applied_edit(
     files.apply(path, edit);
     files.see(&found.window);
     out.push_str("<details class=\"fold\"><summary>the window after the edit</summary>");
-    push_window_block(out, found, href);
+    let mark = (!edit.lines.is_empty()).then(|| (edit.start, edit.start + edit.lines.len() - 1));
+    push_window_block(out, found, href, mark);
     out.push_str("</details>");
 }
 
@@ -372,13 +373,14 @@ fn push_observation(out: &mut String, turn: &Turn<'_>, files: &mut Files) -> &'s
         out.push_str("</div>");
         out.push_str(&render_line_diff(&numbered(&old), &numbered(&new)));
     }
+    let mark = target_line(action).map(|line| (line, line));
     if let Some(found) = found {
         files.see(&found.window);
-        push_window_block(out, &found, &href);
+        push_window_block(out, &found, &href, mark);
         return "";
     }
     if let Some(found) = find_cat_n(observation) {
-        push_window_block(out, &found, &href);
+        push_window_block(out, &found, &href, mark);
         return "";
     }
     let trimmed = observation.trim_start();
@@ -398,12 +400,18 @@ fn numbered(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
-/// A window with the text around it; `href` is the whole observation's full text.
-fn push_window_block(out: &mut String, found: &WithWindow<'_>, href: &str) {
+/// A window with the text around it, the lines `mark` names highlighted; `href` is the whole
+/// observation's full text.
+fn push_window_block(
+    out: &mut String,
+    found: &WithWindow<'_>,
+    href: &str,
+    mark: Option<(usize, usize)>,
+) {
     if !found.before.trim().is_empty() {
         push_text_block(out, &Text::of(found.before.trim_end()), "obs", href);
     }
-    out.push_str(&render_window(&found.window));
+    out.push_str(&render_window(&found.window, mark));
     if !found.after.trim().is_empty() {
         push_text_block(out, &Text::of(found.after.trim()), "obs", href);
     }
