@@ -25,6 +25,7 @@ pub mod evidence;
 pub mod html;
 pub mod instance_page;
 pub mod observation;
+pub mod plots;
 pub mod run_page;
 pub mod scan;
 pub mod server;
