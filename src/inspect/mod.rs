@@ -20,6 +20,7 @@
 
 pub mod ablation_page;
 pub mod bounded;
+pub mod compare_page;
 pub mod diff;
 pub mod evidence;
 pub mod html;
