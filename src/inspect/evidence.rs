@@ -14,13 +14,15 @@ use super::html::push_escaped;
 /// At most this many failing tests are looked for in the log.
 pub const MAX_TESTS: usize = 50;
 /// At most this many lines of the log are kept per failing test.
-pub const MAX_LINES_PER_TEST: usize = 40;
+pub const MAX_LINES_PER_TEST: usize = 30;
 /// At most this many canary lines are kept.
 const MAX_CANARY_LINES: usize = 20;
 /// The first this many failing tests are shown open, the others one click away.
 const OPEN_FAILING: usize = 3;
 /// A kept line is cut at this many bytes.
-const MAX_LINE_BYTES: usize = 400;
+const MAX_LINE_BYTES: usize = 300;
+/// At most this many bytes of the log are kept in all.
+pub const MAX_KEPT_BYTES: usize = 100_000;
 
 /// What [`scan_log`] found in a test log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,7 +111,8 @@ fn cut(line: &str) -> String {
 /// Reads a test log a line at a time and keeps, for each of `tests` (at most [`MAX_TESTS`]),
 /// its own lines: its section of the failure report (pytest's `____ Class.test ____`,
 /// unittest's `FAIL: test (module.Class)`) and every other line that names it, at most
-/// [`MAX_LINES_PER_TEST`]; and the lines that name a canary test.
+/// [`MAX_LINES_PER_TEST`] and [`MAX_KEPT_BYTES`] in all; and the lines that name a canary
+/// test.
 pub fn scan_log<I, S>(lines: I, tests: &[String]) -> LogFindings
 where
     I: IntoIterator<Item = S>,
@@ -123,6 +126,7 @@ where
     };
     let mut section: Option<usize> = None;
     let mut in_section = 0;
+    let mut kept_bytes = 0;
     for line in lines {
         let line = line.as_ref();
         found.lines += 1;
@@ -141,8 +145,10 @@ where
         let owner = section.or_else(|| tests.iter().position(|id| line.contains(id.as_str())));
         if let Some(index) = owner {
             let kept = &mut found.tests[index].1;
-            if kept.len() < MAX_LINES_PER_TEST {
-                kept.push(cut(line));
+            if kept.len() < MAX_LINES_PER_TEST && kept_bytes < MAX_KEPT_BYTES {
+                let line = cut(line);
+                kept_bytes += line.len();
+                kept.push(line);
             }
         }
         if names_canary(line) && found.canaries.len() < MAX_CANARY_LINES {

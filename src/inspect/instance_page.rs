@@ -172,11 +172,15 @@ fn push_nav(out: &mut String, nav: &Nav) {
     out.push_str("</div>");
 }
 
+/// The tests table lists every failure, and passed tests until it has this many rows.
+const MAX_TEST_ROWS: usize = 300;
+
 fn tests_table(report: &Value) -> String {
     let mut out = String::from(
         "<table class=\"grid tests\"><thead><tr><th>group</th><th>test</th><th>result</th></tr></thead><tbody>",
     );
     let mut rows = 0;
+    let mut passed_left = 0;
     for group in [
         "FAIL_TO_PASS",
         "PASS_TO_PASS",
@@ -194,6 +198,10 @@ fn tests_table(report: &Value) -> String {
                 .flatten()
                 .filter_map(Value::as_str)
             {
+                if class == "pass" && rows >= MAX_TEST_ROWS {
+                    passed_left += 1;
+                    continue;
+                }
                 let _ = write!(
                     out,
                     "<tr><td>{group}</td><td class=\"id\">{}</td><td class=\"{class}\">{label}</td></tr>",
@@ -206,6 +214,12 @@ fn tests_table(report: &Value) -> String {
     out.push_str("</tbody></table>");
     if rows == 0 {
         return "<p class=\"muted\">no test results in the report</p>".to_owned();
+    }
+    if passed_left > 0 {
+        let _ = write!(
+            out,
+            "<p class=\"muted\">and {passed_left} more passed tests, listed in the evaluation's report.json</p>"
+        );
     }
     out
 }
