@@ -850,6 +850,9 @@ async fn a_review_folds_marks_summarises_compares_and_plots() {
         )
         .await;
     assert_eq!(mark, json!(["    total_450 = step(450)", true]));
+    browser
+        .screenshot(&artifacts().join("review-instance-folded.png"))
+        .await;
     browser.click("#t1 details.fold.lines summary").await;
     assert_eq!(
         browser
@@ -889,6 +892,12 @@ async fn a_review_folds_marks_summarises_compares_and_plots() {
         .await;
     assert_eq!(order, json!([true, true]));
     browser
-        .screenshot(&artifacts().join("review-instance.png"))
+        .eval(
+            "document.querySelector('.cause').scrollIntoView(); return null;",
+            json!([]),
+        )
+        .await;
+    browser
+        .screenshot(&artifacts().join("review-evaluation.png"))
         .await;
 }
