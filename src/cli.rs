@@ -494,9 +494,10 @@ pub struct ShellArgs {
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     /// What to show: the output of `aci batch` or `aci run`, of `aci eval`, or of `aci ablate`;
-    /// a directory of SWE-agent trajectories (v0.7 or 1.x); or one .traj file.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    /// a directory of SWE-agent trajectories (v0.7 or 1.x); or one .traj file. Several runs
+    /// (batches or evaluations) are shown side by side.
+    #[arg(value_name = "DIR", required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
     /// The evaluation of the run (default: `eval` next to DIR, or a sibling directory that holds
     /// an evaluation's report.json).
     #[arg(long, value_name = "DIR")]

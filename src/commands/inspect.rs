@@ -8,21 +8,47 @@ use crate::cli::InspectArgs;
 
 /// `aci inspect`: serve the pages of DIR until Ctrl-C, or write them as a static site.
 pub async fn inspect(args: InspectArgs) -> Result<ExitCode, Failure> {
-    let site = aci::inspect::Site::open(&args.dir, args.eval.as_deref()).map_err(|e| {
-        Failure::new(e.to_string()).hint(
-            "DIR is the --output of aci batch, aci eval or aci ablate, SWE-agent trajectories, or a .traj file",
-        )
-    })?;
-    match (site.eval_dir(), &args.eval) {
-        (Some(eval), None) => eprintln!("evaluation: {}", eval.display()),
-        (None, None) if !args.dir.join("ablation.json").is_file() => {
-            eprintln!(
-                "no evaluation found next to {}; pass --eval DIR to show one",
-                args.dir.display()
-            );
+    let hint = "DIR is the --output of aci batch, aci eval or aci ablate, SWE-agent trajectories, or a .traj file";
+    let site = match args.dirs.as_slice() {
+        [dir] => {
+            let site = aci::inspect::Site::open(dir, args.eval.as_deref())
+                .map_err(|e| Failure::new(e.to_string()).hint(hint))?;
+            match (site.eval_dir(), &args.eval) {
+                (Some(eval), None) => eprintln!("evaluation: {}", eval.display()),
+                (None, None) if !dir.join("ablation.json").is_file() => {
+                    eprintln!(
+                        "no evaluation found next to {}; pass --eval DIR to show one",
+                        dir.display()
+                    );
+                }
+                _ => {}
+            }
+            site
         }
-        _ => {}
-    }
+        dirs => {
+            if args.eval.is_some() {
+                return Err(Failure::new("--eval names the evaluation of one run").hint(
+                    "with several runs, each finds the evaluation next to it: pass the evaluations themselves, or one DIR with --eval",
+                ));
+            }
+            let site = aci::inspect::Site::open_many(dirs)
+                .map_err(|e| Failure::new(e.to_string()).hint(hint))?;
+            for (name, run) in site.runs() {
+                match &run.eval {
+                    Some(eval) => eprintln!(
+                        "{name}: {} (evaluation: {})",
+                        run.dir.display(),
+                        eval.display()
+                    ),
+                    None => eprintln!(
+                        "{name}: {} (no evaluation found next to it)",
+                        run.dir.display()
+                    ),
+                }
+            }
+            site
+        }
+    };
     let site = Arc::new(site);
     if let Some(out) = args.static_out {
         let exporter = Arc::clone(&site);

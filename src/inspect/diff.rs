@@ -128,9 +128,74 @@ pub fn render_line_diff(old: &[(usize, &str)], new: &[(usize, &str)]) -> String 
     out
 }
 
+/// Windows longer than this many lines show some of their lines, the rest folded.
+pub const WINDOW_FOLD_LINES: usize = 30;
+/// Lines shown around the marked lines of a folded window.
+const MARK_CONTEXT: usize = 5;
+/// Lines shown at the start and at the end of a folded window without a mark.
+const WINDOW_HEAD: usize = 8;
+const WINDOW_TAIL: usize = 4;
+
+/// Which lines of a window of `count` lines are shown (the rest folded): all of a short one;
+/// else the marked lines (by index, `first..=last`) with some lines around them, or the first
+/// and last lines when nothing is marked.
+pub fn shown_lines(count: usize, mark: Option<(usize, usize)>) -> Vec<bool> {
+    if count <= WINDOW_FOLD_LINES {
+        return vec![true; count];
+    }
+    let mut shown = vec![false; count];
+    match mark {
+        Some((first, last)) => {
+            let low = first.saturating_sub(MARK_CONTEXT);
+            let high = (last + MARK_CONTEXT).min(count - 1);
+            for flag in &mut shown[low..=high] {
+                *flag = true;
+            }
+        }
+        None => {
+            for flag in shown.iter_mut().take(WINDOW_HEAD) {
+                *flag = true;
+            }
+            for flag in shown.iter_mut().skip(count - WINDOW_TAIL) {
+                *flag = true;
+            }
+        }
+    }
+    shown
+}
+
+/// Numbered lines as the code viewer's gutter and source, `mark` (line numbers `first..=last`)
+/// highlighted.
+fn push_code(out: &mut String, lines: &[(usize, &str)], mark: Option<(usize, usize)>) {
+    let marked = |n: usize| mark.is_some_and(|(first, last)| n >= first && n <= last);
+    out.push_str("<div class=\"code\"><pre class=\"gutter\">");
+    for (number, _) in lines {
+        if marked(*number) {
+            out.push_str(&format!("<span class=\"mark\">{number}</span>\n"));
+        } else {
+            out.push_str(&number.to_string());
+            out.push('\n');
+        }
+    }
+    out.push_str("</pre><pre class=\"src\">");
+    for (number, text) in lines {
+        if marked(*number) {
+            out.push_str("<span class=\"mark\">");
+            push_escaped(out, text);
+            out.push_str("</span>\n");
+        } else {
+            push_escaped(out, text);
+            out.push('\n');
+        }
+    }
+    out.push_str("</pre></div>");
+}
+
 /// A window as a code viewer: the header (path, lines above and below) and the numbered lines
-/// beside their numbers.
-pub fn render_window(window: &Window<'_>) -> String {
+/// beside their numbers, the lines `mark` names (`first..=last`, line numbers) highlighted. A
+/// window of more than [`WINDOW_FOLD_LINES`] lines shows the marked lines and some around them
+/// (or its first and last lines), each run of other lines folded one click away.
+pub fn render_window(window: &Window<'_>, mark: Option<(usize, usize)>) -> String {
     let mut out = String::new();
     out.push_str("<div class=\"code-head\">");
     if !window.path.is_empty() {
@@ -148,17 +213,41 @@ pub fn render_window(window: &Window<'_>) -> String {
     if window.below > 0 {
         out.push_str(&format!(" · {} below", window.below));
     }
-    out.push_str("</div><div class=\"code\"><pre class=\"gutter\">");
-    for (number, _) in &window.lines {
-        out.push_str(&number.to_string());
-        out.push('\n');
+    if let Some((first, last)) = mark {
+        if first == last {
+            out.push_str(&format!(" · line {first} marked"));
+        } else {
+            out.push_str(&format!(" · lines {first}–{last} marked"));
+        }
     }
-    out.push_str("</pre><pre class=\"src\">");
-    for (_, text) in &window.lines {
-        push_escaped(&mut out, text);
-        out.push('\n');
+    out.push_str("</div>");
+    let index_mark = mark.and_then(|(first, last)| {
+        let low = window.lines.iter().position(|(n, _)| *n >= first)?;
+        let high = window.lines.iter().rposition(|(n, _)| *n <= last)?;
+        (low <= high).then_some((low, high))
+    });
+    let shown = shown_lines(window.lines.len(), index_mark);
+    let mut start = 0;
+    while start < window.lines.len() {
+        let visible = shown[start];
+        let end = (start..window.lines.len())
+            .find(|&i| shown[i] != visible)
+            .unwrap_or(window.lines.len());
+        let run = &window.lines[start..end];
+        if visible {
+            push_code(&mut out, run, mark);
+        } else {
+            out.push_str(&format!(
+                "<details class=\"fold lines\"><summary>{} more lines ({}–{})</summary>",
+                run.len(),
+                run[0].0,
+                run[run.len() - 1].0
+            ));
+            push_code(&mut out, run, mark);
+            out.push_str("</details>");
+        }
+        start = end;
     }
-    out.push_str("</pre></div>");
     out
 }
 
@@ -206,9 +295,64 @@ mod tests {
             below: 29,
             lines: vec![(10, "x = '<script>'"), (11, "")],
         };
-        let html = render_window(&window);
+        let html = render_window(&window, None);
         assert!(html.contains("/r/&lt;a&gt;.py · 40 lines · showing 10–11 · 9 above · 29 below"));
         assert!(html.contains("<pre class=\"gutter\">10\n11\n</pre>"));
         assert!(html.contains("<pre class=\"src\">x = &#39;&lt;script&gt;&#39;\n\n</pre>"));
+    }
+
+    #[test]
+    fn a_long_window_shows_its_ends_and_folds_the_middle() {
+        let texts: Vec<String> = (1..=100).map(|n| format!("line {n}")).collect();
+        let window = Window {
+            path: "/r/a.py",
+            total: Some(100),
+            above: 0,
+            below: 0,
+            lines: texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i + 1, t.as_str()))
+                .collect(),
+        };
+        let html = render_window(&window, None);
+        assert!(html.contains("<pre class=\"gutter\">1\n2\n3\n4\n5\n6\n7\n8\n</pre>"));
+        assert!(html.contains(
+            "<details class=\"fold lines\"><summary>88 more lines (9–96)</summary><div class=\"code\"><pre class=\"gutter\">9\n"
+        ));
+        assert!(html.ends_with("<pre class=\"gutter\">97\n98\n99\n100\n</pre><pre class=\"src\">line 97\nline 98\nline 99\nline 100\n</pre></div>"));
+    }
+
+    #[test]
+    fn a_marked_line_is_shown_with_its_neighbours_and_highlighted() {
+        let texts: Vec<String> = (1..=100).map(|n| format!("line {n}")).collect();
+        let window = Window {
+            path: "/r/a.py",
+            total: Some(900),
+            above: 377,
+            below: 423,
+            lines: texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i + 378, t.as_str()))
+                .collect(),
+        };
+        let html = render_window(&window, Some((428, 428)));
+        assert!(
+            html.contains(" · showing 378–477 · 377 above · 423 below · line 428 marked</div>")
+        );
+        assert!(html.contains("<summary>45 more lines (378–422)</summary>"));
+        assert!(html.contains(
+            "<pre class=\"gutter\">423\n424\n425\n426\n427\n<span class=\"mark\">428</span>\n429\n430\n431\n432\n433\n</pre>"
+        ));
+        assert!(html.contains("line 50\n<span class=\"mark\">line 51</span>\nline 52\n"));
+        assert!(html.contains("<summary>44 more lines (434–477)</summary>"));
+    }
+
+    #[test]
+    fn a_short_window_is_never_folded() {
+        assert_eq!(shown_lines(30, None), vec![true; 30]);
+        let shown = shown_lines(40, Some((0, 0)));
+        assert_eq!(shown.iter().filter(|s| **s).count(), 6);
     }
 }

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::diff::render_patch;
+use super::evidence::{LogFindings, failing_tests, render_cause, render_evidence, render_failing};
 use super::html::{escape, push_escaped};
 use super::run_page::{duration, eval_badge, exit_badge, thousands, wall_cell};
 use super::source::EvalState;
@@ -34,6 +35,8 @@ pub struct InstanceData {
     pub test_output: Option<Text>,
     /// The final patch: the trajectory's submission, or the patch files beside it.
     pub patch: Option<Text>,
+    /// The failing tests' and the canaries' lines of the test output.
+    pub findings: Option<LogFindings>,
 }
 
 impl InstanceData {
@@ -169,11 +172,15 @@ fn push_nav(out: &mut String, nav: &Nav) {
     out.push_str("</div>");
 }
 
+/// The tests table lists every failure, and passed tests until it has this many rows.
+const MAX_TEST_ROWS: usize = 300;
+
 fn tests_table(report: &Value) -> String {
     let mut out = String::from(
         "<table class=\"grid tests\"><thead><tr><th>group</th><th>test</th><th>result</th></tr></thead><tbody>",
     );
     let mut rows = 0;
+    let mut passed_left = 0;
     for group in [
         "FAIL_TO_PASS",
         "PASS_TO_PASS",
@@ -191,6 +198,10 @@ fn tests_table(report: &Value) -> String {
                 .flatten()
                 .filter_map(Value::as_str)
             {
+                if class == "pass" && rows >= MAX_TEST_ROWS {
+                    passed_left += 1;
+                    continue;
+                }
                 let _ = write!(
                     out,
                     "<tr><td>{group}</td><td class=\"id\">{}</td><td class=\"{class}\">{label}</td></tr>",
@@ -203,6 +214,12 @@ fn tests_table(report: &Value) -> String {
     out.push_str("</tbody></table>");
     if rows == 0 {
         return "<p class=\"muted\">no test results in the report</p>".to_owned();
+    }
+    if passed_left > 0 {
+        let _ = write!(
+            out,
+            "<p class=\"muted\">and {passed_left} more passed tests, listed in the evaluation's report.json</p>"
+        );
     }
     out
 }
@@ -229,40 +246,17 @@ fn push_evaluation(out: &mut String, data: &InstanceData, texts: &str) {
         out.push_str(" <span class=\"badge error\">timed out</span>");
     }
     out.push_str("</p>");
-    for (key, label) in [
-        ("error", "error"),
-        ("untrusted_reason", "results not believed"),
-    ] {
-        if let Some(text) = report.get(key).and_then(Value::as_str) {
-            let _ = write!(
-                out,
-                "<div class=\"error-box\"><b>{label}</b>: {}</div>",
-                escape(text)
-            );
-        }
-    }
-    if let Some(files) = report.get("touches_tests").and_then(Value::as_array)
-        && !files.is_empty()
-    {
-        // Each entry is `{"path", "why"}`, or a bare path in reports of older versions.
-        let names: Vec<String> = files
-            .iter()
-            .filter_map(
-                |file| match (file.as_str(), file.get("path").and_then(Value::as_str)) {
-                    (Some(path), _) => Some(path.to_owned()),
-                    (None, Some(path)) => match file.get("why").and_then(Value::as_str) {
-                        Some(why) if !why.is_empty() => Some(format!("{path} ({why})")),
-                        _ => Some(path.to_owned()),
-                    },
-                    (None, None) => None,
-                },
-            )
-            .collect();
+    out.push_str(&render_cause(report));
+    if let Some(text) = report.get("error").and_then(Value::as_str) {
         let _ = write!(
             out,
-            "<div class=\"error-box\"><b>the patch changes test infrastructure</b>: {}</div>",
-            escape(&names.join(", "))
+            "<div class=\"error-box\"><b>error</b>: {}</div>",
+            escape(text)
         );
+    }
+    out.push_str(&render_evidence(report, data.findings.as_ref()));
+    if let Some(findings) = &data.findings {
+        out.push_str(&render_failing(findings, failing_tests(report).len()));
     }
     out.push_str(&tests_table(report));
     if let Some(output) = &data.test_output {

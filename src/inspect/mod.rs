@@ -12,18 +12,22 @@
 //! the pages show (strings as bounded [`bounded::Text`]s that know where their full text is), so
 //! memory does not grow with a file; [`source`] and [`summary`] read the files (cached by
 //! modification time and size);
-//! [`html`], [`run_page`], [`instance_page`], [`turns`], [`observation`], [`diff`] and
-//! [`ablation_page`] turn data into HTML and do no I/O; [`site`] maps page paths to pages and
+//! [`html`], [`run_page`], [`instance_page`], [`turns`], [`observation`], [`diff`],
+//! [`evidence`] (an evaluation's cause, grading evidence and failing tests), [`plots`] (SVG),
+//! [`compare_page`] (runs side by side) and [`ablation_page`] turn data into HTML and do no I/O; [`site`] maps page paths to pages and
 //! writes the static site; [`server`] is the HTTP edge. Every string from a trajectory is
 //! escaped for where it lands, and every page carries a Content-Security-Policy that allows only
 //! its own script and style.
 
 pub mod ablation_page;
 pub mod bounded;
+pub mod compare_page;
 pub mod diff;
+pub mod evidence;
 pub mod html;
 pub mod instance_page;
 pub mod observation;
+pub mod plots;
 pub mod run_page;
 pub mod scan;
 pub mod server;

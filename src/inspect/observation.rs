@@ -223,6 +223,18 @@ pub fn range_edit(action: &str) -> Option<RangeEdit<'_>> {
     Some(RangeEdit { start, end, lines })
 }
 
+/// The line an `open <path> <N>` or `goto <N>` action asks for: the line the window it shows
+/// is centred on.
+pub fn target_line(action: &str) -> Option<usize> {
+    let line = action.trim().lines().next()?;
+    let words = shell_words(line)?;
+    match words.as_slice() {
+        [command, n] if command == "goto" => n.parse().ok(),
+        [command, _, n] if command == "open" => n.parse().ok(),
+        _ => None,
+    }
+}
+
 /// Splits a command line into words as a POSIX shell would for quoting (`'…'`, `"…"` with
 /// `\` escapes, `\` outside quotes); `None` for an unterminated quote.
 pub fn shell_words(line: &str) -> Option<Vec<String>> {

@@ -137,3 +137,12 @@ fn str_replace_actions_give_path_old_and_new() {
     );
     assert_eq!(str_replace("str_replace_editor view /testbed/a.py"), None);
 }
+
+#[test]
+fn open_and_goto_name_the_line_they_show() {
+    assert_eq!(target_line("goto 428"), Some(428));
+    assert_eq!(target_line("open \"src/a b.py\" 12\n"), Some(12));
+    assert_eq!(target_line("open src/a.py"), None);
+    assert_eq!(target_line("scroll_down"), None);
+    assert_eq!(target_line("goto x"), None);
+}

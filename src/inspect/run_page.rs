@@ -293,6 +293,13 @@ pub fn render(header: &RunHeader, rows: &[Row], link_dir: &str) -> String {
         out.push_str("</div>");
     }
     push_totals(&mut out, rows);
+    if rows.iter().any(|row| row.summary.is_some()) {
+        out.push_str(
+            "<details class=\"section\" open><summary>plots</summary><div class=\"body\">",
+        );
+        out.push_str(&super::plots::run_plots(rows));
+        out.push_str("</div></details>");
+    }
     let _ = write!(
         out,
         "<div class=\"controls\"><input id=\"filter\" type=\"search\" placeholder=\"filter: text, or column:value (exit:submitted resolved:unresolved)\" \

@@ -10,6 +10,7 @@
 //! [`encode_segment`]; a page is served only for an id the directory lists, so no path from a
 //! request is ever used to open a file.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -17,6 +18,8 @@ use serde_json::Value;
 use crate::ablate::table::Table;
 
 use super::ablation_page;
+use super::compare_page::{self, RunColumn};
+use super::evidence::{LogFindings, failing_tests, scan_log};
 use super::html::{Shell, decode_segment, encode_segment, page};
 use super::instance_page::{self, InstanceData, Nav};
 use super::run_page::{self, RunHeader};
@@ -56,6 +59,8 @@ pub enum Route {
     },
     /// The full text of one of an instance's texts.
     Text(RunRef, String, TextKey),
+    /// An instance in every run of a comparison, side by side.
+    Across(String),
 }
 
 /// Where a full text is read from.
@@ -168,6 +173,7 @@ impl Site {
         let root = match &kind {
             Kind::Run(run) => run.dir.clone(),
             Kind::Ablation(dir) => dir.clone(),
+            Kind::Runs(_) => root,
         };
         Ok(Site {
             root,
@@ -175,6 +181,46 @@ impl Site {
             eval_arg: eval,
             cache: Cache::default(),
         })
+    }
+
+    /// Opens several runs (batches or evaluations, each as [`Site::open`] takes it) to be shown
+    /// side by side; each is named by its directory, made unique.
+    ///
+    /// # Errors
+    ///
+    /// [`InspectError::Open`] when a path holds nothing to show or is an ablation.
+    pub fn open_many(paths: &[PathBuf]) -> Result<Self, InspectError> {
+        let mut runs: Vec<(String, RunSource)> = Vec::new();
+        for path in paths {
+            let root = std::fs::canonicalize(path)
+                .map_err(|e| InspectError::Open(format!("cannot open {}: {e}", path.display())))?;
+            let run = match source::detect(&root, None).map_err(InspectError::Open)? {
+                Kind::Run(run) => run,
+                Kind::Ablation(_) | Kind::Runs(_) => {
+                    return Err(InspectError::Open(format!(
+                        "{} is an ablation: compare its runs (<config>/r<k>/run) or open it alone",
+                        path.display()
+                    )));
+                }
+            };
+            runs.push((unique_name(&runs, &run_name(&root)), run));
+        }
+        let root = std::env::current_dir().unwrap_or_default();
+        Ok(Site {
+            root,
+            kind: Kind::Runs(runs),
+            eval_arg: None,
+            cache: Cache::default(),
+        })
+    }
+
+    /// The runs shown side by side, with their names (empty unless opened with
+    /// [`Site::open_many`]).
+    pub fn runs(&self) -> &[(String, RunSource)] {
+        match &self.kind {
+            Kind::Runs(runs) => runs,
+            Kind::Run(_) | Kind::Ablation(_) => &[],
+        }
     }
 
     /// The directory the site shows.
@@ -186,12 +232,20 @@ impl Site {
     pub fn eval_dir(&self) -> Option<&Path> {
         match &self.kind {
             Kind::Run(run) => run.eval.as_deref(),
-            Kind::Ablation(_) => None,
+            Kind::Ablation(_) | Kind::Runs(_) => None,
         }
     }
 
     /// The directories raw files may be served from: the root, and `--eval`.
     pub fn raw_bases(&self) -> Vec<PathBuf> {
+        if let Kind::Runs(runs) = &self.kind {
+            // Raw files are served from the root only: a comparison links none.
+            return runs
+                .first()
+                .map(|(_, run)| run.dir.clone())
+                .into_iter()
+                .collect();
+        }
         let mut bases = vec![self.root.clone()];
         if let Some(eval) = self
             .eval_arg
@@ -235,6 +289,10 @@ impl Site {
                     eval: eval.is_dir().then_some(eval),
                 })
             }
+            (RunRef::Config { name, repeat: 1 }, Kind::Runs(runs)) => runs
+                .iter()
+                .find(|(run_name, _)| run_name == name)
+                .map(|(_, run)| run.clone()),
             _ => None,
         }
     }
@@ -270,6 +328,7 @@ impl Site {
                     _ => None,
                 }
             }
+            ["across", file] => Some(Route::Across(id_of(file)?)),
             ["compare", variant, file] => Some(Route::Compare {
                 variant: decode_segment(variant)?,
                 id: id_of(file)?,
@@ -289,6 +348,7 @@ impl Site {
             Route::Run(run) => format!("{}index.html", run_dir(run)),
             Route::Instance(run, id) => format!("{}i/{}.html", run_dir(run), encode_segment(id)),
             Route::Compare { variant, id } => ablation_page::compare_link(variant, id),
+            Route::Across(id) => super::compare_page::across_link(id),
             Route::Text(run, id, key) => format!(
                 "{}i/{}/{}.txt",
                 run_dir(run),
@@ -308,10 +368,14 @@ impl Site {
     ) -> Shell<'a> {
         let path = Self::path_of(route);
         let up = depth_prefix(&path);
-        let root_name = self.root.file_name().map_or_else(
-            || self.root.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let root_name = if let Kind::Runs(runs) = &self.kind {
+            format!("{} runs", runs.len())
+        } else {
+            self.root.file_name().map_or_else(
+                || self.root.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        };
         let mut crumbs = vec![(root_name, Some(format!("{up}index.html")))];
         match route {
             Route::Root => {}
@@ -327,6 +391,7 @@ impl Site {
                 crumbs.push((id.clone(), None));
             }
             Route::Compare { variant, id } => crumbs.push((format!("{id}: {variant}"), None)),
+            Route::Across(id) => crumbs.push((format!("{id}: every run"), None)),
             Route::Run(RunRef::Root) | Route::Text(..) => {}
         }
         if route == &Route::Root {
@@ -347,7 +412,22 @@ impl Site {
             Route::Root => match &self.kind {
                 Kind::Run(run) => Some(source::rows(run, &self.cache).1),
                 Kind::Ablation(dir) => Some(files_version(&[&dir.join("ablation.json")])),
+                Kind::Runs(runs) => Some(
+                    runs.iter()
+                        .map(|(_, run)| source::rows(run, &self.cache).1)
+                        .collect::<Vec<_>>()
+                        .join("+"),
+                ),
             },
+            Route::Across(id) => {
+                let mut files = Vec::new();
+                for (_, run) in self.runs() {
+                    files.extend(self.instance_files(run, id));
+                }
+                Some(files_version(
+                    &files.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+                ))
+            }
             Route::Run(run) => Some(source::rows(&self.run(run)?, &self.cache).1),
             Route::Instance(run, id) => {
                 let run = self.run(run)?;
@@ -412,7 +492,9 @@ impl Site {
             Route::Root => match &self.kind {
                 Kind::Run(run) => Some(self.render_run(route, run, mode)),
                 Kind::Ablation(_) => self.render_ablation(mode),
+                Kind::Runs(runs) => Some(self.render_runs(runs, mode)),
             },
+            Route::Across(id) => self.render_across(route, id, mode),
             Route::Run(run_ref) => Some(self.render_run(route, &self.run(run_ref)?, mode)),
             Route::Instance(run_ref, id) => self.render_instance(route, run_ref, id, mode),
             Route::Compare { variant, id } => self.render_compare(route, variant, id, mode),
@@ -548,7 +630,11 @@ impl Site {
         if let Some(eval) = &run.eval
             && source::is_plain_component(id)
         {
-            data.test_output = read_text_file(&eval.join(id).join("test_output.txt")).ok();
+            let output = eval.join(id).join("test_output.txt");
+            data.test_output = read_text_file(&output).ok();
+            if let Some(report) = &data.report {
+                data.findings = scan_test_output(&output, &failing_tests(report));
+            }
         }
         if let Some(traj) = &listed.traj {
             data = data.with_view(trajectory::read_file(traj, Keep::View));
@@ -620,6 +706,77 @@ impl Site {
         Some((rendered, data))
     }
 
+    fn render_runs(&self, runs: &[(String, RunSource)], mode: Mode) -> Rendered {
+        let columns: Vec<RunColumn> = runs
+            .iter()
+            .map(|(name, run)| RunColumn {
+                name: name.clone(),
+                dir: run.dir.display().to_string(),
+                rows: source::rows(run, &self.cache).0,
+            })
+            .collect();
+        let version = self.version(&Route::Root).unwrap_or_default();
+        let title = format!("{} runs side by side", runs.len());
+        let body = compare_page::render(&columns);
+        let shell = self.shell(&Route::Root, mode, &title, "runs", version.clone());
+        Rendered {
+            html: page(&shell, &body),
+            version,
+        }
+    }
+
+    fn render_across(&self, route: &Route, id: &str, mode: Mode) -> Option<Rendered> {
+        let runs = self.runs();
+        let mut columns = Vec::new();
+        for (side, (name, run)) in runs.iter().enumerate() {
+            let link = format!("../{}", compare_page::instance_link(name, id));
+            let Some(listed) = source::list(run, &self.cache)
+                .into_iter()
+                .find(|l| l.id == id)
+            else {
+                columns.push(format!(
+                    "<h2>{}</h2><p class=\"muted\">not in this run</p>",
+                    super::html::escape(name)
+                ));
+                continue;
+            };
+            let data = self.load(run, &listed);
+            let texts = format!("../c/{}/r1/i/{}/", encode_segment(name), encode_segment(id));
+            columns.push(instance_page::render_column(
+                &data,
+                name,
+                &link,
+                &format!("r{side}-"),
+                &texts,
+            ));
+        }
+        if columns.len() < 2 {
+            return None;
+        }
+        let mut body = format!(
+            "<h1>{}</h1>",
+            super::html::escape(&format!("{id}: {} runs", runs.len()))
+        );
+        let _ = write!(
+            body,
+            "<div class=\"side-by-side runs-{}\">",
+            columns.len().min(4)
+        );
+        for column in &columns {
+            body.push_str("<div>");
+            body.push_str(column);
+            body.push_str("</div>");
+        }
+        body.push_str("</div>");
+        let version = self.version(route)?;
+        let title = format!("{id}: {} runs", runs.len());
+        let shell = self.shell(route, mode, &title, "compare", version.clone());
+        Some(Rendered {
+            html: page(&shell, &body),
+            version,
+        })
+    }
+
     fn render_compare(
         &self,
         route: &Route,
@@ -687,6 +844,52 @@ impl Site {
             version,
         })
     }
+}
+
+/// The failing tests' and the canaries' lines of a test output, read a line at a time.
+fn scan_test_output(path: &Path, tests: &[String]) -> Option<LogFindings> {
+    use std::io::BufRead as _;
+    let file = std::fs::File::open(path).ok()?;
+    let lines = std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+        .map(|line| String::from_utf8_lossy(&line).into_owned());
+    Some(scan_log(lines, tests))
+}
+
+/// A run's name: its directory's, or its parent's when it is the `run` or `eval` of a batch.
+fn run_name(dir: &Path) -> String {
+    let name = |path: &Path| {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "run".to_owned())
+    };
+    let own = name(dir);
+    match dir.parent() {
+        Some(parent) if matches!(own.as_str(), "run" | "eval") => {
+            // `<config>/r<k>/run` of an ablation reads better as `<config>-r<k>`.
+            let up = name(parent);
+            match parent.parent() {
+                Some(grand) if up.starts_with('r') && up[1..].parse::<usize>().is_ok() => {
+                    format!("{}-{up}", name(grand))
+                }
+                _ => up,
+            }
+        }
+        _ => own,
+    }
+}
+
+/// `name`, or `name-2`, `name-3`… when a run already has it.
+fn unique_name(runs: &[(String, RunSource)], name: &str) -> String {
+    let taken = |candidate: &str| runs.iter().any(|(n, _)| n == candidate);
+    if !taken(name) {
+        return name.to_owned();
+    }
+    (2..)
+        .map(|k| format!("{name}-{k}"))
+        .find(|candidate| !taken(candidate))
+        .unwrap_or_default()
 }
 
 /// A path segment percent-encoded for a URL.

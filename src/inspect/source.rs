@@ -343,6 +343,8 @@ pub enum Kind {
     Run(RunSource),
     /// An `aci ablate` output: `ablation.json` and `<config>/r<k>/{run,eval}`.
     Ablation(PathBuf),
+    /// Several runs side by side, each with its name.
+    Runs(Vec<(String, RunSource)>),
 }
 
 fn has_nested_trajectory(dir: &Path) -> bool {

@@ -14,7 +14,7 @@ use super::diff::{render_line_diff, render_patch, render_window};
 use super::html::{escape, push_escaped, push_linkified};
 use super::observation::{
     RangeEdit, Rejection, Window, WithWindow, find_cat_n, find_window, range_edit, rejection,
-    str_replace,
+    str_replace, target_line,
 };
 use super::trajectory::{StepView, Text, TextKey};
 
@@ -32,8 +32,11 @@ const TAIL_LINES: usize = 4;
 /// How many bytes of a long text's end are shown at most.
 const TAIL_PREVIEW_BYTES: usize = 500;
 /// Once the turns' HTML is this long, the turns after it are shown in brief (their first line
-/// and links to their texts), so no page grows past a few megabytes.
-pub const TURNS_BUDGET: usize = 3 * 1024 * 1024;
+/// and links to their texts), so that with the rest of the page it stays under 1 MB.
+pub const TURNS_BUDGET: usize = 450 * 1024;
+/// Once the turns' HTML is this long, each turn after it is only its heading and the start of
+/// its action's first line.
+pub const BRIEF_BUDGET: usize = 650 * 1024;
 
 /// Whether a text of `lines` lines and `bytes` bytes shows its ends only.
 pub fn is_long(lines: u64, bytes: u64) -> bool {
@@ -341,7 +344,8 @@ fn push_applied_edit(
     files.apply(path, edit);
     files.see(&found.window);
     out.push_str("<details class=\"fold\"><summary>the window after the edit</summary>");
-    push_window_block(out, found, href);
+    let mark = (!edit.lines.is_empty()).then(|| (edit.start, edit.start + edit.lines.len() - 1));
+    push_window_block(out, found, href, mark);
     out.push_str("</details>");
 }
 
@@ -372,13 +376,14 @@ fn push_observation(out: &mut String, turn: &Turn<'_>, files: &mut Files) -> &'s
         out.push_str("</div>");
         out.push_str(&render_line_diff(&numbered(&old), &numbered(&new)));
     }
+    let mark = target_line(action).map(|line| (line, line));
     if let Some(found) = found {
         files.see(&found.window);
-        push_window_block(out, &found, &href);
+        push_window_block(out, &found, &href, mark);
         return "";
     }
     if let Some(found) = find_cat_n(observation) {
-        push_window_block(out, &found, &href);
+        push_window_block(out, &found, &href, mark);
         return "";
     }
     let trimmed = observation.trim_start();
@@ -398,12 +403,18 @@ fn numbered(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
-/// A window with the text around it; `href` is the whole observation's full text.
-fn push_window_block(out: &mut String, found: &WithWindow<'_>, href: &str) {
+/// A window with the text around it, the lines `mark` names highlighted; `href` is the whole
+/// observation's full text.
+fn push_window_block(
+    out: &mut String,
+    found: &WithWindow<'_>,
+    href: &str,
+    mark: Option<(usize, usize)>,
+) {
     if !found.before.trim().is_empty() {
         push_text_block(out, &Text::of(found.before.trim_end()), "obs", href);
     }
-    out.push_str(&render_window(&found.window));
+    out.push_str(&render_window(&found.window, mark));
     if !found.after.trim().is_empty() {
         push_text_block(out, &Text::of(found.after.trim()), "obs", href);
     }
@@ -538,10 +549,22 @@ fn push_brief_step(out: &mut String, prefix: &str, turn: &Turn<'_>) {
     out.push_str("</div></div></section>\n");
 }
 
+/// A step past [`BRIEF_BUDGET`]: its heading and the start of its action's first line.
+fn push_bare_step(out: &mut String, prefix: &str, step: &StepView) {
+    out.push_str(&format!(
+        "<section class=\"turn bare\" id=\"{prefix}t{}\"><div class=\"head\"><span class=\"n\">{} {}</span><code>",
+        step.number,
+        if step.format_error.is_some() { "Re-ask" } else { "Turn" },
+        step.number,
+    ));
+    push_escaped(out, first_lines(step.action.head(), 1, 80));
+    out.push_str("</code></div></section>\n");
+}
+
 /// Every kept step of a trajectory of `total` steps as turns, with ids `{prefix}t{n}`; `texts`
 /// is the relative link of the instance's folder of full texts. A gap in the numbers (a very
 /// long trajectory keeps only its first and last steps) is said where it is, and past
-/// [`TURNS_BUDGET`] the turns are brief.
+/// [`TURNS_BUDGET`] the turns are brief, and past [`BRIEF_BUDGET`] bare.
 pub fn render_turns(steps: &[StepView], total: usize, prefix: &str, texts: &str) -> String {
     let mut out = String::new();
     let mut files = Files::default();
@@ -555,7 +578,9 @@ pub fn render_turns(steps: &[StepView], total: usize, prefix: &str, texts: &str)
         }
         expected = step.number + 1;
         let turn = Turn { step, texts };
-        if out.len() > TURNS_BUDGET {
+        if out.len() > BRIEF_BUDGET {
+            push_bare_step(&mut out, prefix, step);
+        } else if out.len() > TURNS_BUDGET {
             push_brief_step(&mut out, prefix, &turn);
         } else {
             push_step(&mut out, prefix, &turn, &mut files);

@@ -175,17 +175,27 @@ fn a_page_past_its_budget_shows_the_rest_of_the_turns_in_brief() {
     });
     let steps: Vec<Value> = std::iter::repeat_n(window, 600).collect();
     let html = render(&steps, "");
-    // The budget, the turn that crossed it, and the brief turns after it.
-    assert!(html.len() < TURNS_BUDGET + 300_000, "{}", html.len());
-    assert_eq!(html.matches("<section class=\"turn\"").count(), 600);
+    // The budgets, the turns that crossed them, the brief turns, then the bare ones.
+    assert!(html.len() < BRIEF_BUDGET + 200_000, "{}", html.len());
+    let full = html.matches("<div class=\"part observation\">").count();
+    let brief = html.matches("this page is long: ").count();
+    let bare = html.matches("<section class=\"turn bare\"").count();
+    assert_eq!(full + brief + bare, 600);
+    assert!(full > 0 && brief > 0 && bare > 0, "{full} {brief} {bare}");
     assert!(turn(&html, 1).contains("<pre class=\"gutter\">1\n2\n3\n"));
-    let last = turn(&html, 600);
-    assert!(!last.contains("gutter"), "{last}");
-    assert!(last.contains("<pre>open a.py</pre>"), "{last}");
+    let brief_turn = turn(&html, full + 1);
+    assert!(!brief_turn.contains("gutter"), "{brief_turn}");
+    assert!(brief_turn.contains("<pre>open a.py</pre>"), "{brief_turn}");
     assert!(
-        last.contains("this page is long: <a class=\"full-text\" href=\"x/t600-observation.txt\""),
-        "{last}"
+        brief_turn.contains(&format!(
+            "this page is long: <a class=\"full-text\" href=\"x/t{}-observation.txt\"",
+            full + 1
+        )),
+        "{brief_turn}"
     );
+    assert!(html.ends_with(
+        "<section class=\"turn bare\" id=\"t600\"><div class=\"head\"><span class=\"n\">Turn 600</span><code>open a.py</code></div></section>\n"
+    ));
 }
 
 #[test]

@@ -376,3 +376,116 @@ fn a_trajectory_of_hundreds_of_megabytes_gives_a_small_page_and_every_full_text(
         .count();
     assert_eq!(texts, 24, "one file per long observation");
 }
+
+/// A long review: 1,000 turns that each show a 100-line window, an evaluation of 5,000 passing
+/// and 200 failing tests, and a test output of their 4 MB.
+fn write_big_instance(root: &Path) -> PathBuf {
+    let id = "big__review-1";
+    let run = root.join("run");
+    std::fs::create_dir_all(run.join(id)).unwrap();
+    let window: String = (1..=100)
+        .map(|n| {
+            format!(
+                "{}:    value_{n} = compute(value_{}, 'x' * 20)\n",
+                400 + n,
+                n
+            )
+        })
+        .collect();
+    let step = serde_json::json!({
+        "action": "goto 450",
+        "observation": format!("[File: /repo/big.py (900 lines total)]\n(400 more lines above)\n{window}(400 more lines below)"),
+        "thought": "Look at the loop again.",
+        "response": "Look at the loop again.\n\n```\ngoto 450\n```",
+        "state": {"open_file": "/repo/big.py", "working_dir": "/repo"},
+        "execution_time": 0.2
+    });
+    let traj = serde_json::json!({
+        "environment": "aci",
+        "trajectory": vec![step; 1000],
+        "history": [],
+        "info": {"exit_status": "submitted", "submission": "diff --git a/big.py b/big.py\n--- a/big.py\n+++ b/big.py\n@@ -1 +1 @@\n-a\n+b\n"}
+    });
+    std::fs::write(
+        run.join(id).join(format!("{id}.traj")),
+        serde_json::to_vec(&traj).unwrap(),
+    )
+    .unwrap();
+    let failing: Vec<String> = (0..200)
+        .map(|n| format!("tests/test_big.py::TestBig::test_{n}"))
+        .collect();
+    let passing: Vec<String> = (0..5000)
+        .map(|n| format!("tests/test_big.py::TestBig::test_ok_{n}"))
+        .collect();
+    let eval = root.join("eval").join(id);
+    std::fs::create_dir_all(&eval).unwrap();
+    let report = serde_json::json!({id: {
+        "patch_is_None": false, "patch_exists": true, "patch_successfully_applied": true,
+        "resolved": false,
+        "tests_status": {"FAIL_TO_PASS": {"success": [], "failure": failing},
+                         "PASS_TO_PASS": {"success": passing, "failure": []}},
+        "cause": {"kind": "tests_failed", "infrastructure": false,
+                  "summary": "200 FAIL_TO_PASS tests failed", "names": failing}
+    }});
+    std::fs::write(eval.join("report.json"), report.to_string()).unwrap();
+    let mut log =
+        std::io::BufWriter::new(std::fs::File::create(eval.join("test_output.txt")).unwrap());
+    for n in 0..5000 {
+        writeln!(log, "tests/test_big.py::TestBig::test_ok_{n} PASSED").unwrap();
+    }
+    writeln!(log, "{} FAILURES {}", "=".repeat(30), "=".repeat(30)).unwrap();
+    for n in 0..200 {
+        writeln!(
+            log,
+            "{} TestBig.test_{n} {}",
+            "_".repeat(30),
+            "_".repeat(30)
+        )
+        .unwrap();
+        for line in 0..100 {
+            writeln!(log, "E       frame {line} of test {n}: {}", "y".repeat(150)).unwrap();
+        }
+    }
+    for n in 0..200 {
+        writeln!(
+            log,
+            "FAILED tests/test_big.py::TestBig::test_{n} - AssertionError"
+        )
+        .unwrap();
+    }
+    log.flush().unwrap();
+    run
+}
+
+#[test]
+fn a_long_review_stays_under_a_megabyte_served_and_exported() {
+    let root = tempfile::tempdir().unwrap();
+    let run = write_big_instance(root.path());
+    let out = root.path().join("site");
+    let status = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .arg("inspect")
+        .arg(&run)
+        .arg("--static")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let page = std::fs::read_to_string(out.join("i/big__review-1.html")).unwrap();
+    assert!(page.len() < 1_000_000, "{} bytes", page.len());
+    // The first turns in full with line 450 marked, the failing tests with their lines, and
+    // the table cut short.
+    assert!(page.contains("<span class=\"mark\">450</span>"));
+    assert!(page.contains("<h3>Failing tests (200)</h3>"));
+    assert!(page.contains("and 150 more failing tests (in the table below)"));
+    assert!(page.contains("and 4900 more passed tests, listed in the evaluation's report.json"));
+    assert!(page.contains("<section class=\"turn bare\" id=\"t1000\">"));
+    let server = Server::start(&run);
+    let served = server.get("/i/big__review-1.html");
+    assert_eq!(self::status(&served), "HTTP/1.1 200 OK");
+    assert!(
+        body(&served).len() < 1_000_000,
+        "{} bytes",
+        body(&served).len()
+    );
+}

@@ -650,3 +650,254 @@ async fn the_pages_work_in_a_real_browser_served_and_from_file() {
     check_full_text(&browser, &outputs).await;
     check_hostile_both(&browser, &outputs).await;
 }
+
+const REVIEW_ID: &str = "demo__review-1";
+const FAILING: &str = "tests/test_fmt.py::TestFmt::test_grouping";
+
+/// A batch of one instance and its evaluation, written by hand: a `goto 450` whose window is
+/// 100 lines, and an evaluation `resolved` or not (the failing test with its section of the
+/// log).
+fn review_run(root: &Path, name: &str, resolved: bool) -> PathBuf {
+    let run = root.join(name).join("run");
+    std::fs::create_dir_all(run.join(REVIEW_ID)).unwrap();
+    let window: String = (401..=500)
+        .map(|n| format!("{n}:    total_{n} = step({n})\n"))
+        .collect();
+    let steps = if resolved { 3 } else { 1 };
+    let traj = json!({
+        "environment": "aci",
+        "trajectory": vec![json!({
+            "action": "goto 450",
+            "observation": format!("[File: /repo/fmt.py (900 lines total)]\n(400 more lines above)\n{window}(400 more lines below)"),
+            "thought": "The grouping is computed here.",
+            "response": "", "state": {"open_file": "/repo/fmt.py", "working_dir": "/repo"}
+        }); steps],
+        "info": {"exit_status": "submitted", "model_stats": {"instance_cost": 0.25, "api_calls": steps}}
+    });
+    write_atomic(
+        &run.join(REVIEW_ID).join(format!("{REVIEW_ID}.traj")),
+        &traj,
+    );
+    let eval = root.join(name).join("eval").join(REVIEW_ID);
+    std::fs::create_dir_all(&eval).unwrap();
+    let (status, cause) = if resolved {
+        (
+            json!({"FAIL_TO_PASS": {"success": [FAILING], "failure": []}}),
+            Value::Null,
+        )
+    } else {
+        (
+            json!({"FAIL_TO_PASS": {"success": [], "failure": [FAILING]}}),
+            json!({"kind": "tests_failed", "infrastructure": false,
+                   "summary": "1 FAIL_TO_PASS test failed", "names": [FAILING]}),
+        )
+    };
+    let mut report = json!({"patch_is_None": false, "patch_exists": true,
+        "patch_successfully_applied": true, "resolved": resolved, "tests_status": status});
+    if !cause.is_null() {
+        report["cause"] = cause;
+    }
+    std::fs::write(
+        eval.join("report.json"),
+        json!({ REVIEW_ID: report }).to_string(),
+    )
+    .unwrap();
+    let mut log = String::from(">>>>> Start Test Output\n");
+    for n in 0..60 {
+        log.push_str(&format!("tests/test_fmt.py::test_other_{n} PASSED\n"));
+    }
+    log.push_str(if resolved {
+        "tests/test_fmt.py::TestFmt::test_grouping PASSED\n"
+    } else {
+        "===== FAILURES =====\n_____ TestFmt.test_grouping _____\n>       assert fmt(1000) == '1,000'\nE       AssertionError: assert '1000' == '1,000'\n===== short test summary info =====\nFAILED tests/test_fmt.py::TestFmt::test_grouping - AssertionError\n"
+    });
+    std::fs::write(eval.join("test_output.txt"), log).unwrap();
+    run
+}
+
+/// Two runs of one instance, exported side by side and opened from file://: the window folded
+/// around the marked line 450, the evaluation's cause and failing test with its lines of the
+/// log, the comparison table, gained and lost, the instance's runs next to each other, and the
+/// plots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_folds_marks_summarises_compares_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = review_run(dir.path(), "before", false);
+    let after = review_run(dir.path(), "after", true);
+    let site = dir.path().join("site");
+    let exported = Command::new(env!("CARGO_BIN_EXE_aci"))
+        .arg("inspect")
+        .arg(&before)
+        .arg(&after)
+        .arg("--static")
+        .arg(&site)
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{exported:?}");
+    std::fs::create_dir_all(artifacts()).unwrap();
+    let browser = Browser::start().await;
+    let base = format!("file://{}/", site.display());
+    browser.goto(&format!("{base}index.html")).await;
+    let table = browser
+        .eval(
+            "return Array.from(document.querySelectorAll('#compare tr')).map(r => Array.from(r.cells).map(c => c.textContent));",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        table,
+        json!([
+            ["", "before", "after"],
+            ["instances", "1", "1"],
+            ["resolved", "0 / 1 (0.0%)", "1 / 1 (100.0%)"],
+            ["steps", "1", "3"],
+            ["cost", "$0.25", "$0.25"],
+            ["exit status", "submitted: 1", "submitted: 1"]
+        ])
+    );
+    assert_eq!(
+        browser
+            .eval(
+                "return document.querySelector('p.spread').textContent;",
+                json!([])
+            )
+            .await,
+        "resolve rate over the runs: 0.0%–100.0% (mean 50.0%); pooled: 50.0% · 95% Wilson interval 9.5%–90.5%"
+    );
+    assert_eq!(
+        browser
+            .eval(
+                "return document.querySelector('#gained-lost td.gained').textContent;",
+                json!([])
+            )
+            .await,
+        format!("1 {REVIEW_ID}")
+    );
+    let plots = browser
+        .eval(
+            "return Array.from(document.querySelectorAll('svg.plot')).map(s => [s.getAttribute('class'), s.getBoundingClientRect().width > 100, s.querySelectorAll('title').length]);",
+            json!([]),
+        )
+        .await;
+    let expected_plots: Vec<Value> = ["steps", "cost", "wall", "resolved-steps", "exits"]
+        .iter()
+        .map(|class| json!([format!("plot {class}"), true, 1]))
+        .collect();
+    assert_eq!(
+        plots,
+        Value::Array(
+            expected_plots
+                .iter()
+                .chain(&expected_plots)
+                .cloned()
+                .collect()
+        )
+    );
+    assert_eq!(
+        browser
+            .eval("return document.querySelector('svg.plot.resolved-steps circle title').textContent;", json!([]))
+            .await,
+        format!("{REVIEW_ID}: 1 steps, unresolved")
+    );
+    browser
+        .screenshot(&artifacts().join("review-compare.png"))
+        .await;
+    browser.click("#gained-lost a.pair").await;
+    assert!(
+        browser
+            .url()
+            .await
+            .ends_with(&format!("across/{REVIEW_ID}.html"))
+    );
+    let columns = browser
+        .eval(
+            "return Array.from(document.querySelectorAll('.side-by-side > div')).map(c => [c.querySelector('h2').textContent, c.querySelectorAll('.turn').length]);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(columns, json!([["before", 1], ["after", 3]]));
+    browser
+        .screenshot(&artifacts().join("review-across.png"))
+        .await;
+    // The run `before`'s instance: the window folded around line 450, which is marked.
+    browser
+        .goto(&format!("{base}c/before/r1/i/{REVIEW_ID}.html"))
+        .await;
+    let window = browser
+        .eval(
+            "const t = document.getElementById('t1');\
+             return [Array.from(t.querySelectorAll('.gutter .mark')).map(m => m.textContent),\
+                     Array.from(t.querySelectorAll('details.fold.lines')).map(d => [d.open, d.querySelector('summary').textContent]),\
+                     Array.from(t.querySelectorAll('.code')).filter(c => c.checkVisibility()).map(c => c.querySelector('.gutter').textContent.trim().split('\\n').length)];",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        window,
+        json!([
+            ["450"],
+            [
+                [false, "44 more lines (401–444)"],
+                [false, "45 more lines (456–500)"]
+            ],
+            [11]
+        ])
+    );
+    let mark = browser
+        .eval(
+            "const r = document.querySelector('#t1 .src .mark').getBoundingClientRect(); return [document.querySelector('#t1 .src .mark').textContent, r.height > 0];",
+            json!([]),
+        )
+        .await;
+    assert_eq!(mark, json!(["    total_450 = step(450)", true]));
+    browser
+        .screenshot(&artifacts().join("review-instance-folded.png"))
+        .await;
+    browser.click("#t1 details.fold.lines summary").await;
+    assert_eq!(
+        browser
+            .eval(
+                "return document.querySelector('#t1 details.fold.lines').open;",
+                json!([])
+            )
+            .await,
+        true
+    );
+    // The evaluation: the cause first, then the failing test with its own lines of the log.
+    let evaluation = browser
+        .eval(
+            "return [document.querySelector('.cause').textContent,\
+                     Array.from(document.querySelectorAll('.failing-test')).map(d => [d.open, d.querySelector('summary').textContent, d.querySelector('pre').textContent])];",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        evaluation,
+        json!([
+            format!("cause: tests_failed 1 FAIL_TO_PASS test failed{FAILING}"),
+            [[
+                true,
+                format!("{FAILING} (4 lines)"),
+                format!(
+                    "_____ TestFmt.test_grouping _____\n>       assert fmt(1000) == '1,000'\nE       AssertionError: assert '1000' == '1,000'\nFAILED {FAILING} - AssertionError"
+                )
+            ]]
+        ])
+    );
+    let order = browser
+        .eval(
+            "const h = document.body.innerHTML; return [h.indexOf('class=\"cause\"') < h.indexOf('class=\"failing\"'), h.indexOf('class=\"failing\"') < h.indexOf('test output (')];",
+            json!([]),
+        )
+        .await;
+    assert_eq!(order, json!([true, true]));
+    browser
+        .eval(
+            "document.querySelector('.cause').scrollIntoView(); return null;",
+            json!([]),
+        )
+        .await;
+    browser
+        .screenshot(&artifacts().join("review-evaluation.png"))
+        .await;
+}

@@ -94,6 +94,7 @@ impl Site {
                         .collect()
                 })
                 .unwrap_or_default(),
+            Kind::Runs(runs) => runs.iter().map(|(_, run)| run.clone()).collect(),
         };
         for run in runs {
             source::rows(&run, &self.cache);
@@ -112,6 +113,21 @@ impl Site {
         };
         match &self.kind {
             Kind::Run(_) => instances(RunRef::Root, &mut routes),
+            Kind::Runs(runs) => {
+                let mut ids = std::collections::BTreeSet::new();
+                for (name, run) in runs {
+                    let run_ref = RunRef::Config {
+                        name: name.clone(),
+                        repeat: 1,
+                    };
+                    routes.push(Route::Run(run_ref.clone()));
+                    for listed in source::list(run, &self.cache) {
+                        ids.insert(listed.id.clone());
+                        routes.push(Route::Instance(run_ref.clone(), listed.id));
+                    }
+                }
+                routes.extend(ids.into_iter().map(Route::Across));
+            }
             Kind::Ablation(_) => {
                 let Some(table) = self.table() else {
                     return routes;
