@@ -5,7 +5,7 @@
 //! ends the start with one line instead of being lost.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bollard::models::{
     HostConfig, ResourcesUlimits, SystemInfo, SystemInfoCgroupVersionEnum, SystemVersion,
