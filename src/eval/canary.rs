@@ -7,7 +7,12 @@
 //! passed on the command line with the directives when there are any (pytest, sympy's `bin/test`
 //! as a path, Django's `runtests.py` as a module label), or two tests appended to a touched test
 //! file, so that they compile into the same cargo test target (cargo then gets `--no-fail-fast`,
-//! so that the failing canary does not stop the binaries after it).
+//! so that the failing canary does not stop the binaries after it). The runners of the
+//! Multilingual records get theirs in their own form (`family`): created, appended to a test
+//! file of the test patch, or put inside its last closing brace ([`Placement`]), with the test
+//! command's name filter widened to them ([`NameFilter`]); where they cannot be placed with
+//! certainty the plan says why ([`CanaryPlan::untrusted`]) and no run is trusted ([`check`]).
+//! For those runners the summary is not compared yet ([`super::parse::summary::compares_summary`]).
 //!
 //! [`verify`] trusts a run only when the parsed log shows the first passed and the second failed,
 //! the test command's exit status says a test failed, and the runner's own summary agrees with

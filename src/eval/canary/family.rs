@@ -14,8 +14,9 @@
 //! - JavaScript: `it(…)` blocks appended to a test file of the test patch (Jest, Karma's
 //!   Mocha or Jasmine, Mocha with a TAP reporter), `QUnit.test(…)` for QUnit, Vitest's `test`
 //!   imported under a name of aci's; jest's `-t`, mocha's `-g` and QUnit's `-f` widened.
-//! - Ruby: a `Minitest::Test` or `Test::Unit::TestCase` class, or an `RSpec.describe` block,
-//!   appended to a test file of the test patch; `-n` widened.
+//! - Ruby: a `Minitest::Test` class (its tests named with a closing period, which minitest's
+//!   parser needs), a `Test::Unit::TestCase` class, or an `RSpec.describe` block, appended to a
+//!   test file of the test patch; `-n` widened.
 //! - C++: a GoogleTest `TEST` or a doctest `TEST_CASE` with two `SUBCASE`s appended to a test
 //!   source of the test patch, only when the test command compiles it (a `ctest` run of a binary
 //!   built before it would not hold them).
@@ -440,8 +441,16 @@ fn ruby(parser: ParserName, command_line: &str, left: &[String], names: &CanaryN
         } else {
             "(defined?(Minitest::Test) ? Minitest::Test : MiniTest::Unit::TestCase)"
         };
+        // minitest's `-v` line is `Class#name = 0.00 s = .`, and the parser reads the text before
+        // a `. ` (jekyll's names are sentences): the name ends with a period.
         let method = |name: &str, want: u32| {
-            format!("  def {name}\n    assert_equal({want}, {a} + {b})\n  end\n")
+            if parser == ParserName::RubyUnit {
+                format!("  def {name}\n    assert_equal({want}, {a} + {b})\n  end\n")
+            } else {
+                format!(
+                    "  define_method(:'{name}.') do\n    assert_equal({want}, {a} + {b})\n  end\n"
+                )
+            }
         };
         format!(
             "\nclass {class} < {base}\n{}\n{}end\n",

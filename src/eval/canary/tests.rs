@@ -807,8 +807,8 @@ fn ruby_runners_get_a_test_class_or_describe_block_appended_and_dash_n_widened()
             path: "test/test_filters.rb".to_owned(),
             content:
                 "\nclass AciCanary_aaaaaaaaaaaa < (defined?(Minitest::Test) ? Minitest::Test : \
-                      MiniTest::Unit::TestCase)\n  def test_bbbbbbbbbbbb\n    \
-                      assert_equal(5, 2 + 3)\n  end\n\n  def test_cccccccccccc\n    \
+                      MiniTest::Unit::TestCase)\n  define_method(:'test_bbbbbbbbbbbb.') do\n    \
+                      assert_equal(5, 2 + 3)\n  end\n\n  define_method(:'test_cccccccccccc.') do\n    \
                       assert_equal(6, 2 + 3)\n  end\nend\n"
                     .to_owned(),
             placement: Placement::Append,
