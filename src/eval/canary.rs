@@ -7,7 +7,12 @@
 //! passed on the command line with the directives when there are any (pytest, sympy's `bin/test`
 //! as a path, Django's `runtests.py` as a module label), or two tests appended to a touched test
 //! file, so that they compile into the same cargo test target (cargo then gets `--no-fail-fast`,
-//! so that the failing canary does not stop the binaries after it).
+//! so that the failing canary does not stop the binaries after it). The runners of the
+//! Multilingual records get theirs in their own form (`family`): created, appended to a test
+//! file of the test patch, or put inside its last closing brace ([`Placement`]), with the test
+//! command's name filter widened to them ([`NameFilter`]); where they cannot be placed with
+//! certainty the plan says why ([`CanaryPlan::untrusted`]) and no run is trusted ([`check`]).
+//! For those runners the summary is not compared yet ([`super::parse::summary::compares_summary`]).
 //!
 //! [`verify`] trusts a run only when the parsed log shows the first passed and the second failed,
 //! the test command's exit status says a test failed, and the runner's own summary agrees with
@@ -22,7 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::grade::lookup;
-use super::parse::summary::{line_tally, pytest_summary_section, runner_tally, test_region};
+use super::parse::summary::{
+    compares_summary, line_tally, pytest_summary_section, runner_tally, test_region,
+};
 use super::parse::{ParserName, TestStatus, recorded_exit_code};
 use super::plan::{GradingPlan, django_label, test_directives};
 use super::script::{END_MARKER, EvalStep, patch_files, shell_quote};
@@ -88,15 +95,38 @@ pub fn random_word() -> u64 {
     hasher.finish()
 }
 
-/// A file `eval.sh` writes (or appends to) right before the tests.
+/// How a canary file's content goes into the repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A new file (a Python module; a Rust test target when the test patch has no `.rs` file).
+    Create,
+    /// At the end of an existing test file (Rust, Go, JavaScript, Ruby, C++).
+    Append,
+    /// Inside the last closing brace of an existing test file: the class of a Java or PHP test.
+    BeforeLastBrace,
+}
+
+/// A file `eval.sh` writes (or writes into) right before the tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CanaryFile {
     /// Relative to the repository.
     pub path: String,
     /// What is written.
     pub content: String,
-    /// Appended to a file of the test patch (a Rust test file) rather than created.
-    pub append: bool,
+    /// Where it goes.
+    pub placement: Placement,
+}
+
+/// A test command's option that runs only the tests whose names match its value (`go test
+/// -run`, ruby's `-n`, jest's `-t`, mocha's `-g`, QUnit's `-f`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameFilter {
+    /// The option as the command writes it (`-run`, `--grep`, …).
+    pub flag: String,
+    /// Its value as the runner reads it (unquoted).
+    pub value: String,
+    /// The value that lets the canaries through too.
+    pub widened: String,
 }
 
 /// Where and how one evaluation's canaries run.
@@ -111,6 +141,11 @@ pub struct CanaryPlan {
     pub directive: Option<String>,
     /// `cargo test` gets `--no-fail-fast`.
     pub no_fail_fast: bool,
+    /// The test command's name filter, widened to the canaries' names ([`widen_name_filter`]).
+    pub name_filter: Option<NameFilter>,
+    /// Why no canary could be placed with certainty for this runner (then `files` is empty and
+    /// the run is never trusted).
+    pub untrusted: Option<String>,
 }
 
 /// The canaries of one evaluation with `plan`, beside the tests `test_patch` touches.
@@ -122,7 +157,8 @@ pub struct CanaryPlan {
 /// spec's directives, or an instance's own command that names a file of the test patch; otherwise
 /// the runner's discovery finds it there. cargo gets two tests appended to the first `.rs` file of
 /// the test patch (under `src/` or `tests/` if there is one), which puts them in the same target,
-/// or a new `tests/<names.module>.rs` when the test patch has none.
+/// or a new `tests/<names.module>.rs` when the test patch has none. The runners of the
+/// Multilingual records get theirs from [`family::language_plan`].
 pub fn canary_plan(plan: &GradingPlan, test_patch: Option<&str>, names: CanaryNames) -> CanaryPlan {
     let test_patch = test_patch.unwrap_or_default();
     let left: Vec<String> = patch_files(test_patch)
@@ -131,6 +167,11 @@ pub fn canary_plan(plan: &GradingPlan, test_patch: Option<&str>, names: CanaryNa
         .collect();
     if matches!(plan.parser, ParserName::Cargo | ParserName::CargoSwebench) {
         return rust_plan(&left, names);
+    }
+    if let Some(canary) =
+        family::language_plan(plan.parser, &plan.command_line(), &left, test_patch, &names)
+    {
+        return canary;
     }
     let dir = left
         .iter()
@@ -162,10 +203,12 @@ pub fn canary_plan(plan: &GradingPlan, test_patch: Option<&str>, names: CanaryNa
         files: vec![CanaryFile {
             path,
             content,
-            append: false,
+            placement: Placement::Create,
         }],
         directive,
         no_fail_fast: false,
+        name_filter: None,
+        untrusted: None,
     }
 }
 
@@ -189,12 +232,12 @@ fn rust_plan(left: &[String], names: CanaryNames) -> CanaryPlan {
         Some(path) => CanaryFile {
             path: (*path).clone(),
             content: rust_tests(&names),
-            append: true,
+            placement: Placement::Append,
         },
         None => CanaryFile {
             path: format!("tests/{}.rs", names.module),
             content: rust_tests(&names).trim_start().to_owned(),
-            append: false,
+            placement: Placement::Create,
         },
     };
     CanaryPlan {
@@ -202,6 +245,8 @@ fn rust_plan(left: &[String], names: CanaryNames) -> CanaryPlan {
         files: vec![file],
         directive: None,
         no_fail_fast: true,
+        name_filter: None,
+        untrusted: None,
     }
 }
 
@@ -257,7 +302,7 @@ pub fn add_canaries(steps: &mut Vec<EvalStep>, canary: &CanaryPlan) {
     let created: Vec<String> = canary
         .files
         .iter()
-        .filter(|file| !file.append)
+        .filter(|file| file.placement == Placement::Create)
         .map(|file| shell_quote(&file.path))
         .collect();
     if let Some(index) = steps.iter().position(|step| *step == EvalStep::EndMarker)
@@ -268,12 +313,16 @@ pub fn add_canaries(steps: &mut Vec<EvalStep>, canary: &CanaryPlan) {
     }
 }
 
-/// The test command with what `canary` needs: `--no-fail-fast` for cargo, and the canary
-/// module's path or label when the command names its tests. (A staged evaluation writes the
-/// canary files itself, right before the tests, so no script holds their text.)
+/// The test command with what `canary` needs: `--no-fail-fast` for cargo, its name filter
+/// widened to the canaries, and the canary module's path or label when the command names its
+/// tests. (A staged evaluation writes the canary files itself, right before the tests, so no
+/// script holds their text.)
 pub fn add_to_command_line(command_line: &mut String, canary: &CanaryPlan) {
     if canary.no_fail_fast {
         *command_line = with_no_fail_fast(command_line);
+    }
+    if let Some(filter) = &canary.name_filter {
+        *command_line = widen_name_filter(command_line, filter);
     }
     if let Some(directive) = &canary.directive {
         command_line.push(' ');
@@ -281,22 +330,90 @@ pub fn add_to_command_line(command_line: &mut String, canary: &CanaryPlan) {
     }
 }
 
-/// The shell lines that write `files`, each from a quoted heredoc.
+/// The shell lines that write `files`, each from a quoted heredoc (as [`placed`] places them).
 fn write_command(files: &[CanaryFile]) -> String {
     let mut lines = Vec::new();
     for file in files {
-        let redirect = if file.append { ">>" } else { ">" };
         let path = shell_quote(&file.path);
+        let content = file.content.trim_end_matches('\n');
+        if file.placement == Placement::BeforeLastBrace {
+            // The text before the file's last `}`, the canaries, a newline, then the `}` and
+            // what follows it; a file without `}` is left as it is.
+            lines.push(format!(
+                "aci_t=$(cat -- {path}; printf x) && aci_t=${{aci_t%x}} && aci_c=$(cat <<'{DELIMITER}'"
+            ));
+            lines.push(content.to_owned());
+            lines.push(DELIMITER.to_owned());
+            lines.push(format!(
+                ") && case $aci_t in *\\}}*) printf '%s%s\\n}}%s' \"${{aci_t%\\}}*}}\" \"$aci_c\" \
+                 \"${{aci_t##*\\}}}}\" > {path};; esac"
+            ));
+            continue;
+        }
+        let redirect = if file.placement == Placement::Append {
+            ">>"
+        } else {
+            ">"
+        };
         let mut line = String::new();
         if let Some((dir, _)) = file.path.rsplit_once('/') {
             line.push_str(&format!("mkdir -p -- {} && ", shell_quote(dir)));
         }
         line.push_str(&format!("cat {redirect} {path} <<'{DELIMITER}'"));
         lines.push(line);
-        lines.push(file.content.trim_end_matches('\n').to_owned());
+        lines.push(content.to_owned());
         lines.push(DELIMITER.to_owned());
     }
     lines.join("\n")
+}
+
+/// The bytes of `file.path` once its canaries are in, from its current bytes (`None`: the file
+/// does not exist): the content alone ([`Placement::Create`]), after the current text
+/// ([`Placement::Append`]), or right before its last `}` ([`Placement::BeforeLastBrace`]); the
+/// content always ends with one newline.
+///
+/// # Errors
+/// [`Placement::BeforeLastBrace`] into a file that does not exist or has no `}`.
+pub fn placed(current: Option<&[u8]>, file: &CanaryFile) -> Result<Vec<u8>, String> {
+    let mut content = file.content.trim_end_matches('\n').as_bytes().to_vec();
+    content.push(b'\n');
+    match file.placement {
+        Placement::Create => Ok(content),
+        Placement::Append => {
+            let mut text = current.unwrap_or_default().to_vec();
+            text.extend_from_slice(&content);
+            Ok(text)
+        }
+        Placement::BeforeLastBrace => {
+            let current = current.ok_or_else(|| format!("{} does not exist", file.path))?;
+            let brace = current
+                .iter()
+                .rposition(|byte| *byte == b'}')
+                .ok_or_else(|| format!("{} has no closing brace", file.path))?;
+            let mut text = current[..brace].to_vec();
+            text.extend_from_slice(&content);
+            text.extend_from_slice(&current[brace..]);
+            Ok(text)
+        }
+    }
+}
+
+/// `command_line` with the value of `filter`'s option replaced by its widened value (quoted);
+/// unchanged when the option is not found.
+pub fn widen_name_filter(command_line: &str, filter: &NameFilter) -> String {
+    let Some(found) = family::find_option(command_line, &[filter.flag.as_str()]) else {
+        return command_line.to_owned();
+    };
+    let replacement = if found.joined {
+        shell_quote(&format!("{}={}", filter.flag, filter.widened))
+    } else {
+        shell_quote(&filter.widened)
+    };
+    format!(
+        "{}{replacement}{}",
+        &command_line[..found.start],
+        &command_line[found.end..]
+    )
 }
 
 /// `cargo test …` → `cargo test --no-fail-fast …`, at the first `cargo test` of the command, unless
@@ -328,6 +445,23 @@ fn with_no_fail_fast(command_line: &str) -> String {
         search = end;
     }
     command_line.to_owned()
+}
+
+/// Whether the log of an evaluation with `canary` can be trusted: never when no canary could be
+/// placed for its runner ([`CanaryPlan::untrusted`]), otherwise as [`verify`] says.
+///
+/// # Errors
+/// Why not, in words.
+pub fn check(
+    log: &str,
+    parser: ParserName,
+    canary: &CanaryPlan,
+    graded: &[&String],
+) -> Result<(), String> {
+    if let Some(reason) = &canary.untrusted {
+        return Err(format!("no canary could be placed: {reason}"));
+    }
+    verify(log, parser, &canary.names, graded)
 }
 
 /// Whether the evaluation's log can be trusted: `Err` says why not (the reason of an
@@ -387,16 +521,22 @@ pub fn verify(
         }
         Some(_) => {}
     }
-    let Some(summary) = runner_tally(region, parser) else {
-        return Err(format!(
-            "the log has no summary line of the {parser} runner"
-        ));
-    };
-    let lines = line_tally(region, parser);
-    if summary != lines {
-        return Err(format!(
-            "the runner's summary counts {summary}, but the log's result lines count {lines}"
-        ));
+    match runner_tally(region, parser) {
+        None if compares_summary(parser) => {
+            return Err(format!(
+                "the log has no summary line of the {parser} runner"
+            ));
+        }
+        None => {}
+        Some(summary) => {
+            let lines = line_tally(region, parser);
+            if summary != lines {
+                return Err(format!(
+                    "the runner's summary counts {summary}, but the log's result lines count \
+                     {lines}"
+                ));
+            }
+        }
     }
     if parser.is_pytest() {
         let section = (parser.parser())(pytest_summary_section(region));
@@ -419,5 +559,6 @@ fn names_a_node(test: &str) -> bool {
     test.contains("::") || test.ends_with(".py")
 }
 
+mod family;
 #[cfg(test)]
 mod tests;

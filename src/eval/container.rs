@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::canary::CanaryPlan;
+use super::canary::{self, CanaryPlan, Placement};
 use super::infra::{self, ResetAction, ResetEntry, TreeState};
 use super::script::{
     APPLY_PATCH_FAIL, EvalStep, Stages, TESTS_TIMEOUT, apply_patch_script, inert_script,
@@ -614,7 +614,9 @@ async fn plant_tripwires(
     Ok(plan)
 }
 
-/// Writes the canary files (an appended one after the file's current text).
+/// Writes the canary files where their placement puts them ([`canary::placed`]). A file that
+/// cannot take them (no closing brace to put them before) is left as it is: the canaries then
+/// have no result, and the run is not trusted.
 async fn write_canaries(
     sandbox: &mut impl Sandbox,
     repo_dir: &str,
@@ -622,21 +624,21 @@ async fn write_canaries(
 ) -> Result<(), SandboxError> {
     for file in &canary.files {
         let path = format!("{repo_dir}/{}", file.path);
-        let mut text = if file.append {
+        let current = if file.placement == Placement::Create {
+            None
+        } else {
             match sandbox.read_file(&path).await {
-                Ok(bytes) => bytes,
+                Ok(bytes) => Some(bytes),
                 Err(SandboxError::File {
                     kind: FileErrorKind::NotFound,
                     ..
-                }) => Vec::new(),
+                }) => None,
                 Err(error) => return Err(error),
             }
-        } else {
-            Vec::new()
         };
-        text.extend_from_slice(file.content.trim_end_matches('\n').as_bytes());
-        text.push(b'\n');
-        sandbox.write_file(&path, &text).await?;
+        if let Ok(text) = canary::placed(current.as_deref(), file) {
+            sandbox.write_file(&path, &text).await?;
+        }
     }
     Ok(())
 }

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 use super::canary::{
-    CanaryNames, CanaryPlan, UNTRUSTED_TEST_RUN, add_to_command_line, canary_plan, random_word,
-    verify,
+    CanaryNames, CanaryPlan, UNTRUSTED_TEST_RUN, add_to_command_line, canary_plan, check,
+    random_word,
 };
 use super::cause::{Cause, Evidence, classify, run_log_line};
 use super::container::{ContainerJob, ContainerRun, run_in_container};
@@ -506,7 +506,7 @@ impl Job<'_> {
             plan.eval_type,
         );
         if grade.error.is_none()
-            && let Err(detail) = verify(&log, plan.parser, &trial.canary.names, &self.graded())
+            && let Err(detail) = check(&log, plan.parser, &trial.canary, &self.graded())
         {
             grade = grade.into_untrusted(&detail);
         }
@@ -567,7 +567,7 @@ impl Job<'_> {
             LogReading::NotRun(reason) => {
                 Err(format!("the tripwire run has no gradeable log: {reason}"))
             }
-            LogReading::Ran(ran) => verify(&log, plan.parser, &trial.canary.names, &[])
+            LogReading::Ran(ran) => check(&log, plan.parser, &trial.canary, &[])
                 .map_err(|detail| format!("the tripwire run cannot be trusted: {detail}"))
                 .and_then(|()| tripwire::judge(&ran.status, &planted.checked, &passed_first)),
         };

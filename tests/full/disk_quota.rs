@@ -213,6 +213,8 @@ async fn the_evaluation_container_has_the_quota_too() {
         files: Vec::new(),
         directive: None,
         no_fail_fast: false,
+        name_filter: None,
+        untrusted: None,
     };
     let job = aci::eval::container::ContainerJob {
         patch: "",

@@ -22,6 +22,7 @@ mod agent_trajectory;
 mod baseline;
 mod batch_docker;
 mod batch_k8s;
+mod canary_languages;
 mod causes;
 mod config_ranges;
 mod disk_quota;

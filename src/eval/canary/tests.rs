@@ -76,7 +76,7 @@ fn pytest_gets_a_module_of_functions_beside_the_touched_tests_found_by_discovery
             content: "def test_bbbbbbbbbbbb():\n    assert 2 + 3 == 5\n\n\n\
                       def test_cccccccccccc():\n    assert 2 + 3 == 6\n"
                 .to_owned(),
-            append: false,
+            placement: Placement::Create,
         }]
     );
     // The command names no tests: a path would narrow the run to the canaries.
@@ -187,7 +187,7 @@ fn cargo_gets_two_tests_appended_to_a_touched_test_file_and_no_fail_fast() {
             content: "\n#[test]\nfn test_bbbbbbbbbbbb() {\n    assert_eq!(2 + 3, 5);\n}\n\n\
                       #[test]\nfn test_cccccccccccc() {\n    assert_eq!(2 + 3, 6);\n}\n"
                 .to_owned(),
-            append: true,
+            placement: Placement::Append,
         }]
     );
     assert_eq!(canary.directive, None);
@@ -203,7 +203,7 @@ fn cargo_gets_two_tests_appended_to_a_touched_test_file_and_no_fail_fast() {
     );
     let without = canary_plan(&plan(ParserName::Cargo, "cargo test", &[]), None, names());
     assert_eq!(without.files[0].path, "tests/test_aaaaaaaaaaaa.rs");
-    assert!(!without.files[0].append);
+    assert_eq!(without.files[0].placement, Placement::Create);
     assert!(without.files[0].content.starts_with("#[test]\n"));
 }
 
@@ -540,5 +540,506 @@ fn a_real_unittest_run_with_its_canaries_is_trusted_and_a_no_op_test_case_is_not
             names.fail
         )),
         "{log}"
+    );
+}
+
+/// The canaries of `parser` for a record whose test command is `test_cmd` and whose test patch
+/// changes `paths`.
+fn language(parser: ParserName, test_cmd: &str, paths: &[&str]) -> CanaryPlan {
+    canary_plan(
+        &plan(parser, test_cmd, &[]),
+        Some(&test_patch(paths)),
+        names(),
+    )
+}
+
+/// The command line `eval.sh` runs for `canary`.
+fn widened(test_cmd: &str, canary: &CanaryPlan) -> String {
+    let mut line = test_cmd.to_owned();
+    add_to_command_line(&mut line, canary);
+    line
+}
+
+#[test]
+fn go_gets_two_test_functions_appended_to_the_tested_packages_file_and_run_widened() {
+    let cmd = "(go test -v ./hugolib -run \"^Test.*Pages\") | cat";
+    let canary = language(
+        ParserName::Gotest,
+        cmd,
+        &["common/herrors/errors_test.go", "hugolib/pages_test.go"],
+    );
+    assert_eq!(
+        canary.files,
+        vec![CanaryFile {
+            path: "hugolib/pages_test.go".to_owned(),
+            content: "\nfunc Test_bbbbbbbbbbbb(t *testing.T) {\n\ta, b := 2, 3\n\
+                      \tif a+b != 5 {\n\t\tt.Errorf(\"%d + %d = %d, want 5\", a, b, a+b)\n\t}\n}\n\
+                      \nfunc Test_cccccccccccc(t *testing.T) {\n\ta, b := 2, 3\n\
+                      \tif a+b != 6 {\n\t\tt.Errorf(\"%d + %d = %d, want 6\", a, b, a+b)\n\t}\n}\n"
+                .to_owned(),
+            placement: Placement::Append,
+        }]
+    );
+    assert_eq!(
+        (canary.names.pass.as_str(), canary.names.fail.as_str()),
+        ("Test_bbbbbbbbbbbb", "Test_cccccccccccc")
+    );
+    assert_eq!(
+        canary.name_filter,
+        Some(NameFilter {
+            flag: "-run".to_owned(),
+            value: "^Test.*Pages".to_owned(),
+            widened: "^Test.*Pages|^Test_bbbbbbbbbbbb$|^Test_cccccccccccc$".to_owned(),
+        })
+    );
+    assert_eq!(
+        widened(cmd, &canary),
+        "(go test -v ./hugolib -run '^Test.*Pages|^Test_bbbbbbbbbbbb$|^Test_cccccccccccc$') | cat"
+    );
+    // The root package, `.`, and no filter.
+    let root = language(
+        ParserName::Gotest,
+        "(go test -v .) | cat",
+        &["binding/binding_test.go", "gin_test.go"],
+    );
+    assert_eq!(root.files[0].path, "gin_test.go");
+    assert_eq!(root.name_filter, None);
+    assert_eq!(
+        widened("(go test -v .) | cat", &root),
+        "(go test -v .) | cat"
+    );
+}
+
+#[test]
+fn java_gets_two_methods_inside_the_class_gradle_runs_in_junit_4_or_5() {
+    let cmd =
+        "(./gradlew test --tests org.apache.lucene.queries.intervals.TestIntervalBuilder) | cat";
+    let canary = language(
+        ParserName::GradleCustom,
+        cmd,
+        &[
+            "lucene/queries/src/test/org/apache/lucene/queries/intervals/TestIntervals.java",
+            "lucene/queries/src/test/org/apache/lucene/queries/intervals/TestIntervalBuilder.java",
+        ],
+    );
+    assert_eq!(
+        canary.files,
+        vec![CanaryFile {
+            path: "lucene/queries/src/test/org/apache/lucene/queries/intervals/\
+                   TestIntervalBuilder.java"
+                .to_owned(),
+            content: "\n    @org.junit.Test\n    public void test_bbbbbbbbbbbb() {\n        \
+                      org.junit.Assert.assertEquals(5, 2 + 3);\n    }\n\
+                      \n    @org.junit.Test\n    public void test_cccccccccccc() {\n        \
+                      org.junit.Assert.assertEquals(6, 2 + 3);\n    }\n"
+                .to_owned(),
+            placement: Placement::BeforeLastBrace,
+        }]
+    );
+    assert_eq!(canary.untrusted, None);
+    assert_eq!(
+        widened(cmd, &canary),
+        cmd,
+        "the class filter already runs them"
+    );
+
+    let jupiter = canary_plan(
+        &plan(ParserName::GradleCustom, "./gradlew test", &[]),
+        Some(
+            "diff --git a/src/test/java/a/FooTest.java b/src/test/java/a/FooTest.java\n\
+             --- a/src/test/java/a/FooTest.java\n+++ b/src/test/java/a/FooTest.java\n\
+             @@ -1 +1,2 @@\n import org.junit.jupiter.api.Test;\n+import java.util.List;\n",
+        ),
+        names(),
+    );
+    assert_eq!(
+        jupiter.files[0].content,
+        "\n    @org.junit.jupiter.api.Test\n    public void test_bbbbbbbbbbbb() {\n        \
+         org.junit.jupiter.api.Assertions.assertEquals(5, 2 + 3);\n    }\n\
+         \n    @org.junit.jupiter.api.Test\n    public void test_cccccccccccc() {\n        \
+         org.junit.jupiter.api.Assertions.assertEquals(6, 2 + 3);\n    }\n"
+    );
+    let ant = language(
+        ParserName::Ant,
+        "(ant test) | cat",
+        &["test/core/src/lombok/ValTest.java"],
+    );
+    assert_eq!(ant.files[0].placement, Placement::BeforeLastBrace);
+    assert_eq!(ant.files[0].path, "test/core/src/lombok/ValTest.java");
+}
+
+#[test]
+fn phpunit_gets_two_methods_testdox_prints_whole_inside_the_named_class() {
+    let cmd = "(vendor/bin/phpunit --testdox --colors=never tests/Carbon/RoundTest.php) | cat";
+    let canary = language(
+        ParserName::Phpunit,
+        cmd,
+        &[
+            "tests/CarbonImmutable/RoundTest.php",
+            "tests/Carbon/RoundTest.php",
+        ],
+    );
+    // 0–f become a–p: `--testdox` prints `test_canary_bbbbbbbbbbbb` as `Canary bbbbbbbbbbbb`.
+    assert_eq!(
+        canary.files,
+        vec![CanaryFile {
+            path: "tests/Carbon/RoundTest.php".to_owned(),
+            content: "\n    public function test_canary_llllllllllll()\n    {\n        \
+                      $this->assertSame(5, 2 + 3);\n    }\n\
+                      \n    public function test_canary_mmmmmmmmmmmm()\n    {\n        \
+                      $this->assertSame(6, 2 + 3);\n    }\n"
+                .to_owned(),
+            placement: Placement::BeforeLastBrace,
+        }]
+    );
+    assert_eq!(
+        (canary.names.pass.as_str(), canary.names.fail.as_str()),
+        ("llllllllllll", "mmmmmmmmmmmm")
+    );
+}
+
+#[test]
+fn javascript_runners_get_blocks_appended_to_the_named_test_file_and_filters_widened() {
+    let jest = language(
+        ParserName::Jest,
+        "(yarn test packages/docusaurus/src/server/__tests__/brokenLinks.test.ts --verbose) | cat",
+        &[
+            "packages/docusaurus/src/server/__tests__/__fixtures__/a.md",
+            "packages/docusaurus/src/server/__tests__/brokenLinks.test.ts",
+        ],
+    );
+    assert_eq!(
+        jest.files,
+        vec![CanaryFile {
+            path: "packages/docusaurus/src/server/__tests__/brokenLinks.test.ts".to_owned(),
+            content: "\nit('test_bbbbbbbbbbbb', () => {\n  if (2 + 3 !== 5) {\n    \
+                      throw new Error('2 + 3 is ' + (2 + 3) + ', not 5');\n  }\n});\n\
+                      \nit('test_cccccccccccc', () => {\n  if (2 + 3 !== 6) {\n    \
+                      throw new Error('2 + 3 is ' + (2 + 3) + ', not 6');\n  }\n});\n"
+                .to_owned(),
+            placement: Placement::Append,
+        }]
+    );
+    assert_eq!(jest.name_filter, None);
+
+    let cmd = "(yarn jest packages/x -t \"arrow\" --verbose) | cat";
+    let filtered = language(ParserName::Jest, cmd, &["packages/x/test/index.js"]);
+    assert_eq!(
+        widened(cmd, &filtered),
+        "(yarn jest packages/x -t '(?:arrow)|test_bbbbbbbbbbbb|test_cccccccccccc' --verbose) | cat"
+    );
+
+    let vitest = language(
+        ParserName::Vitest,
+        "(pnpm run test packages/runtime-core/__tests__/apiWatch.spec.ts --no-watch \
+         --reporter=verbose) | cat",
+        &["packages/runtime-core/__tests__/apiWatch.spec.ts"],
+    );
+    assert_eq!(
+        vitest.files[0].content,
+        "\nimport * as aci_aaaaaaaaaaaa from 'vitest';\n\
+         \naci_aaaaaaaaaaaa.test('test_bbbbbbbbbbbb', () => {\n  \
+         aci_aaaaaaaaaaaa.expect(2 + 3).toBe(5);\n});\n\
+         \naci_aaaaaaaaaaaa.test('test_cccccccccccc', () => {\n  \
+         aci_aaaaaaaaaaaa.expect(2 + 3).toBe(6);\n});\n"
+    );
+
+    let cmd = "(npx qunit test/unit/src/core/Object3D.tests.js -f \"/json|clone|copy/i\") | cat";
+    let qunit = language(
+        ParserName::Tap,
+        cmd,
+        &["test/unit/src/core/Object3D.tests.js"],
+    );
+    assert_eq!(
+        qunit.files[0].content,
+        "\nQUnit.test('test_bbbbbbbbbbbb', (assert) => {\n  assert.strictEqual(2 + 3, 5);\n});\n\
+         \nQUnit.test('test_cccccccccccc', (assert) => {\n  assert.strictEqual(2 + 3, 6);\n});\n"
+    );
+    assert_eq!(
+        widened(cmd, &qunit),
+        "(npx qunit test/unit/src/core/Object3D.tests.js -f \
+         '/(?:json|clone|copy)|test_bbbbbbbbbbbb|test_cccccccccccc/i') | cat"
+    );
+    let plain = language(
+        ParserName::Tap,
+        "npx qunit t.js --filter=Object3D.copy",
+        &["test/t.js"],
+    );
+    assert_eq!(
+        widened("npx qunit t.js --filter=Object3D.copy", &plain),
+        "npx qunit t.js '--filter=/(?:Object3D\\.copy)|test_bbbbbbbbbbbb|test_cccccccccccc/i'"
+    );
+
+    let cmd = "(npx mocha -R tap test/unit/adapters/http.js -g 'body length') | cat";
+    let mocha = language(ParserName::Tap, cmd, &["test/unit/adapters/http.js"]);
+    assert!(
+        mocha.files[0]
+            .content
+            .starts_with("\nit('test_bbbbbbbbbbbb', () => {")
+    );
+    assert_eq!(
+        widened(cmd, &mocha),
+        "(npx mocha -R tap test/unit/adapters/http.js -g \
+         '(?:body length)|test_bbbbbbbbbbbb|test_cccccccccccc') | cat"
+    );
+
+    let karma = language(
+        ParserName::Karma,
+        "(COVERAGE=false npx karma start karma.conf.js --single-run \
+         --grep=\"test/browser/render.test.js\") | cat",
+        &["test/browser/focus.test.js", "test/browser/render.test.js"],
+    );
+    assert_eq!(karma.files[0].path, "test/browser/render.test.js");
+    assert_eq!(karma.name_filter, None, "karma's --grep picks files");
+}
+
+#[test]
+fn ruby_runners_get_a_test_class_or_describe_block_appended_and_dash_n_widened() {
+    let cmd = "(bundle exec ruby -I test test/test_filters.rb -v -n \"/where_exp filter/\") | cat";
+    let minitest = language(
+        ParserName::Minitest,
+        cmd,
+        &["test/source/_posts/a.md", "test/test_filters.rb"],
+    );
+    assert_eq!(
+        minitest.files,
+        vec![CanaryFile {
+            path: "test/test_filters.rb".to_owned(),
+            content:
+                "\nclass AciCanary_aaaaaaaaaaaa < (defined?(Minitest::Test) ? Minitest::Test : \
+                      MiniTest::Unit::TestCase)\n  define_method(:'test_bbbbbbbbbbbb.') do\n    \
+                      assert_equal(5, 2 + 3)\n  end\n\n  define_method(:'test_cccccccccccc.') do\n    \
+                      assert_equal(6, 2 + 3)\n  end\nend\n"
+                    .to_owned(),
+            placement: Placement::Append,
+        }]
+    );
+    assert_eq!(
+        widened(cmd, &minitest),
+        "(bundle exec ruby -I test test/test_filters.rb -v -n \
+         '/(?:where_exp filter)|test_bbbbbbbbbbbb|test_cccccccccccc/') | cat"
+    );
+    let cmd = "(bundle exec ruby test/plugin/test_in_tail.rb -v -n test_ENOENT_error) | cat";
+    let unit = language(ParserName::RubyUnit, cmd, &["test/plugin/test_in_tail.rb"]);
+    assert!(
+        unit.files[0]
+            .content
+            .starts_with("\nclass AciCanary_aaaaaaaaaaaa < Test::Unit::TestCase\n")
+    );
+    assert_eq!(
+        widened(cmd, &unit),
+        "(bundle exec ruby test/plugin/test_in_tail.rb -v -n \
+         '/\\A(?:test_ENOENT_error)\\z|test_bbbbbbbbbbbb|test_cccccccccccc/') | cat"
+    );
+    let cmd = "(bundle exec rspec spec/fpm/package/deb_spec.rb --no-color --format json | \
+               sed -n '/^{/,$p' | jq -r '.examples[] | \"\\(.description) - \\(.status)\"') | cat";
+    let rspec = language(
+        ParserName::RspecTransformedJson,
+        cmd,
+        &["spec/fixtures/deb/a.txt", "spec/fpm/package/deb_spec.rb"],
+    );
+    assert_eq!(
+        rspec.files[0].content,
+        "\nRSpec.describe 'AciCanary_aaaaaaaaaaaa' do\n  it 'test_bbbbbbbbbbbb' do\n    \
+         expect(2 + 3).to eq(5)\n  end\n\n  it 'test_cccccccccccc' do\n    \
+         expect(2 + 3).to eq(6)\n  end\nend\n"
+    );
+    assert_eq!(rspec.files[0].path, "spec/fpm/package/deb_spec.rb");
+    assert_eq!(widened(cmd, &rspec), cmd, "sed's -n is not RSpec's");
+}
+
+#[test]
+fn cpp_tests_are_appended_only_when_the_test_command_compiles_them() {
+    let cmd =
+        "cmake --build build --target printf-test && ctest --test-dir build -V -R printf-test";
+    let gtest = language(ParserName::Googletest, cmd, &["test/printf-test.cc"]);
+    assert_eq!(
+        gtest.files,
+        vec![CanaryFile {
+            path: "test/printf-test.cc".to_owned(),
+            content: "\nTEST(AciCanary_aaaaaaaaaaaa, test_bbbbbbbbbbbb) {\n    \
+                      EXPECT_EQ(2 + 3, 5);\n}\n\
+                      \nTEST(AciCanary_aaaaaaaaaaaa, test_cccccccccccc) {\n    \
+                      EXPECT_EQ(2 + 3, 6);\n}\n"
+                .to_owned(),
+            placement: Placement::Append,
+        }]
+    );
+    let doctest = language(
+        ParserName::Doctest,
+        "make -C build test-udt && ./build/tests/test-udt -s -r=xml",
+        &["tests/src/unit-udt.cpp"],
+    );
+    assert_eq!(
+        doctest.files[0].content,
+        "\nTEST_CASE(\"AciCanary_aaaaaaaaaaaa\") {\n    SUBCASE(\"test_bbbbbbbbbbbb\") {\n        \
+         CHECK(2 + 3 == 5);\n    }\n    SUBCASE(\"test_cccccccccccc\") {\n        \
+         CHECK(2 + 3 == 6);\n    }\n}\n"
+    );
+    let prebuilt = language(
+        ParserName::Googletest,
+        "(ctest --test-dir build -V -R printf-test) | cat",
+        &["test/printf-test.cc"],
+    );
+    assert_eq!(prebuilt.files, Vec::new());
+    assert_eq!(
+        prebuilt.untrusted.as_deref(),
+        Some(
+            "the test command runs test binaries built before it ((ctest --test-dir build -V -R \
+             printf-test) | cat), so canaries written before it are not compiled in"
+        )
+    );
+}
+
+#[test]
+fn runners_whose_canaries_cannot_be_placed_with_certainty_are_never_trusted() {
+    let cases = [
+        (
+            ParserName::Maven,
+            "(mvnd test -B -pl gson -Dtest=com.google.gson.FooTest#testA) | cat",
+            "gson/src/test/java/com/google/gson/FooTest.java",
+            "Maven runs only the tests its -Dtest options name (surefire's includes), so no \
+             canary can run beside them",
+        ),
+        (
+            ParserName::Redis,
+            "(TERM=dumb ./runtest --durable --single unit/type/stream) | cat",
+            "tests/unit/type/stream.tcl",
+            "redis's Tcl suite runs the test units its runtest options name, and a new unit is \
+             not among them",
+        ),
+        (
+            ParserName::Jq,
+            "(make check) | cat",
+            "tests/jq.test",
+            "jq's `make check` runs the test scripts its Makefile lists, and a new one is not \
+             among them",
+        ),
+        (
+            ParserName::MicropythonTest,
+            "(cd tests && ./run-tests.py -i basics/fun) | cat",
+            "tests/basics/fun_name.py",
+            "MicroPython's run-tests.py runs the test directories it is given and judges each \
+             test by its expected output, so no canary can be placed with certainty",
+        ),
+        (
+            ParserName::Cucumber,
+            "(bundle exec cucumber --format progress features/a.feature) | cat",
+            "features/a.feature",
+            "Cucumber runs feature files through the project's step definitions, so no canary \
+             can be placed with certainty",
+        ),
+        (
+            ParserName::Ant,
+            "(ant test.instance) | cat",
+            "test/transform/resource/before/ValInLambda.java",
+            "the test patch leaves no JUnit test class (*Test.java, Test*.java) to hold the \
+             canaries",
+        ),
+        (
+            ParserName::GradleCustom,
+            "(./gradlew test --tests io.reactivex.ObservableSwitchTest) | cat",
+            "src/test/java/io/reactivex/ObservableConcatTest.java",
+            "the test patch leaves no JUnit class that --tests io.reactivex.ObservableSwitchTest \
+             names",
+        ),
+        (
+            ParserName::Jest,
+            "(yarn jest babel-parser -t \"arrow\" --verbose) | cat",
+            "packages/babel-parser/test/fixtures/es2015/yield/input.js",
+            "the test patch leaves no JavaScript or TypeScript test file to hold the canaries",
+        ),
+        (
+            ParserName::Tap,
+            "(npx tap test/a.js) | cat",
+            "test/a.js",
+            "its TAP comes from a producer other than Mocha or QUnit, whose tests need the \
+             producer's own module",
+        ),
+        (
+            ParserName::Gotest,
+            "(go test -v ./...) | cat",
+            "testdata/a.golden",
+            "the test patch leaves no _test.go file to hold the canaries",
+        ),
+    ];
+    for (parser, cmd, path, reason) in cases {
+        let canary = language(parser, cmd, &[path]);
+        assert_eq!(canary.files, Vec::new(), "{parser}");
+        assert_eq!(canary.untrusted.as_deref(), Some(reason), "{parser}");
+        assert_eq!(
+            check(GO_LOG, parser, &canary, &[]),
+            Err(format!("no canary could be placed: {reason}")),
+            "{parser}"
+        );
+    }
+}
+
+/// A `go test -v` run of two tests and the canaries, between the markers.
+const GO_LOG: &str = "+ : '>>>>> Start Test Output'\n\
+    === RUN   TestRouter\n--- PASS: TestRouter (0.00s)\n\
+    === RUN   Test_bbbbbbbbbbbb\n--- PASS: Test_bbbbbbbbbbbb (0.00s)\n\
+    === RUN   Test_cccccccccccc\n    x_test.go:9: 2 + 3 = 5, want 6\n\
+    --- FAIL: Test_cccccccccccc (0.00s)\nFAIL\nFAIL\texample.com/x\t0.003s\nFAIL\n\
+    + : '>>>>> End Test Output'\n>>>>> Test Exit Code: 1\n";
+
+#[test]
+fn a_multilingual_run_is_trusted_on_its_canaries_and_exit_status_without_a_summary_compared() {
+    let canary = language(ParserName::Gotest, "go test -v .", &["x_test.go"]);
+    assert_eq!(check(GO_LOG, ParserName::Gotest, &canary, &[]), Ok(()));
+    let passed = GO_LOG.replace("--- FAIL: Test_cccccccccccc", "--- PASS: Test_cccccccccccc");
+    assert_eq!(
+        check(&passed, ParserName::Gotest, &canary, &[]),
+        Err("the canary test that must fail (Test_cccccccccccc) is reported PASSED".to_owned())
+    );
+    let exited = GO_LOG.replace("Exit Code: 1", "Exit Code: 0");
+    assert_eq!(
+        check(&exited, ParserName::Gotest, &canary, &[]),
+        Err("the test command exited with status 0 although a canary test failed".to_owned())
+    );
+}
+
+#[test]
+fn each_placement_puts_the_canaries_where_it_says_and_the_script_does_the_same() {
+    let file = |placement| CanaryFile {
+        path: "src/FooTest.php".to_owned(),
+        content: "\n    // canary\n".to_owned(),
+        placement,
+    };
+    let class = "<?php\nclass FooTest {\n    function testA() {}\n}\n// end\n";
+    assert_eq!(
+        placed(Some(class.as_bytes()), &file(Placement::BeforeLastBrace)).unwrap(),
+        b"<?php\nclass FooTest {\n    function testA() {}\n\n    // canary\n}\n// end\n"
+    );
+    assert_eq!(
+        placed(Some(b"a\n"), &file(Placement::Append)).unwrap(),
+        b"a\n\n    // canary\n"
+    );
+    assert_eq!(
+        placed(None, &file(Placement::Create)).unwrap(),
+        b"\n    // canary\n"
+    );
+    assert_eq!(
+        placed(Some(b"no brace\n"), &file(Placement::BeforeLastBrace)),
+        Err("src/FooTest.php has no closing brace".to_owned())
+    );
+    assert_eq!(
+        placed(None, &file(Placement::BeforeLastBrace)),
+        Err("src/FooTest.php does not exist".to_owned())
+    );
+    // The shell form of `eval.sh` writes the same bytes.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/FooTest.php"), class).unwrap();
+    let status = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(write_command(&[file(Placement::BeforeLastBrace)]))
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read(dir.path().join("src/FooTest.php")).unwrap(),
+        placed(Some(class.as_bytes()), &file(Placement::BeforeLastBrace)).unwrap()
     );
 }

@@ -71,6 +71,21 @@ pub fn runner_tally(region: &str, parser: ParserName) -> Option<Tally> {
     }
 }
 
+/// Whether [`runner_tally`] reads `parser`'s runner: aci's Python runners and cargo. The other
+/// parsers of the Multilingual records have no summary compared yet, so a log of theirs without
+/// one is not held against the run.
+pub fn compares_summary(parser: ParserName) -> bool {
+    parser.is_pytest()
+        || matches!(
+            parser,
+            ParserName::Cargo
+                | ParserName::CargoSwebench
+                | ParserName::Unittest
+                | ParserName::Django
+                | ParserName::Sympy
+        )
+}
+
 /// The result lines of `region`, counted as [`runner_tally`] counts them (nothing for the
 /// parsers [`runner_tally`] has no summary for).
 pub fn line_tally(region: &str, parser: ParserName) -> Tally {
