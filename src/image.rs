@@ -50,8 +50,9 @@ pub struct LanguageImage {
     pub needs_ca_bundle: bool,
 }
 
-/// Every language image aci knows how to build.
-pub const LANGUAGE_IMAGES: [LanguageImage; 2] = [
+/// Every language image aci knows how to build: Python and Rust (the default), then the
+/// toolchains of SWE-bench Multilingual's records.
+pub const LANGUAGE_IMAGES: [LanguageImage; 8] = [
     LanguageImage {
         language: "python",
         tag: "aci-python:bookworm",
@@ -64,6 +65,50 @@ pub const LANGUAGE_IMAGES: [LanguageImage; 2] = [
         dockerfile: include_str!("../docker/rust.Dockerfile"),
         needs_ca_bundle: false,
     },
+    LanguageImage {
+        language: "go",
+        tag: "aci-go:bookworm",
+        dockerfile: include_str!("../docker/go.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "java",
+        tag: "aci-java:bookworm",
+        dockerfile: include_str!("../docker/java.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "node",
+        tag: "aci-node:bookworm",
+        dockerfile: include_str!("../docker/node.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "php",
+        tag: "aci-php:bookworm",
+        dockerfile: include_str!("../docker/php.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "ruby",
+        tag: "aci-ruby:bookworm",
+        dockerfile: include_str!("../docker/ruby.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "c",
+        tag: "aci-c:bookworm",
+        dockerfile: include_str!("../docker/c.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+];
+
+/// The images `--lang default` builds: the ones the Python and Rust tasks run in.
+pub const DEFAULT_LANGUAGES: [&str; 2] = ["python", "rust"];
+
+/// What `--lang` accepts: each image's language, `default` and `all`.
+pub const LANG_CHOICES: [&str; 10] = [
+    "default", "all", "python", "rust", "go", "java", "node", "php", "ruby", "c",
 ];
 
 /// Why images could not be built.
@@ -92,7 +137,9 @@ pub enum ImageError {
         reason: std::io::Error,
     },
     /// An unknown language was asked for.
-    #[error("no image recipe for language `{0}` (known: python, rust)")]
+    #[error(
+        "no image recipe for language `{0}` (known: python, rust, go, java, node, php, ruby, c)"
+    )]
     UnknownLanguage(String),
     /// The release has no image for the language asked for.
     #[error("no {language} image for {release}: {reason}")]
@@ -117,10 +164,17 @@ pub struct BuiltImage {
     pub built: bool,
 }
 
-/// The language images for `--lang python|rust|all`.
+/// The language images for `--lang`: one language, `default` (Python and Rust) or `all`.
 pub fn select_languages(lang: &str) -> Result<Vec<LanguageImage>, ImageError> {
-    if lang == "all" {
-        return Ok(LANGUAGE_IMAGES.to_vec());
+    match lang {
+        "all" => return Ok(LANGUAGE_IMAGES.to_vec()),
+        "default" => {
+            return Ok(LANGUAGE_IMAGES
+                .into_iter()
+                .filter(|image| DEFAULT_LANGUAGES.contains(&image.language))
+                .collect());
+        }
+        _ => {}
     }
     LANGUAGE_IMAGES
         .iter()
@@ -389,15 +443,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn languages_are_selected_by_name_or_all() {
-        assert_eq!(select_languages("all").unwrap().len(), 2);
+    fn languages_are_selected_by_name_default_or_all() {
+        let names = |lang: &str| -> Vec<&str> {
+            select_languages(lang)
+                .unwrap()
+                .iter()
+                .map(|image| image.language)
+                .collect()
+        };
+        assert_eq!(names("default"), ["python", "rust"]);
+        assert_eq!(
+            names("all"),
+            ["python", "rust", "go", "java", "node", "php", "ruby", "c"]
+        );
+        assert_eq!(
+            select_languages("node").unwrap()[0].tag,
+            "aci-node:bookworm"
+        );
+        for choice in LANG_CHOICES {
+            assert!(select_languages(choice).is_ok(), "{choice}");
+        }
         assert_eq!(
             select_languages("rust").unwrap()[0].tag,
             "aci-rust:bookworm"
         );
         assert_eq!(
             select_languages("cobol").unwrap_err().to_string(),
-            "no image recipe for language `cobol` (known: python, rust)"
+            "no image recipe for language `cobol` (known: python, rust, go, java, node, php, \
+             ruby, c)"
         );
     }
 
@@ -405,7 +478,7 @@ mod tests {
     fn bullseye_has_no_rust_image_naming_it_is_an_error_and_all_leaves_it_out() {
         let mut lines = Vec::new();
         let mut progress = |line: &str| lines.push(line.to_owned());
-        let all = select_languages("all").unwrap();
+        let all = select_languages("default").unwrap();
         let bullseye = DebianRelease::Bullseye;
         let kept = languages_in_release(all.clone(), bullseye, &mut progress).unwrap();
         let kept: Vec<&str> = kept.iter().map(|image| image.language).collect();
