@@ -24,6 +24,7 @@ mod batch_docker;
 mod batch_k8s;
 mod causes;
 mod config_ranges;
+mod demo_multilingual;
 mod disk_quota;
 mod env_image;
 mod eval;
