@@ -19,6 +19,7 @@ pub mod spec_env;
 use std::collections::HashMap;
 use std::path::Path;
 
+use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::hint::Hint;
@@ -225,6 +226,9 @@ pub fn languages_in_release(
     }
 }
 
+/// How many language images are built at once.
+pub const BUILD_JOBS: usize = 2;
+
 /// Builds the bookworm images: [`build_release`] with [`DebianRelease::DEFAULT`].
 pub async fn build(
     runtime: &DockerRuntime,
@@ -236,8 +240,8 @@ pub async fn build(
 }
 
 /// Builds the base image of `release` (`aci-base:<release>`, when absent or forced) and the
-/// given language images on it (`aci-<lang>:<release>`, when absent, out of date or forced).
-/// `progress` gets one line per step.
+/// given language images on it (`aci-<lang>:<release>`, when absent, out of date or forced),
+/// [`BUILD_JOBS`] at a time. `progress` gets one line per step, each behind its language.
 pub async fn build_release(
     runtime: &DockerRuntime,
     release: DebianRelease,
@@ -245,7 +249,6 @@ pub async fn build_release(
     force: bool,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Vec<BuiltImage>, ImageError> {
-    let mut results = Vec::new();
     let base_tag = release.base_tag();
     let base = match runtime.inspect_image(&base_tag).await? {
         Some(info) if !force => {
@@ -271,6 +274,9 @@ pub async fn build_release(
             }
         }
     };
+    // Which images need building; the up-to-date ones are reported as they are found.
+    let mut pending: Vec<(usize, LanguageImage, String, String)> = Vec::new();
+    let mut done: Vec<Option<BuiltImage>> = Vec::new();
     for image in languages {
         if let Some(reason) = release.lacks_language(image.language) {
             return Err(ImageError::NotInRelease {
@@ -290,43 +296,70 @@ pub async fn build_release(
                 image.language,
                 short_id(&info.id)
             ));
-            results.push(BuiltImage {
+            done.push(Some(BuiltImage {
                 tag,
                 id: info.id,
                 built: false,
-            });
+            }));
             continue;
         }
-        let context = build_context(image)?;
-        let labels = HashMap::from([
-            (LABEL_IMAGE.to_owned(), image.language.to_owned()),
-            (LABEL_RECIPE.to_owned(), hash),
-        ]);
-        let args = HashMap::from([("BASE".to_owned(), base_tag.clone())]);
-        let prefix = format!("[{}] ", image.language);
-        let request = BuildRequest {
-            tag: &tag,
-            dockerfile: "Dockerfile",
-            context,
-            build_args: &args,
-            labels: &labels,
-            network: true,
-            host_network: false,
-        };
-        let id = runtime
-            .build_image(request, |line| progress(&format!("{prefix}{line}")))
-            .await?;
-        progress(&format!(
-            "[{}] built {tag} ({})",
-            image.language,
-            short_id(&id)
-        ));
-        results.push(BuiltImage {
-            tag,
-            id,
-            built: true,
-        });
+        pending.push((done.len(), *image, tag, hash));
+        done.push(None);
     }
+    // The builds run BUILD_JOBS at a time: one image's downloads overlap another's unpacking.
+    let progress = std::sync::Mutex::new(progress);
+    let say = |line: &str| {
+        let mut progress = progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        progress(line);
+    };
+    let base_tag = &base_tag;
+    let builds = futures_util::stream::iter(pending.into_iter().map(|(slot, image, tag, hash)| {
+        let say = &say;
+        async move {
+            let context = build_context(&image)?;
+            let labels = HashMap::from([
+                (LABEL_IMAGE.to_owned(), image.language.to_owned()),
+                (LABEL_RECIPE.to_owned(), hash),
+            ]);
+            let args = HashMap::from([("BASE".to_owned(), base_tag.clone())]);
+            let prefix = format!("[{}] ", image.language);
+            let request = BuildRequest {
+                tag: &tag,
+                dockerfile: "Dockerfile",
+                context,
+                build_args: &args,
+                labels: &labels,
+                network: true,
+                host_network: false,
+            };
+            let id = runtime
+                .build_image(request, |line| say(&format!("{prefix}{line}")))
+                .await?;
+            say(&format!(
+                "[{}] built {tag} ({})",
+                image.language,
+                short_id(&id)
+            ));
+            Ok::<_, ImageError>((
+                slot,
+                BuiltImage {
+                    tag,
+                    id,
+                    built: true,
+                },
+            ))
+        }
+    }))
+    .buffer_unordered(BUILD_JOBS)
+    .collect::<Vec<_>>()
+    .await;
+    for build in builds {
+        let (slot, built) = build?;
+        done[slot] = Some(built);
+    }
+    let mut results: Vec<BuiltImage> = done.into_iter().flatten().collect();
     results.insert(0, base);
     Ok(results)
 }
