@@ -67,8 +67,9 @@ pub enum ImagesCommand {
     /// Build the base image (debootstrap + docker import) and the language images on top of it.
     /// Does nothing for images that are present and up to date.
     Build {
-        /// Which language images to build.
-        #[arg(long, default_value = "all", value_parser = ["python", "rust", "all"])]
+        /// Which language images to build: one language, `default` (python and rust) or `all`
+        /// (also go, java, node, php, ruby and c, the toolchains of SWE-bench Multilingual).
+        #[arg(long, default_value = "default", value_parser = aci::image::LANG_CHOICES)]
         lang: String,
         /// Rebuild even when the images are present and up to date.
         #[arg(long)]

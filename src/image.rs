@@ -19,6 +19,7 @@ pub mod spec_env;
 use std::collections::HashMap;
 use std::path::Path;
 
+use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::hint::Hint;
@@ -50,8 +51,9 @@ pub struct LanguageImage {
     pub needs_ca_bundle: bool,
 }
 
-/// Every language image aci knows how to build.
-pub const LANGUAGE_IMAGES: [LanguageImage; 2] = [
+/// Every language image aci knows how to build: Python and Rust (the default), then the
+/// toolchains of SWE-bench Multilingual's records.
+pub const LANGUAGE_IMAGES: [LanguageImage; 8] = [
     LanguageImage {
         language: "python",
         tag: "aci-python:bookworm",
@@ -64,6 +66,50 @@ pub const LANGUAGE_IMAGES: [LanguageImage; 2] = [
         dockerfile: include_str!("../docker/rust.Dockerfile"),
         needs_ca_bundle: false,
     },
+    LanguageImage {
+        language: "go",
+        tag: "aci-go:bookworm",
+        dockerfile: include_str!("../docker/go.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "java",
+        tag: "aci-java:bookworm",
+        dockerfile: include_str!("../docker/java.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "node",
+        tag: "aci-node:bookworm",
+        dockerfile: include_str!("../docker/node.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "php",
+        tag: "aci-php:bookworm",
+        dockerfile: include_str!("../docker/php.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "ruby",
+        tag: "aci-ruby:bookworm",
+        dockerfile: include_str!("../docker/ruby.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+    LanguageImage {
+        language: "c",
+        tag: "aci-c:bookworm",
+        dockerfile: include_str!("../docker/c.Dockerfile"),
+        needs_ca_bundle: false,
+    },
+];
+
+/// The images `--lang default` builds: the ones the Python and Rust tasks run in.
+pub const DEFAULT_LANGUAGES: [&str; 2] = ["python", "rust"];
+
+/// What `--lang` accepts: each image's language, `default` and `all`.
+pub const LANG_CHOICES: [&str; 10] = [
+    "default", "all", "python", "rust", "go", "java", "node", "php", "ruby", "c",
 ];
 
 /// Why images could not be built.
@@ -92,7 +138,9 @@ pub enum ImageError {
         reason: std::io::Error,
     },
     /// An unknown language was asked for.
-    #[error("no image recipe for language `{0}` (known: python, rust)")]
+    #[error(
+        "no image recipe for language `{0}` (known: python, rust, go, java, node, php, ruby, c)"
+    )]
     UnknownLanguage(String),
     /// The release has no image for the language asked for.
     #[error("no {language} image for {release}: {reason}")]
@@ -117,10 +165,17 @@ pub struct BuiltImage {
     pub built: bool,
 }
 
-/// The language images for `--lang python|rust|all`.
+/// The language images for `--lang`: one language, `default` (Python and Rust) or `all`.
 pub fn select_languages(lang: &str) -> Result<Vec<LanguageImage>, ImageError> {
-    if lang == "all" {
-        return Ok(LANGUAGE_IMAGES.to_vec());
+    match lang {
+        "all" => return Ok(LANGUAGE_IMAGES.to_vec()),
+        "default" => {
+            return Ok(LANGUAGE_IMAGES
+                .into_iter()
+                .filter(|image| DEFAULT_LANGUAGES.contains(&image.language))
+                .collect());
+        }
+        _ => {}
     }
     LANGUAGE_IMAGES
         .iter()
@@ -171,6 +226,9 @@ pub fn languages_in_release(
     }
 }
 
+/// How many language images are built at once.
+pub const BUILD_JOBS: usize = 2;
+
 /// Builds the bookworm images: [`build_release`] with [`DebianRelease::DEFAULT`].
 pub async fn build(
     runtime: &DockerRuntime,
@@ -182,8 +240,8 @@ pub async fn build(
 }
 
 /// Builds the base image of `release` (`aci-base:<release>`, when absent or forced) and the
-/// given language images on it (`aci-<lang>:<release>`, when absent, out of date or forced).
-/// `progress` gets one line per step.
+/// given language images on it (`aci-<lang>:<release>`, when absent, out of date or forced),
+/// [`BUILD_JOBS`] at a time. `progress` gets one line per step, each behind its language.
 pub async fn build_release(
     runtime: &DockerRuntime,
     release: DebianRelease,
@@ -191,7 +249,6 @@ pub async fn build_release(
     force: bool,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Vec<BuiltImage>, ImageError> {
-    let mut results = Vec::new();
     let base_tag = release.base_tag();
     let base = match runtime.inspect_image(&base_tag).await? {
         Some(info) if !force => {
@@ -217,6 +274,9 @@ pub async fn build_release(
             }
         }
     };
+    // Which images need building; the up-to-date ones are reported as they are found.
+    let mut pending: Vec<(usize, LanguageImage, String, String)> = Vec::new();
+    let mut done: Vec<Option<BuiltImage>> = Vec::new();
     for image in languages {
         if let Some(reason) = release.lacks_language(image.language) {
             return Err(ImageError::NotInRelease {
@@ -236,43 +296,70 @@ pub async fn build_release(
                 image.language,
                 short_id(&info.id)
             ));
-            results.push(BuiltImage {
+            done.push(Some(BuiltImage {
                 tag,
                 id: info.id,
                 built: false,
-            });
+            }));
             continue;
         }
-        let context = build_context(image)?;
-        let labels = HashMap::from([
-            (LABEL_IMAGE.to_owned(), image.language.to_owned()),
-            (LABEL_RECIPE.to_owned(), hash),
-        ]);
-        let args = HashMap::from([("BASE".to_owned(), base_tag.clone())]);
-        let prefix = format!("[{}] ", image.language);
-        let request = BuildRequest {
-            tag: &tag,
-            dockerfile: "Dockerfile",
-            context,
-            build_args: &args,
-            labels: &labels,
-            network: true,
-            host_network: false,
-        };
-        let id = runtime
-            .build_image(request, |line| progress(&format!("{prefix}{line}")))
-            .await?;
-        progress(&format!(
-            "[{}] built {tag} ({})",
-            image.language,
-            short_id(&id)
-        ));
-        results.push(BuiltImage {
-            tag,
-            id,
-            built: true,
-        });
+        pending.push((done.len(), *image, tag, hash));
+        done.push(None);
     }
+    // The builds run BUILD_JOBS at a time: one image's downloads overlap another's unpacking.
+    let progress = std::sync::Mutex::new(progress);
+    let say = |line: &str| {
+        let mut progress = progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        progress(line);
+    };
+    let base_tag = &base_tag;
+    let builds = futures_util::stream::iter(pending.into_iter().map(|(slot, image, tag, hash)| {
+        let say = &say;
+        async move {
+            let context = build_context(&image)?;
+            let labels = HashMap::from([
+                (LABEL_IMAGE.to_owned(), image.language.to_owned()),
+                (LABEL_RECIPE.to_owned(), hash),
+            ]);
+            let args = HashMap::from([("BASE".to_owned(), base_tag.clone())]);
+            let prefix = format!("[{}] ", image.language);
+            let request = BuildRequest {
+                tag: &tag,
+                dockerfile: "Dockerfile",
+                context,
+                build_args: &args,
+                labels: &labels,
+                network: true,
+                host_network: false,
+            };
+            let id = runtime
+                .build_image(request, |line| say(&format!("{prefix}{line}")))
+                .await?;
+            say(&format!(
+                "[{}] built {tag} ({})",
+                image.language,
+                short_id(&id)
+            ));
+            Ok::<_, ImageError>((
+                slot,
+                BuiltImage {
+                    tag,
+                    id,
+                    built: true,
+                },
+            ))
+        }
+    }))
+    .buffer_unordered(BUILD_JOBS)
+    .collect::<Vec<_>>()
+    .await;
+    for build in builds {
+        let (slot, built) = build?;
+        done[slot] = Some(built);
+    }
+    let mut results: Vec<BuiltImage> = done.into_iter().flatten().collect();
     results.insert(0, base);
     Ok(results)
 }
@@ -389,15 +476,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn languages_are_selected_by_name_or_all() {
-        assert_eq!(select_languages("all").unwrap().len(), 2);
+    fn languages_are_selected_by_name_default_or_all() {
+        let names = |lang: &str| -> Vec<&str> {
+            select_languages(lang)
+                .unwrap()
+                .iter()
+                .map(|image| image.language)
+                .collect()
+        };
+        assert_eq!(names("default"), ["python", "rust"]);
+        assert_eq!(
+            names("all"),
+            ["python", "rust", "go", "java", "node", "php", "ruby", "c"]
+        );
+        assert_eq!(
+            select_languages("node").unwrap()[0].tag,
+            "aci-node:bookworm"
+        );
+        for choice in LANG_CHOICES {
+            assert!(select_languages(choice).is_ok(), "{choice}");
+        }
         assert_eq!(
             select_languages("rust").unwrap()[0].tag,
             "aci-rust:bookworm"
         );
         assert_eq!(
             select_languages("cobol").unwrap_err().to_string(),
-            "no image recipe for language `cobol` (known: python, rust)"
+            "no image recipe for language `cobol` (known: python, rust, go, java, node, php, \
+             ruby, c)"
         );
     }
 
@@ -405,7 +511,7 @@ mod tests {
     fn bullseye_has_no_rust_image_naming_it_is_an_error_and_all_leaves_it_out() {
         let mut lines = Vec::new();
         let mut progress = |line: &str| lines.push(line.to_owned());
-        let all = select_languages("all").unwrap();
+        let all = select_languages("default").unwrap();
         let bullseye = DebianRelease::Bullseye;
         let kept = languages_in_release(all.clone(), bullseye, &mut progress).unwrap();
         let kept: Vec<&str> = kept.iter().map(|image| image.language).collect();

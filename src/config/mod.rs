@@ -490,6 +490,12 @@ impl Default for EnvConfig {
             images: BTreeMap::from([
                 ("python".to_owned(), "aci-python:bookworm".to_owned()),
                 ("rust".to_owned(), "aci-rust:bookworm".to_owned()),
+                ("go".to_owned(), "aci-go:bookworm".to_owned()),
+                ("java".to_owned(), "aci-java:bookworm".to_owned()),
+                ("node".to_owned(), "aci-node:bookworm".to_owned()),
+                ("php".to_owned(), "aci-php:bookworm".to_owned()),
+                ("ruby".to_owned(), "aci-ruby:bookworm".to_owned()),
+                ("c".to_owned(), "aci-c:bookworm".to_owned()),
             ]),
             repo_dir: "/testbed".to_owned(),
             command_timeout: Seconds::whole(25),

@@ -6,6 +6,7 @@
 //! provisioner's result; none decides any of it again.
 
 pub mod grading;
+pub mod language;
 pub mod plan;
 mod provisioner;
 

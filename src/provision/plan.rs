@@ -13,6 +13,7 @@
 use serde_json::{Value, json};
 
 use super::grading::{GradingPlan, PlanError, grading_plan_for, log_parser_for, own_spec};
+use super::language;
 use crate::config::{EnvConfig, PullPolicy};
 use crate::image::LANGUAGE_IMAGES;
 use crate::image::pull::{image_from_template, is_built_locally};
@@ -329,10 +330,9 @@ pub fn plan(instance: &Instance, env: &EnvConfig, table: &SpecTable) -> EnvPlan 
     };
     EnvPlan {
         instance_id: instance.instance_id.clone(),
-        language: instance
-            .language
-            .clone()
-            .unwrap_or_else(|| "python".to_owned()),
+        language: language::language_of(instance)
+            .unwrap_or("python")
+            .to_owned(),
         image,
         repository,
         commit: instance.base_commit.clone(),
@@ -403,12 +403,14 @@ fn image_plan(instance: &Instance, env: &EnvConfig, table: &SpecTable) -> ImageP
             Err(error) => ImagePlan::Unbuildable(error),
         };
     }
-    let language = instance.language.as_deref().unwrap_or("python");
+    let language = language::language_of(instance).unwrap_or("python");
+    let toolchain = language::image_language(language);
     let reference = env
         .images
         .get(language)
+        .or_else(|| env.images.get(toolchain))
         .cloned()
-        .unwrap_or_else(|| format!("aci-{language}:bookworm"));
+        .unwrap_or_else(|| format!("aci-{toolchain}:bookworm"));
     chosen(reference, ImageChoice::Language, env)
 }
 

@@ -18,6 +18,7 @@ mod layering;
 mod lint_corpus;
 mod mini_swe_agent;
 mod model_http;
+mod multilingual_map;
 mod plan;
 mod project_config;
 mod record_fields;

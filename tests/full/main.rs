@@ -25,6 +25,7 @@ mod batch_k8s;
 mod canary_languages;
 mod causes;
 mod config_ranges;
+mod demo_multilingual;
 mod disk_quota;
 mod env_image;
 mod eval;

@@ -236,7 +236,24 @@ fn the_image_is_env_image_then_the_records_then_the_template_then_the_spec_then_
     let go = record(&serde_json::json!({"language": "go"}));
     assert_eq!(
         image_of(&go, &env()),
-        pulled("aci-go:bookworm", ImageChoice::Language)
+        built("aci-go:bookworm", ImageChoice::Language, bookworm)
+    );
+    // A language runs on its toolchain's image: TypeScript on Node.js's, C++ on C's.
+    let typescript = record(&serde_json::json!({"language": "typescript"}));
+    assert_eq!(
+        image_of(&typescript, &env()),
+        built("aci-node:bookworm", ImageChoice::Language, bookworm)
+    );
+    let cpp = record(&serde_json::json!({"language": "cpp"}));
+    assert_eq!(
+        image_of(&cpp, &env()),
+        built("aci-c:bookworm", ImageChoice::Language, bookworm)
+    );
+    // One aci builds no image for is pulled under its conventional name.
+    let cobol = record(&serde_json::json!({"language": "cobol"}));
+    assert_eq!(
+        image_of(&cobol, &env()),
+        pulled("aci-cobol:bookworm", ImageChoice::Language)
     );
     let own = record(&serde_json::json!({"language": "rust", "image": "my/img:1"}));
     assert_eq!(
