@@ -295,6 +295,9 @@ enum JsRunner {
     Vitest,
     /// QUnit: `QUnit.test`.
     Qunit,
+    /// Node's own runner (`node --test`): `test` from `node:test`, in a file of its own
+    /// beside the test file (CommonJS, so a TypeScript project's `allowJs` compiles it too).
+    NodeTest,
 }
 
 fn javascript(
@@ -311,9 +314,12 @@ fn javascript(
     let runner = match parser {
         ParserName::Vitest => JsRunner::Vitest,
         ParserName::Tap if runs("qunit") => JsRunner::Qunit,
+        ParserName::Tap if runs("node") && words.iter().any(|word| word == "--test") => {
+            JsRunner::NodeTest
+        }
         ParserName::Tap if !runs("mocha") => {
             return Err(
-                "its TAP comes from a producer other than Mocha or QUnit, whose tests need the \
+                "its TAP comes from a producer other than Mocha, QUnit or node --test, whose tests need the \
                  producer's own module"
                     .to_owned(),
             );
@@ -335,9 +341,14 @@ fn javascript(
         JsRunner::Qunit => format!(
             "\nQUnit.test('{name}', (assert) => {{\n  assert.strictEqual({a} + {b}, {want});\n}});\n"
         ),
+        JsRunner::NodeTest => format!(
+            "\n{alias}('{name}', () => {{\n  if ({a} + {b} !== {want}) {{\n    \
+             throw new Error('{a} + {b} is ' + ({a} + {b}) + ', not {want}');\n  }}\n}});\n"
+        ),
     };
     let import = match runner {
         JsRunner::Vitest => format!("\nimport * as {alias} from 'vitest';\n"),
+        JsRunner::NodeTest => format!("'use strict';\nconst {alias} = require('node:test');\n"),
         _ => String::new(),
     };
     let content = format!(
@@ -345,6 +356,22 @@ fn javascript(
         block(&names.pass, sum),
         block(&names.fail, wrong)
     );
+    if runner == JsRunner::NodeTest {
+        let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let file = format!(
+            "{}{}{}.test.js",
+            dir,
+            if dir.is_empty() { "" } else { "/" },
+            names.module
+        );
+        return Ok(one_file(
+            names.clone(),
+            &file,
+            content,
+            Placement::Create,
+            None,
+        ));
+    }
     let (pass, fail) = (&names.pass, &names.fail);
     let filter = match (parser, runner) {
         (ParserName::Jest | ParserName::JestJson, _) => {

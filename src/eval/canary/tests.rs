@@ -770,6 +770,24 @@ fn javascript_runners_get_blocks_appended_to_the_named_test_file_and_filters_wid
         "npx qunit t.js '--filter=/(?:Object3D\\.copy)|test_bbbbbbbbbbbb|test_cccccccccccc/i'"
     );
 
+    // Node's own runner: a CommonJS file of its own beside the test file, which a TypeScript
+    // project's tsc (allowJs) compiles into the directory node runs.
+    let node = language(
+        ParserName::Tap,
+        "tsc -p . && node --test --test-reporter=tap dist/test/",
+        &["test/intervals.test.ts"],
+    );
+    assert_eq!(node.files[0].path, "test/test_aaaaaaaaaaaa.test.js");
+    assert_eq!(node.files[0].placement, Placement::Create);
+    assert_eq!(
+        node.files[0].content,
+        "'use strict';\nconst aci_aaaaaaaaaaaa = require('node:test');\n\
+         \naci_aaaaaaaaaaaa('test_bbbbbbbbbbbb', () => {\n  if (2 + 3 !== 5) {\n    \
+         throw new Error('2 + 3 is ' + (2 + 3) + ', not 5');\n  }\n});\n\
+         \naci_aaaaaaaaaaaa('test_cccccccccccc', () => {\n  if (2 + 3 !== 6) {\n    \
+         throw new Error('2 + 3 is ' + (2 + 3) + ', not 6');\n  }\n});\n"
+    );
+
     let cmd = "(npx mocha -R tap test/unit/adapters/http.js -g 'body length') | cat";
     let mocha = language(ParserName::Tap, cmd, &["test/unit/adapters/http.js"]);
     assert!(
@@ -953,7 +971,7 @@ fn runners_whose_canaries_cannot_be_placed_with_certainty_are_never_trusted() {
             ParserName::Tap,
             "(npx tap test/a.js) | cat",
             "test/a.js",
-            "its TAP comes from a producer other than Mocha or QUnit, whose tests need the \
+            "its TAP comes from a producer other than Mocha, QUnit or node --test, whose tests need the \
              producer's own module",
         ),
         (
