@@ -212,7 +212,7 @@ fn the_demo_batch_and_eval_through_a_tls_endpoint_give_the_docker_report() {
     let first = refused.stderr.lines().next().unwrap_or_default();
     assert!(
         first.starts_with(&format!(
-            "error: cannot reach the Docker daemon at tcp://{addr} with TLS (DOCKER_HOST): "
+            "error: docker: cannot reach the Docker daemon at tcp://{addr} with TLS (DOCKER_HOST): "
         )),
         "{}",
         refused.stderr
@@ -234,7 +234,7 @@ fn the_demo_batch_and_eval_through_a_tls_endpoint_give_the_docker_report() {
         missing.stderr.lines().next(),
         Some(
             format!(
-                "error: DOCKER_TLS_VERIFY is set, but {}/ca.pem cannot be read (DOCKER_CERT_PATH \
+                "error: docker: DOCKER_TLS_VERIFY is set, but {}/ca.pem cannot be read (DOCKER_CERT_PATH \
                  names the directory of ca.pem, cert.pem and key.pem)",
                 dir.path().join("nowhere").display()
             )
