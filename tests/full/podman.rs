@@ -13,7 +13,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use aci::sandbox::Sandbox;
 
 use batch_support::*;
 
@@ -81,11 +80,6 @@ impl Podman {
             std::thread::sleep(Duration::from_millis(100));
         }
         podman
-    }
-
-    /// The service's socket.
-    pub fn socket(&self) -> &Path {
-        &self.socket
     }
 
     fn answers(&self) -> bool {
@@ -345,7 +339,7 @@ const EDIT_THEN_RESTORE: &str = "sed -i s/hello/bye/ f.txt && git checkout f.txt
      cat f.txt; sed -i s/hello/bye/ f.txt; rm f.txt; ls";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_fuse_overlayfs_a_deleted_file_of_the_image_comes_back_but_not_in_aci_sandboxes() {
+async fn on_fuse_overlayfs_a_deleted_file_of_the_image_comes_back() {
     let podman = Podman::start_with(&FUSE_STORAGE);
     podman.copy_from_docker(support::test_image().as_str());
     let run = run_id("pm-fuse");
@@ -385,67 +379,7 @@ async fn on_fuse_overlayfs_a_deleted_file_of_the_image_comes_back_but_not_in_aci
         String::from_utf8_lossy(&plain.stderr)
     );
 
-    // aci's sandbox of the same image: the work tree is the container's own.
-    let runtime = aci::sandbox::docker::DockerRuntime::connect_to_socket(podman.socket())
-        .await
-        .unwrap();
-    assert_eq!(runtime.engine(), aci::sandbox::docker::Engine::Podman);
-    let spec = aci::sandbox::SandboxSpec {
-        run_id: run.clone(),
-        image: image.clone(),
-        repo: None,
-        repo_dir: "/r".to_owned(),
-        ..support::spec("fuse", None)
-    };
-    let mut sandbox = runtime.start(&spec).await.unwrap();
-    let out = sandbox
-        .run(EDIT_THEN_RESTORE, support::SHORT)
-        .await
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "exit 0\nhello\n");
-    sandbox.shutdown().await.unwrap();
     assert_eq!(podman.containers_of(&run), Vec::<String>::new());
     let removed = podman.podman(&["rmi", &image]);
-    assert!(removed.status.success());
-
-    // The same on this machine's Docker, whatever its storage driver.
-    let docker_image = format!("aci-test-fuse-repo:{}", std::process::id());
-    let context = tempfile::tempdir().unwrap();
-    std::fs::write(
-        context.path().join("Dockerfile"),
-        repo_containerfile(&support::test_image()),
-    )
-    .unwrap();
-    let built = Command::new("docker")
-        .args(["build", "-q", "--label", &label, "-t", &docker_image])
-        .arg(context.path())
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let runtime = support::docker().await;
-    let spec = aci::sandbox::SandboxSpec {
-        image: docker_image.clone(),
-        ..spec
-    };
-    let mut sandbox = runtime.start(&spec).await.unwrap();
-    let out = sandbox
-        .run(EDIT_THEN_RESTORE, support::SHORT)
-        .await
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "exit 0\nhello\n");
-    sandbox.shutdown().await.unwrap();
-    let left = Command::new("docker")
-        .args(["ps", "-aq", "--filter", &format!("label=aci.run_id={run}")])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&left.stdout), "");
-    let removed = Command::new("docker")
-        .args(["rmi", &docker_image])
-        .output()
-        .unwrap();
     assert!(removed.status.success());
 }

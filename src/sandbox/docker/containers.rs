@@ -21,7 +21,6 @@ use super::transport::{DockerSandbox, DockerTransport};
 use super::{
     DockerErrorKind, DockerRuntime, Engine, LABEL_DISK, LABEL_HOST, LABEL_INSTANCE_ID, LABEL_PID,
     LABEL_PID_START, LABEL_RUN_ID, disk, docker_error, docker_error_in, error, other, podman,
-    storage,
 };
 
 /// Capabilities added back after dropping all: what root needs to unpack archives, install
@@ -117,22 +116,6 @@ impl DockerRuntime {
                  (does it run in a mount namespace of its own?)"
                     .to_owned(),
             ));
-        }
-        if spec.repo.is_none() && self.copy_up_work_tree {
-            let copied = exec_once(
-                &self.docker,
-                container_id,
-                storage::copy_up_command(&spec.repo_dir),
-            )
-            .await?;
-            if copied.exit_code != Some(0) {
-                return Err(other(format!(
-                    "cannot copy {} into the container's own layer (the storage driver loses \
-                     deletions of the image's files): {}",
-                    spec.repo_dir,
-                    String::from_utf8_lossy(&copied.stderr).trim()
-                )));
-            }
         }
         if let Some(source) = &spec.repo {
             let prefix = spec.repo_dir.trim_start_matches('/').to_owned();

@@ -76,9 +76,6 @@ pub struct DockerRuntime {
     docker: Docker,
     /// Docker or Podman, by the daemon's version reply.
     engine: Engine,
-    /// Whether a repository the image holds is copied into the container's own layer first
-    /// ([`storage`]).
-    copy_up_work_tree: bool,
     /// With Podman, the ulimits its containers are given: its service's own.
     podman_ulimits: Arc<Vec<bollard::models::ResourcesUlimits>>,
     live: Arc<Mutex<Vec<String>>>,
@@ -170,7 +167,10 @@ impl DockerRuntime {
         }
         let mut runtime = Self::with_client(docker);
         runtime.engine = engine;
-        runtime.copy_up_work_tree = storage::loses_deletions(&info);
+        if storage::loses_deletions(&info) {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| eprintln!("{}", storage::WARNING));
+        }
         if !resolved.is_local() {
             runtime.remote = Some(resolved.url());
         }
@@ -190,7 +190,6 @@ impl DockerRuntime {
         Self {
             docker,
             engine: Engine::Docker,
-            copy_up_work_tree: false,
             podman_ulimits: Arc::default(),
             live: Arc::new(Mutex::new(Vec::new())),
             disk: Arc::new(tokio::sync::OnceCell::new()),

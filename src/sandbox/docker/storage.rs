@@ -1,8 +1,9 @@
 //! Storage drivers that lose a deletion: on fuse-overlayfs, a file of the image that was
 //! replaced by a rename (`sed -i`, an editor's safe save) comes back from the image when it is
 //! then deleted, so `rm` leaves it in place and `git checkout FILE` fails with `unable to create
-//! file …: File exists` (exit 255). A file written in the container's own layer is not affected,
-//! so a repository that the image holds is copied into that layer before the task starts.
+//! file …: File exists` (exit 255). Moving the work tree into the container's own layer does not
+//! cure it (a directory renamed into place lets the image's files show through after `rm -rf`,
+//! which breaks unpacking a tree over it), so aci says so once at connection instead.
 
 use bollard::models::SystemInfo;
 
@@ -24,20 +25,11 @@ pub(super) fn loses_deletions(info: &SystemInfo) -> bool {
     }
 }
 
-/// The command that moves the work tree at `dir` (when the image has one) into the container's own layer: a copy
-/// beside it, the image's tree deleted, the copy renamed into its place.
-pub(super) fn copy_up_command(dir: &str) -> Vec<String> {
-    [
-        "sh",
-        "-c",
-        "[ -d \"$1\" ] || exit 0; \
-         cp -a \"$1\" \"$1.aci-copy\" && rm -rf \"$1\" && mv \"$1.aci-copy\" \"$1\"",
-        "sh",
-        dir,
-    ]
-    .map(str::to_owned)
-    .to_vec()
-}
+/// The warning aci prints once when the daemon's storage loses deletions.
+pub(super) const WARNING: &str = "warning: the daemon's storage driver is fuse-overlayfs, which \
+    brings back a file of the image that was renamed over and then deleted (`sed -i FILE` then \
+    `git checkout FILE` fails with `File exists`); prefer overlay2 (docs/runtimes.md, \
+    \"Storage drivers\")";
 
 #[cfg(test)]
 mod tests {

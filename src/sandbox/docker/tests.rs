@@ -99,7 +99,6 @@ async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
     let runtime = DockerRuntime {
         docker,
         engine: Engine::Docker,
-        copy_up_work_tree: false,
         podman_ulimits: Arc::default(),
         live: Arc::default(),
         disk: Arc::default(),
