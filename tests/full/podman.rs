@@ -13,7 +13,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-
 use batch_support::*;
 
 /// The storage of the tests' Podman, kept between runs so that images are copied in once.
