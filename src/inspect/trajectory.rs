@@ -5,8 +5,9 @@
 //! bounded whatever the file's size; a full text is streamed from the file when asked for
 //! ([`write_full`]).
 //!
-//! Reads aci's trajectories and SWE-agent's v0.7 and 1.x ones alike: every field is optional,
-//! and a field of an unexpected type counts as absent instead of failing the file.
+//! Reads aci's trajectories and SWE-agent's v0.7 and 1.x ones alike, and mini-swe-agent's
+//! (`messages` instead of `trajectory`: [`mini`]): every field is optional, and a field of an
+//! unexpected type counts as absent instead of failing the file.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Read, Seek, Write};
@@ -135,7 +136,7 @@ impl TextKey {
 pub struct TrajectoryView {
     /// The run view's facts.
     pub summary: Summary,
-    /// Whether the file has a `trajectory` list.
+    /// Whether the file has a `trajectory` list (or mini-swe-agent's `messages`).
     pub has_steps: bool,
     /// The steps kept, in order: the first [`FIRST_STEPS`] and the last [`LAST_STEPS`].
     pub steps: Vec<StepView>,
@@ -273,6 +274,10 @@ pub fn read<R: BufRead>(reader: R, keep: Keep) -> Result<TrajectoryView, ReadErr
                     return Ok(reading.view);
                 }
             }
+            "messages" if scanner.peek_kind()? == Kind::Array && !reading.view.has_steps => {
+                reading.view.has_steps = true;
+                reading.messages(&mut scanner)?;
+            }
             "history" if scanner.peek_kind()? == Kind::Array && keep == Keep::View => {
                 reading.history(&mut scanner)?;
             }
@@ -370,23 +375,37 @@ impl Reading {
             };
             let step = self.step(scanner, number, keep)?;
             self.view.summary.steps = number;
-            if !keep {
-                continue;
-            }
-            if let Keep::Step(_) = self.keep {
-                self.view.steps.push(step);
+            if keep && self.keep_step(step) {
                 return Ok(true);
-            }
-            if self.view.steps.len() < FIRST_STEPS {
-                self.view.steps.push(step);
-            } else {
-                self.last.push_back(step);
-                if self.last.len() > LAST_STEPS {
-                    self.last.pop_front();
-                }
             }
         }
         Ok(false)
+    }
+
+    /// Keeps `step` as [`Keep`] says: among the first or the last ones, or as the one asked
+    /// for (then `true`).
+    fn keep_step(&mut self, step: StepView) -> bool {
+        match self.keep {
+            Keep::Summary => false,
+            Keep::Step(wanted) => {
+                let found = step.number == wanted;
+                if found {
+                    self.view.steps.push(step);
+                }
+                found
+            }
+            Keep::View => {
+                if self.view.steps.len() < FIRST_STEPS {
+                    self.view.steps.push(step);
+                } else {
+                    self.last.push_back(step);
+                    if self.last.len() > LAST_STEPS {
+                        self.last.pop_front();
+                    }
+                }
+                false
+            }
+        }
     }
 
     fn step<R: BufRead>(
@@ -618,6 +637,9 @@ pub fn write_full<F: Read + Seek>(
     }
     Ok(written)
 }
+
+#[path = "trajectory_mini.rs"]
+mod mini;
 
 #[cfg(test)]
 #[path = "trajectory_tests.rs"]

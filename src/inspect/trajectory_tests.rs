@@ -143,3 +143,237 @@ fn a_file_that_is_not_a_trajectory_fails_with_where() {
     let view = view(&json!({"info": {}}));
     assert!(!view.has_steps);
 }
+
+const MINI_1: &str =
+    include_str!("../../tests/fixtures/inspect/mini-1/demo__calc-1/demo__calc-1.traj.json");
+const MINI_1_LIMIT: &str =
+    include_str!("../../tests/fixtures/inspect/mini-1/demo__calc-2/demo__calc-2.traj.json");
+const MINI_1_1: &str =
+    include_str!("../../tests/fixtures/inspect/mini-1.1/demo__calc-1/demo__calc-1.traj.json");
+const MINI_1_1_LIMIT: &str =
+    include_str!("../../tests/fixtures/inspect/mini-1.1/demo__calc-2/demo__calc-2.traj.json");
+
+const SUBMISSION: &str = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n";
+const SUBMIT: &str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && printf 'diff --git a/calc.py b/calc.py\\n--- a/calc.py\\n+++ b/calc.py\\n@@ -1,2 +1,2 @@\\n def add(a, b):\\n-    return a - b\\n+    return a + b\\n'";
+const CAT_OUTPUT: &str =
+    "<returncode>0</returncode>\n<output>\ndef add(a, b):\n    return a - b\n</output>";
+const FIXED_OUTPUT: &str =
+    "<returncode>0</returncode>\n<output>\ndef add(a, b):\n    return a + b\n</output>";
+const FIX: &str = "sed -i 's/a - b/a + b/' calc.py && cat calc.py";
+
+/// Each step as (action, thought, observation, format error), whole.
+fn turns(view: &TrajectoryView) -> Vec<(usize, &str, &str, &str, Option<&str>)> {
+    fn whole(text: &Text) -> &str {
+        match text.whole() {
+            Some(whole) => whole,
+            None if text.is_empty() => "",
+            None => "<long>",
+        }
+    }
+    view.steps
+        .iter()
+        .map(|s| {
+            (
+                s.number,
+                whole(&s.action),
+                whole(&s.thought),
+                whole(&s.observation),
+                s.format_error.as_ref().map(whole),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_mini_1_trajectory_reads_as_steps_with_the_one_bash_block_as_the_action() {
+    let view = read(MINI_1.as_bytes(), Keep::View).unwrap();
+    assert!(view.has_steps);
+    let rejected = view.steps[1].format_error.as_ref().and_then(Text::whole);
+    assert!(
+        rejected.is_some_and(|e| e.starts_with(
+            "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n"
+        )),
+        "{rejected:?}"
+    );
+    assert_eq!(
+        turns(&view),
+        [
+            (
+                1,
+                "cat calc.py",
+                "THOUGHT: I read the file first.",
+                CAT_OUTPUT,
+                None
+            ),
+            (
+                2,
+                "",
+                "THOUGHT: two at once.\n\n```bash\nls\n```\n\n```bash\npwd\n```",
+                "",
+                rejected
+            ),
+            (
+                3,
+                FIX,
+                "THOUGHT: The sign is wrong; I fix it.",
+                FIXED_OUTPUT,
+                None
+            ),
+            // mini 1 answers a submission with the submission itself.
+            (4, SUBMIT, "THOUGHT: Done; I submit.", SUBMISSION, None),
+        ]
+    );
+    assert_eq!(
+        view.steps[0].response.whole(),
+        Some("THOUGHT: I read the file first.\n\n```bash\ncat calc.py\n```")
+    );
+    assert_eq!(
+        view.system.as_ref().and_then(Text::whole),
+        Some("You are a helpful assistant.")
+    );
+    assert_eq!(
+        view.task.as_ref().and_then(Text::whole),
+        Some("Fix add in calc.py: add subtracts")
+    );
+    assert_eq!(
+        view.submission.as_ref().and_then(Text::whole),
+        Some(SUBMISSION)
+    );
+    let summary = &view.summary;
+    assert_eq!(summary.exit_status.as_deref(), Some("Submitted"));
+    assert_eq!((summary.steps, summary.format_errors), (4, 1));
+    assert_eq!((summary.cost, summary.api_calls), (1.0, 4));
+    assert_eq!(summary.patch_lines, Some((1, 1)));
+    // The one step asked for, and the summary alone, agree.
+    let one = read(MINI_1.as_bytes(), Keep::Step(3)).unwrap();
+    assert_eq!(
+        turns(&one),
+        [(
+            3,
+            FIX,
+            "THOUGHT: The sign is wrong; I fix it.",
+            FIXED_OUTPUT,
+            None
+        )]
+    );
+    assert_eq!(summarize(MINI_1.as_bytes()).unwrap(), view.summary);
+    // A derived text is its own full text; an observation is found again in the file.
+    let bytes = MINI_1.as_bytes();
+    assert_eq!(full(bytes, &view.steps[0].action), "cat calc.py");
+    assert_eq!(full(bytes, &view.steps[0].observation), CAT_OUTPUT);
+}
+
+#[test]
+fn a_mini_1_trajectory_at_its_step_limit_ends_with_no_step_for_the_empty_message() {
+    let view = read(MINI_1_LIMIT.as_bytes(), Keep::View).unwrap();
+    assert_eq!(
+        turns(&view),
+        [(
+            1,
+            "cat calc.py",
+            "THOUGHT: I read the file first.",
+            CAT_OUTPUT,
+            None
+        )]
+    );
+    assert_eq!(view.summary.exit_status.as_deref(), Some("LimitsExceeded"));
+    assert_eq!((view.summary.cost, view.summary.api_calls), (0.25, 1));
+    assert_eq!((view.submission, view.summary.patch_lines), (None, None));
+}
+
+#[test]
+fn a_mini_1_1_trajectory_gives_a_step_per_tool_call_and_one_per_format_error() {
+    let view = read(MINI_1_1.as_bytes(), Keep::View).unwrap();
+    let no_call =
+        "No tool calls found in the response. Every response MUST include at least one tool call.";
+    assert_eq!(
+        turns(&view),
+        [
+            (
+                1,
+                "cat calc.py",
+                "I read the file and list the directory.",
+                CAT_OUTPUT,
+                None
+            ),
+            (
+                2,
+                "ls",
+                "",
+                "<returncode>0</returncode>\n<output>\ncalc.py\n</output>",
+                None
+            ),
+            (3, "", "", "", Some(no_call)),
+            (4, FIX, "The sign is wrong; I fix it.", FIXED_OUTPUT, None),
+            // mini 2 runs no observation for the command that submits.
+            (5, SUBMIT, "Done; I submit.", "", None),
+        ]
+    );
+    let summary = &view.summary;
+    assert_eq!(summary.exit_status.as_deref(), Some("Submitted"));
+    assert_eq!((summary.steps, summary.format_errors), (5, 1));
+    assert_eq!((summary.cost, summary.api_calls), (1.0, 4));
+    assert_eq!(
+        view.submission.as_ref().and_then(Text::whole),
+        Some(SUBMISSION)
+    );
+    assert_eq!(
+        view.task.as_ref().and_then(Text::whole),
+        Some("Fix add in calc.py: add subtracts")
+    );
+    // The commands are strings of the file: found again there.
+    let bytes = MINI_1_1.as_bytes();
+    assert_eq!(full(bytes, &view.steps[3].action), FIX);
+    assert_eq!(
+        full(bytes, &view.steps[1].observation),
+        "<returncode>0</returncode>\n<output>\ncalc.py\n</output>"
+    );
+    let limit = read(MINI_1_1_LIMIT.as_bytes(), Keep::View).unwrap();
+    assert_eq!(
+        turns(&limit).iter().map(|t| t.1).collect::<Vec<_>>(),
+        ["cat calc.py", "ls"]
+    );
+    assert_eq!(limit.summary.exit_status.as_deref(), Some("LimitsExceeded"));
+    assert_eq!((limit.summary.steps, limit.summary.cost), (2, 0.25));
+}
+
+#[test]
+fn a_mini_1_1_text_mode_answer_splits_like_mini_and_a_rejected_one_keeps_its_answer() {
+    // mini 2's text mode (and aci's own `to_mini`): the command listed, the text with its block;
+    // a format error keeps the rejected answer in its `extra`. Keys in any order.
+    let traj = json!({
+        "trajectory_format": "mini-swe-agent-1.1",
+        "messages": [
+            {"content": "sys", "role": "system"},
+            {"role": "user", "content": "the task"},
+            {"role": "user", "content": "Expected exactly 1 action, found 0.", "extra": {"interrupt_type": "FormatError", "model_response": "I think."}},
+            {"extra": {"actions": [{"command": "ls -a"}]}, "role": "assistant", "content": "Look.\n\n```mswea_bash_command\nls -a\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\n.\n</output>", "extra": {"raw_output": ".\n", "returncode": 0}},
+            {"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": ""}}
+        ],
+        "info": {"exit_status": "Submitted", "submission": "", "model_stats": {"instance_cost": 0.5, "api_calls": 2}}
+    });
+    let view = view(&traj);
+    assert_eq!(
+        turns(&view),
+        [
+            (
+                1,
+                "",
+                "I think.",
+                "",
+                Some("Expected exactly 1 action, found 0.")
+            ),
+            (
+                2,
+                "ls -a",
+                "Look.",
+                "<returncode>0</returncode>\n<output>\n.\n</output>",
+                None
+            ),
+        ]
+    );
+    assert_eq!(view.steps[0].response.whole(), Some("I think."));
+    assert_eq!(view.task.as_ref().and_then(Text::whole), Some("the task"));
+    assert_eq!((view.summary.format_errors, view.summary.cost), (1, 0.5));
+}

@@ -295,7 +295,7 @@ pub fn replay_actions(value: &Value) -> Result<Vec<(String, Option<String>)>, St
             );
             continue;
         }
-        if let Some(action) = text_action(&text) {
+        if let Some((_, action)) = split_action(&text) {
             actions.push((action, Some(text)));
         }
     }
@@ -315,21 +315,28 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-/// mini 1.x's rule: exactly one ```` ```bash\s*\n(.*?)\n``` ```` block, trimmed.
-fn text_action(text: &str) -> Option<String> {
-    let found: Vec<String> = ["bash", "mswea_bash_command"]
+/// mini 1.x's rule, also mini 2.x's text mode: the one ```` ```bash\s*\n(.*?)\n``` ```` (or
+/// ```` ```mswea_bash_command ````) block of an answer, trimmed, and the answer without that
+/// block, trimmed (the thought). `None` when the answer has no such block or more than one:
+/// mini rejected it as a format error.
+pub fn split_action(text: &str) -> Option<(String, String)> {
+    let found = ["bash", "mswea_bash_command"]
         .iter()
         .map(|tag| blocks(text, tag))
         .find(|blocks| !blocks.is_empty())
         .unwrap_or_default();
     match found.as_slice() {
-        [one] => Some(one.clone()),
+        [(range, command)] => {
+            let thought = format!("{}{}", &text[..range.start], &text[range.end..]);
+            Some((thought.trim().to_owned(), command.clone()))
+        }
         _ => None,
     }
 }
 
-/// Every ```` ```<tag>\s*\n(.*?)\n``` ```` match of `text`, non-overlapping, trimmed.
-fn blocks(text: &str, tag: &str) -> Vec<String> {
+/// Every ```` ```<tag>\s*\n(.*?)\n``` ```` match of `text`, non-overlapping: where the whole
+/// block is, and its command trimmed.
+fn blocks(text: &str, tag: &str) -> Vec<(std::ops::Range<usize>, String)> {
     let pattern = format!("```{tag}\\s*\\n(.*?)\\n```");
     let Ok(regex) = regex::RegexBuilder::new(&pattern)
         .dot_matches_new_line(true)
@@ -339,8 +346,8 @@ fn blocks(text: &str, tag: &str) -> Vec<String> {
     };
     regex
         .captures_iter(text)
-        .filter_map(|captures| captures.get(1))
-        .map(|group| group.as_str().trim().to_owned())
+        .filter_map(|captures| Some((captures.get(0)?.range(), captures.get(1)?)))
+        .map(|(range, group)| (range, group.as_str().trim().to_owned()))
         .collect()
 }
 
