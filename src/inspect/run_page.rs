@@ -60,12 +60,13 @@ fn query_encode(text: &str) -> String {
     out
 }
 
-/// The badge of an exit status (`running` while there is none).
+/// The badge of an exit status (`running` while there is none): a submission (aci's
+/// `submitted…`, mini-swe-agent's `Submitted`) or a failure.
 pub fn exit_badge(status: Option<&str>) -> String {
     match status {
         None => "<span class=\"badge\">running</span>".to_owned(),
         Some(status) => {
-            let class = if status.starts_with("submitted") {
+            let class = if status.to_ascii_lowercase().starts_with("submitted") {
                 "badge submitted"
             } else {
                 "badge failed"

@@ -143,8 +143,8 @@ fn read_json(path: &Path) -> Option<Value> {
 }
 
 impl Site {
-    /// Opens `path` (a batch, an evaluation, an ablation output or one `.traj` file), with the
-    /// evaluation `eval` when given (else the one found next to the run).
+    /// Opens `path` (a batch, an evaluation, an ablation output or one `.traj` or `.traj.json`
+    /// file), with the evaluation `eval` when given (else the one found next to the run).
     ///
     /// # Errors
     ///

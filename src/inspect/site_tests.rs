@@ -235,3 +235,133 @@ fn a_served_page_polls_its_version_and_links_raw_files() {
     write_traj(&run, "a", Some("submitted"), 5);
     assert_ne!(site.version(&route), Some(rendered.version));
 }
+
+/// A mini-swe-agent 1.x trajectory whose one observation is 300 lines long.
+fn long_mini_1(run: &Path) -> String {
+    let output: String = (1..=300).map(|n| format!("line {n}\n")).collect();
+    let observation = format!("<returncode>0</returncode>\n<output>\n{output}</output>");
+    let traj = json!({
+        "info": {"exit_status": "LimitsExceeded", "submission": "", "model_stats": {"instance_cost": 0.5, "api_calls": 1}},
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "THOUGHT: count.\n\n```bash\nseq 300\n```"},
+            {"role": "user", "content": observation}
+        ],
+        "trajectory_format": "mini-swe-agent-1",
+        "instance_id": "long"
+    });
+    std::fs::create_dir_all(run.join("long")).unwrap();
+    std::fs::write(
+        run.join("long/long.traj.json"),
+        serde_json::to_vec_pretty(&traj).unwrap(),
+    )
+    .unwrap();
+    observation
+}
+
+#[test]
+fn a_mini_swe_agent_batch_renders_its_turns_and_counts() {
+    use crate::inspect::source::tests::{copy_dir, mini_fixture};
+    let thought = |text: &str| {
+        format!(
+            "<div class=\"part thought\"><div class=\"label\">thought</div><pre>{text}</pre></div>"
+        )
+    };
+    let action = |text: &str| {
+        format!(
+            "<div class=\"part action\"><div class=\"label\">action</div><pre>{text}</pre></div>"
+        )
+    };
+    let observation = |text: &str| {
+        format!(
+            "<div class=\"part observation\"><div class=\"label\">observation</div><pre class=\"obs\">{text}</pre></div>"
+        )
+    };
+    let cat = "&lt;returncode&gt;0&lt;/returncode&gt;\n&lt;output&gt;\ndef add(a, b):\n    return a - b\n&lt;/output&gt;";
+    let fixed = "&lt;returncode&gt;0&lt;/returncode&gt;\n&lt;output&gt;\ndef add(a, b):\n    return a + b\n&lt;/output&gt;";
+    let fix = "sed -i &#39;s/a - b/a + b/&#39; calc.py &amp;&amp; cat calc.py";
+    for (format, turns, steps_mean, cost) in [
+        ("mini-1", 4, "2.5", "$1.25"),
+        ("mini-1.1", 5, "3.5", "$1.25"),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let run = root.path().join("run");
+        copy_dir(&mini_fixture(format), &run);
+        write_report(
+            &root.path().join("eval"),
+            "demo__calc-1",
+            json!({"resolved": true}),
+        );
+        let site = Site::open(&run, None).unwrap();
+        let out = root.path().join("site");
+        assert_eq!(site.export(&out).unwrap(), 3, "{format}");
+        let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+        for total in [
+            "<div><b>2</b>instances</div>".to_owned(),
+            "<div><b>1 (50.0%)</b>resolved (1 evaluated)</div>".to_owned(),
+            "<div><b><a href=\"?q=exit:LimitsExceeded\">LimitsExceeded</a>: 1, <a href=\"?q=exit:Submitted\">Submitted</a>: 1</b>exit statuses</div>".to_owned(),
+            format!("<div><b>{cost}</b>cost</div>"),
+            format!("<div><b>{steps_mean}</b>steps (mean)</div>"),
+            "<div><b>1</b>format errors</div>".to_owned(),
+        ] {
+            assert!(index.contains(&total), "{format}: {total}");
+        }
+        assert!(index.contains(&format!(
+            "<tr><td class=\"id\"><a href=\"i/demo__calc-1.html\">demo__calc-1</a></td><td><span class=\"badge submitted\">Submitted</span></td><td data-v=\"3\"><span class=\"badge resolved\">resolved</span></td><td class=\"num\" data-v=\"{turns}\">{turns}</td><td class=\"num\" data-v=\"1\">$1.00</td>"
+        )), "{format}");
+        let instance = std::fs::read_to_string(out.join("i/demo__calc-1.html")).unwrap();
+        assert!(
+            instance.contains(&format!("<h2>Turns ({turns})</h2>")),
+            "{format}"
+        );
+        assert!(instance.contains("<div><b>1</b>format errors</div>"));
+        assert!(instance.contains("<pre class=\"obs\">Fix add in calc.py: add subtracts</pre>"));
+        let (first, fix_turn) = if format == "mini-1" {
+            (thought("THOUGHT: I read the file first."), 3)
+        } else {
+            (thought("I read the file and list the directory."), 4)
+        };
+        assert!(
+            instance.contains(&format!(
+                "{first}{}{}</section>",
+                action("cat calc.py"),
+                observation(cat)
+            )),
+            "{format}"
+        );
+        let fix_thought = if format == "mini-1" {
+            thought("THOUGHT: The sign is wrong; I fix it.")
+        } else {
+            thought("The sign is wrong; I fix it.")
+        };
+        assert!(instance.contains(&format!(
+            "<section class=\"turn\" id=\"t{fix_turn}\"><div class=\"head\"><span class=\"n\">Turn {fix_turn}</span><span class=\"meta\"></span></div>{fix_thought}{}{}</section>",
+            action(fix),
+            observation(fixed)
+        )), "{format}");
+        assert!(
+            instance.contains(&format!(
+                "<section class=\"turn reask\" id=\"t{}\">",
+                fix_turn - 1
+            )),
+            "{format}"
+        );
+        assert!(instance.contains("<span class=\"l add\"><span class=\"o\"></span><span class=\"n\">2</span>+    return a + b</span>"));
+    }
+    // A long observation shows its ends, its full text one link away, written whole.
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("run");
+    let full = long_mini_1(&run);
+    let site = Site::open(&run, None).unwrap();
+    let out = root.path().join("site");
+    site.export(&out).unwrap();
+    let page = std::fs::read_to_string(out.join("i/long.html")).unwrap();
+    assert!(page.contains(&action("seq 300")), "{page}");
+    assert!(page.contains("href=\"long/t1-observation.txt\""), "{page}");
+    assert!(!page.contains("line 150\n"), "the middle is folded");
+    assert_eq!(
+        std::fs::read_to_string(out.join("i/long/t1-observation.txt")).unwrap(),
+        full
+    );
+}

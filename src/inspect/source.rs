@@ -53,7 +53,8 @@ impl Stamp {
 /// Where a run keeps its trajectories.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Layout {
-    /// `DIR/<id>/<id>.traj` (aci, SWE-agent 1.x).
+    /// `DIR/<id>/<id>.traj` (aci, SWE-agent 1.x), or `DIR/<id>/<id>.traj.json`
+    /// (mini-swe-agent, beside its `preds.json`).
     Nested,
     /// `DIR/<id>.traj` (SWE-agent v0.7).
     Flat,
@@ -347,6 +348,27 @@ pub enum Kind {
     Runs(Vec<(String, RunSource)>),
 }
 
+/// The trajectory of the instance folder `folder` named `name`: `<name>.traj`, else
+/// mini-swe-agent's `<name>.traj.json`.
+fn nested_trajectory(folder: &Path, name: &str) -> Option<(PathBuf, Stamp)> {
+    [format!("{name}.traj"), format!("{name}.traj.json")]
+        .into_iter()
+        .map(|file| folder.join(file))
+        .find_map(|path| Stamp::of(&path).map(|stamp| (path, stamp)))
+}
+
+/// The instance id a single trajectory file stands for: its name without `.traj` or
+/// `.traj.json`.
+fn single_id(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    name.strip_suffix(".traj.json")
+        .or_else(|| name.strip_suffix(".traj"))
+        .unwrap_or(&name)
+        .to_owned()
+}
+
 fn has_nested_trajectory(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
@@ -354,7 +376,7 @@ fn has_nested_trajectory(dir: &Path) -> bool {
     entries.flatten().any(|entry| {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        entry.path().join(format!("{name}.traj")).is_file()
+        nested_trajectory(&entry.path(), &name).is_some()
     })
 }
 
@@ -462,7 +484,8 @@ pub fn detect(path: &Path, eval: Option<&Path>) -> Result<Kind, String> {
         None => find_eval_next_to(dir),
     };
     if path.is_file() {
-        if path.extension().is_some_and(|ext| ext == "traj") {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name.ends_with(".traj") || name.ends_with(".traj.json") {
             let dir = path.parent().unwrap_or(Path::new(".")).to_owned();
             return Ok(Kind::Run(RunSource {
                 eval: eval.map(Path::to_owned),
@@ -471,7 +494,7 @@ pub fn detect(path: &Path, eval: Option<&Path>) -> Result<Kind, String> {
             }));
         }
         return Err(format!(
-            "{} is a file, not a .traj file or a directory",
+            "{} is a file, not a .traj or .traj.json file or a directory",
             path.display()
         ));
     }
@@ -493,7 +516,7 @@ pub fn detect(path: &Path, eval: Option<&Path>) -> Result<Kind, String> {
         }));
     } else {
         return Err(format!(
-            "{} holds no trajectories (<id>/<id>.traj or <id>.traj), evaluation reports or ablation.json",
+            "{} holds no trajectories (<id>/<id>.traj, <id>/<id>.traj.json or <id>.traj), evaluation reports or ablation.json",
             path.display()
         ));
     };
@@ -518,10 +541,7 @@ fn list_stamped(run: &RunSource, cache: &Cache) -> Vec<(Listed, Option<Stamp>)> 
     let mut listed: BTreeMap<String, (Option<PathBuf>, Option<Stamp>)> = BTreeMap::new();
     match &run.layout {
         Layout::Single(path) => {
-            let id = path
-                .file_stem()
-                .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-            listed.insert(id, (Some(path.clone()), Stamp::of(path)));
+            listed.insert(single_id(path), (Some(path.clone()), Stamp::of(path)));
         }
         Layout::Nested | Layout::Flat => {
             if let Ok(entries) = std::fs::read_dir(&run.dir) {
@@ -532,17 +552,17 @@ fn list_stamped(run: &RunSource, cache: &Cache) -> Vec<(Listed, Option<Stamp>)> 
                     if name.starts_with('.') {
                         continue;
                     }
-                    let path = if run.layout == Layout::Nested {
+                    let found = if run.layout == Layout::Nested {
                         if entry.file_type().is_ok_and(|t| t.is_file()) {
                             continue;
                         }
-                        entry.path().join(format!("{name}.traj"))
+                        nested_trajectory(&entry.path(), &name)
                     } else if name.ends_with(".traj") {
-                        entry.path()
+                        Stamp::of(&entry.path()).map(|stamp| (entry.path(), stamp))
                     } else {
                         continue;
                     };
-                    if let Some(stamp) = Stamp::of(&path) {
+                    if let Some((path, stamp)) = found {
                         let id = match run.layout {
                             Layout::Flat => name.strip_suffix(".traj").unwrap_or(&name).to_owned(),
                             _ => name,

@@ -240,7 +240,7 @@ fn layouts_are_told_apart() {
     // Nothing to show: one line that says what was looked for.
     let empty = tempfile::tempdir().unwrap();
     let error = detect(empty.path(), None).unwrap_err();
-    assert!(error.ends_with("holds no trajectories (<id>/<id>.traj or <id>.traj), evaluation reports or ablation.json"), "{error}");
+    assert!(error.ends_with("holds no trajectories (<id>/<id>.traj, <id>/<id>.traj.json or <id>.traj), evaluation reports or ablation.json"), "{error}");
     assert!(
         detect(&empty.path().join("missing"), None)
             .unwrap_err()
@@ -286,5 +286,136 @@ fn only_an_evaluation_of_the_run_s_own_instances_is_taken_from_beside_it() {
     assert_eq!(
         find_eval_next_to(&demo.join("run")),
         Some(std::fs::canonicalize(demo.join("eval")).unwrap())
+    );
+}
+
+/// Copies the directory `from` into `to`, recursively.
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The batches mini-swe-agent 1.x and 2.x wrote (tests/fixtures/inspect/MINI.md).
+pub(crate) fn mini_fixture(format: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/inspect")
+        .join(format)
+}
+
+#[test]
+fn a_mini_swe_agent_batch_lists_its_instances_and_finds_its_evaluation() {
+    for (format, steps) in [("mini-1", [4, 1]), ("mini-1.1", [5, 2])] {
+        let root = tempfile::tempdir().unwrap();
+        let run = root.path().join("run");
+        copy_dir(&mini_fixture(format), &run);
+        write_report(
+            &root.path().join("eval"),
+            "demo__calc-1",
+            json!({"resolved": true}),
+        );
+        let source = run_source(&run);
+        assert_eq!(source.layout, Layout::Nested, "{format}");
+        assert_eq!(
+            source.eval,
+            Some(std::fs::canonicalize(root.path().join("eval")).unwrap())
+        );
+        // preds.json and exit_statuses_*.yaml are no instances.
+        let listed = list(&source, &Cache::default());
+        assert_eq!(
+            listed,
+            ["demo__calc-1", "demo__calc-2"].map(|id| Listed {
+                id: id.to_owned(),
+                traj: Some(run.join(id).join(format!("{id}.traj.json"))),
+            })
+        );
+        let (rows, _) = rows(&source, &Cache::default());
+        let seen: Vec<(&str, Option<&str>, usize, f64, &EvalState)> = rows
+            .iter()
+            .map(|r| {
+                let summary = r.summary.as_deref().unwrap();
+                (
+                    r.id.as_str(),
+                    summary.exit_status.as_deref(),
+                    summary.steps,
+                    summary.cost,
+                    &r.eval,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "demo__calc-1",
+                    Some("Submitted"),
+                    steps[0],
+                    1.0,
+                    &EvalState::Resolved
+                ),
+                (
+                    "demo__calc-2",
+                    Some("LimitsExceeded"),
+                    steps[1],
+                    0.25,
+                    &EvalState::NotEvaluated
+                ),
+            ],
+            "{format}"
+        );
+    }
+}
+
+#[test]
+fn an_instance_with_aci_s_trajectory_and_its_mini_copy_lists_aci_s() {
+    // `agent.mini_trajectory` writes `<id>.traj.json` beside `<id>.traj`.
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("run");
+    copy_dir(&mini_fixture("mini-1.1"), &run);
+    write_traj(&run, "demo__calc-1", Some("submitted"), 7);
+    let source = run_source(&run);
+    let (rows, _) = rows(&source, &Cache::default());
+    let steps: Vec<(&str, usize)> = rows
+        .iter()
+        .map(|r| (r.id.as_str(), r.summary.as_ref().map_or(0, |s| s.steps)))
+        .collect();
+    assert_eq!(steps, [("demo__calc-1", 7), ("demo__calc-2", 2)]);
+    assert_eq!(
+        list(&source, &Cache::default())[0].traj,
+        Some(run.join("demo__calc-1/demo__calc-1.traj"))
+    );
+}
+
+#[test]
+fn one_mini_swe_agent_trajectory_given_is_a_run_of_its_own() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("last_mini_run.traj.json");
+    std::fs::copy(
+        mini_fixture("mini-1.1").join("demo__calc-1/demo__calc-1.traj.json"),
+        &file,
+    )
+    .unwrap();
+    let source = run_source(&file);
+    assert_eq!(source.layout, Layout::Single(file));
+    let (rows, _) = rows(&source, &Cache::default());
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].id, "last_mini_run");
+    assert_eq!(rows[0].summary.as_ref().map(|s| s.steps), Some(5));
+    // Any other file is refused, saying what is read.
+    let other = root.path().join("preds.json");
+    std::fs::write(&other, "{}").unwrap();
+    assert_eq!(
+        detect(&other, None).unwrap_err(),
+        format!(
+            "{} is a file, not a .traj or .traj.json file or a directory",
+            other.display()
+        )
     );
 }
