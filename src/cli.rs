@@ -495,8 +495,9 @@ pub struct ShellArgs {
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     /// What to show: the output of `aci batch` or `aci run`, of `aci eval`, or of `aci ablate`;
-    /// a directory of SWE-agent trajectories (v0.7 or 1.x); or one .traj file. Several runs
-    /// (batches or evaluations) are shown side by side.
+    /// a directory of SWE-agent trajectories (v0.7 or 1.x) or of mini-swe-agent's (1.x or 2.x:
+    /// `<id>/<id>.traj.json`); or one .traj or .traj.json file. Several runs (batches or
+    /// evaluations) are shown side by side.
     #[arg(value_name = "DIR", required = true, num_args = 1..)]
     pub dirs: Vec<PathBuf>,
     /// The evaluation of the run (default: `eval` next to DIR, or a sibling directory that holds

@@ -8,7 +8,7 @@ use crate::cli::InspectArgs;
 
 /// `aci inspect`: serve the pages of DIR until Ctrl-C, or write them as a static site.
 pub async fn inspect(args: InspectArgs) -> Result<ExitCode, Failure> {
-    let hint = "DIR is the --output of aci batch, aci eval or aci ablate, SWE-agent trajectories, or a .traj file";
+    let hint = "DIR is the --output of aci batch, aci eval or aci ablate, SWE-agent or mini-swe-agent trajectories, or a .traj or .traj.json file";
     let site = match args.dirs.as_slice() {
         [dir] => {
             let site = aci::inspect::Site::open(dir, args.eval.as_deref())

@@ -55,7 +55,10 @@ impl InstanceData {
                 }
                 self.traj = Some(view);
             }
-            Ok(_) => self.traj_error = Some("not a trajectory: no `trajectory` list".to_owned()),
+            Ok(_) => {
+                self.traj_error =
+                    Some("not a trajectory: no `trajectory` or `messages` list".to_owned())
+            }
             Err(error) => self.traj_error = Some(error.to_string()),
         }
         self

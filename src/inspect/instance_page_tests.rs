@@ -131,7 +131,7 @@ fn a_file_that_is_not_a_trajectory_says_so() {
     let data = InstanceData::default().with_trajectory(b"[1]");
     assert_eq!(
         data.traj_error.as_deref(),
-        Some("not a trajectory: no `trajectory` list")
+        Some("not a trajectory: no `trajectory` or `messages` list")
     );
     let data = InstanceData::default().with_trajectory(b"{");
     assert!(

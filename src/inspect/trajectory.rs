@@ -226,7 +226,7 @@ pub enum ReadError {
     #[error("not a trajectory: {0}")]
     Malformed(String),
     /// It is JSON, but not an object.
-    #[error("not a trajectory: no `trajectory` list")]
+    #[error("not a trajectory: no `trajectory` or `messages` list")]
     NotAnObject,
 }
 

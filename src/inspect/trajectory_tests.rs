@@ -126,7 +126,10 @@ fn counts_do_not_depend_on_where_the_bytes_are_cut() {
 #[test]
 fn a_file_that_is_not_a_trajectory_fails_with_where() {
     for (bytes, message) in [
-        (&b"[1]"[..], "not a trajectory: no `trajectory` list"),
+        (
+            &b"[1]"[..],
+            "not a trajectory: no `trajectory` or `messages` list",
+        ),
         (
             b"[1",
             "not a trajectory: EOF while parsing a value at byte 2",

@@ -262,7 +262,7 @@ fn bad_input_is_one_line_and_exit_1_and_bad_usage_exit_2() {
     assert_eq!(
         stderr.lines().next().unwrap(),
         format!(
-            "error: {} holds no trajectories (<id>/<id>.traj or <id>.traj), evaluation reports or ablation.json",
+            "error: {} holds no trajectories (<id>/<id>.traj, <id>/<id>.traj.json or <id>.traj), evaluation reports or ablation.json",
             std::fs::canonicalize(root.path()).unwrap().display()
         )
     );
