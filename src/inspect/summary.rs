@@ -2,8 +2,9 @@
 //! ([`super::trajectory`]): the history (the bulk of a `.traj`) is skipped without being
 //! built, and an observation is only searched for the lint gate's rejection as it streams by.
 //!
-//! Reads aci's trajectories and SWE-agent's v0.7 and 1.x ones alike: every field is optional,
-//! and a field of an unexpected type counts as absent instead of failing the file.
+//! Reads aci's trajectories, SWE-agent's v0.7 and 1.x ones and mini-swe-agent's alike: every
+//! field is optional, and a field of an unexpected type counts as absent instead of failing the
+//! file.
 
 use serde::Serialize;
 
