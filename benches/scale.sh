@@ -3,9 +3,10 @@
 # service started here as root (on a storage root of its own, aci's base image copied in from
 # Docker), each at 1, 16 and 64 sessions unless SESSIONS says otherwise. Prints one table per
 # engine; the tables are also written to $CARGO_TARGET_DIR/scale.md (default target/scale.md).
-# Needs root for Podman, the base image (`aci images build`) and podman (tests/host-deps.sh).
+# Other arguments go to every run (`--commands 20 --idle 5`). Needs root for Podman, the base image (`aci images build`) and podman (tests/host-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+extra=("$@")
 
 sessions=${SESSIONS:-1,16,64}
 image=${ACI_TEST_IMAGE:-aci-base:bookworm}
@@ -17,7 +18,7 @@ command -v podman >/dev/null || { echo "error: podman is not installed (tests/ho
 docker image inspect "$image" >/dev/null 2>&1 || { echo "error: Docker has no $image: run aci images build" >&2; exit 1; }
 
 cargo build --release --quiet --bench scale
-bench() { cargo bench --quiet --bench scale -- --sessions "$sessions" --image "$image" "$@"; }
+bench() { cargo bench --quiet --bench scale -- --sessions "$sessions" --image "$image" "${extra[@]}" "$@"; }
 
 : >"$out"
 echo "== Docker" | tee -a "$out"
@@ -39,7 +40,11 @@ done
 docker_id=$(docker image inspect -f '{{.Id}}' "$image")
 podman_id=$(podman "${storage[@]}" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 if [ "${docker_id#sha256:}" != "${podman_id#sha256:}" ]; then
-    docker save "$image" | podman "${storage[@]}" load >/dev/null
+    loaded=$(docker save "$image" | podman "${storage[@]}" load 2>&1) || {
+        echo "$loaded" >&2
+        echo "error: podman load of $image failed" >&2
+        exit 1
+    }
 fi
 echo | tee -a "$out"
 echo "== Podman $(podman --version | awk '{print $3}') (as root, its Docker-compatible API)" | tee -a "$out"
