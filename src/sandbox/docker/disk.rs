@@ -13,7 +13,7 @@
 use std::ffi::OsString;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,8 +35,12 @@ const RESERVE_FILE: &str = "aci-disk-reserve";
 const RESERVE: u64 = MIB;
 /// How often the watchdog reads the quota filesystem's usage (one `statfs`).
 const FILESYSTEM_INTERVAL: Duration = Duration::from_secs(1);
-/// How often it asks the daemon for the writable layer's size (the daemon walks the layer).
+/// How often it asks the daemon for the writable layer's size (the daemon walks the layer),
+/// while few containers are watched ([`daemon_interval`]).
 const DAEMON_INTERVAL: Duration = Duration::from_secs(3);
+/// How many size inspections the watchdogs of one daemon connection ask for per second, at
+/// most, however many containers they watch: each makes the daemon walk a writable layer.
+pub const SIZE_INSPECTIONS_PER_SECOND: u32 = 4;
 /// Storage drivers that keep a container's writable layer in one directory of their own,
 /// holding its `diff` and `work` directories.
 const LAYER_DRIVERS: [&str; 2] = ["overlay2", "fuse-overlayfs"];
@@ -91,6 +95,57 @@ pub fn image_bytes(disk_mb: u64) -> u64 {
         .saturating_add(2 * MIB);
     size.checked_next_multiple_of(4096)
         .unwrap_or(size / 4096 * 4096)
+}
+
+/// How long a watchdog that asks the daemon waits between two size inspections, while
+/// `watched` containers of the same connection are watched that way: [`DAEMON_INTERVAL`], or
+/// longer once their inspections together would exceed [`SIZE_INSPECTIONS_PER_SECOND`].
+pub fn daemon_interval(watched: usize) -> Duration {
+    let watched = u32::try_from(watched).unwrap_or(u32::MAX);
+    let spread = Duration::from_secs(1).saturating_mul(watched) / SIZE_INSPECTIONS_PER_SECOND;
+    spread.max(DAEMON_INTERVAL)
+}
+
+/// The size inspections of one daemon connection's watchdogs: how many containers they watch
+/// (for [`daemon_interval`]), one inspection in flight at a time, and how many were made.
+#[derive(Debug)]
+pub struct SizeMeter {
+    watched: AtomicUsize,
+    one_at_a_time: tokio::sync::Semaphore,
+    made: AtomicU64,
+}
+
+impl Default for SizeMeter {
+    fn default() -> Self {
+        Self {
+            watched: AtomicUsize::new(0),
+            one_at_a_time: tokio::sync::Semaphore::new(1),
+            made: AtomicU64::new(0),
+        }
+    }
+}
+
+impl SizeMeter {
+    /// How many size inspections were made through this connection.
+    pub fn made(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
+    }
+}
+
+/// One container counted in [`SizeMeter::watched`] while it lives.
+struct Watched<'a>(&'a SizeMeter);
+
+impl<'a> Watched<'a> {
+    fn new(meter: &'a SizeMeter) -> Self {
+        meter.watched.fetch_add(1, Ordering::Relaxed);
+        Self(meter)
+    }
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        self.0.watched.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Whether `used` bytes are over a quota of `disk_mb` MiB.
@@ -574,7 +629,7 @@ pub enum QuotaState {
     Reported,
 }
 
-/// Every [`FILESYSTEM_INTERVAL`] or [`DAEMON_INTERVAL`], reads what the container's files take;
+/// Every [`FILESYSTEM_INTERVAL`], or [`daemon_interval`] when it asks the daemon, reads what the container's files take;
 /// once that is over `disk_mb` MiB, restarts the container, which kills every process of the
 /// task (those holding deleted files too) and keeps its files, and sets `state`. Returns then,
 /// or when the container is gone; the transport aborts it at teardown.
@@ -586,11 +641,13 @@ pub async fn watch(
     state: Arc<watch::Sender<QuotaState>>,
     restarted_at: Arc<Mutex<f64>>,
 ) {
-    let interval = match meter {
-        Meter::Filesystem(_) => FILESYSTEM_INTERVAL,
-        Meter::Daemon => DAEMON_INTERVAL,
-    };
+    let sizes = Arc::clone(&runtime.sizes);
+    let _watched = matches!(meter, Meter::Daemon).then(|| Watched::new(&sizes));
     loop {
+        let interval = match meter {
+            Meter::Filesystem(_) => FILESYSTEM_INTERVAL,
+            Meter::Daemon => daemon_interval(sizes.watched.load(Ordering::Relaxed)),
+        };
         tokio::time::sleep(interval).await;
         let used = match &meter {
             Meter::Filesystem(disk) => match disk.usage() {
@@ -598,6 +655,10 @@ pub async fn watch(
                 Err(_) => return,
             },
             Meter::Daemon => {
+                let Ok(_turn) = sizes.one_at_a_time.acquire().await else {
+                    return;
+                };
+                sizes.made.fetch_add(1, Ordering::Relaxed);
                 let options = InspectContainerOptionsBuilder::default().size(true).build();
                 match runtime
                     .docker
@@ -633,6 +694,12 @@ pub async fn watch(
 }
 
 impl DockerRuntime {
+    /// How many times the disk watchdogs of this connection asked the daemon for a writable
+    /// layer's size (where the quota is only measured).
+    pub fn size_inspections(&self) -> u64 {
+        self.sizes.made()
+    }
+
     /// How the quota is kept with this daemon: decided at the first call ([`probe`]), which
     /// prints [`DiskMode::warning`] when it is only measured.
     pub(super) async fn disk_mode(&self) -> DiskMode {

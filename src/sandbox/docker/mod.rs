@@ -87,6 +87,9 @@ pub struct DockerRuntime {
     /// The daemon's URL when it is not reached through a local socket: its files are not
     /// this machine's, so nothing of aci's mounts or deletes them.
     remote: Option<String>,
+    /// The daemon's size inspections of the disk watchdogs, shared by this connection's
+    /// containers so that their cost stays bounded however many run.
+    sizes: Arc<disk::SizeMeter>,
 }
 
 impl DockerRuntime {
@@ -195,6 +198,7 @@ impl DockerRuntime {
             disk: Arc::new(tokio::sync::OnceCell::new()),
             closed: Arc::new(AtomicBool::new(false)),
             remote: None,
+            sizes: Arc::default(),
         }
     }
 

@@ -210,3 +210,24 @@ async fn a_new_layer_is_copied_whole_onto_the_quota_filesystem() {
         RESERVE
     );
 }
+
+#[test]
+fn few_watched_containers_are_inspected_every_three_seconds() {
+    assert_eq!(daemon_interval(0), Duration::from_secs(3));
+    assert_eq!(daemon_interval(1), Duration::from_secs(3));
+    assert_eq!(daemon_interval(12), Duration::from_secs(3));
+}
+
+#[test]
+fn many_watched_containers_share_four_inspections_a_second() {
+    assert_eq!(daemon_interval(13), Duration::from_millis(3250));
+    assert_eq!(daemon_interval(16), Duration::from_secs(4));
+    assert_eq!(daemon_interval(64), Duration::from_secs(16));
+    assert_eq!(daemon_interval(128), Duration::from_secs(32));
+    // Over any window, `n` watchdogs waiting `daemon_interval(n)` ask for at most four a second.
+    for n in [13usize, 50, 64, 200, 1000] {
+        let per_second = n as f64 / daemon_interval(n).as_secs_f64();
+        assert!(per_second <= 4.0 + 1e-9, "{n}: {per_second}");
+    }
+    assert!(daemon_interval(usize::MAX) >= Duration::from_secs(3));
+}
