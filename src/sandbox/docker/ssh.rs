@@ -27,11 +27,17 @@ pub(super) struct SshBridge {
 }
 
 impl SshBridge {
-    /// Starts the bridge; each connection runs `ssh <args>`.
+    /// Starts the bridge; each connection runs `ssh <args>`, found on `PATH` as the Docker CLI
+    /// finds it.
     ///
     /// # Errors
     /// The private directory, its socket or the thread cannot be made.
     pub(super) fn start(args: Vec<String>) -> Result<Self, String> {
+        Self::start_with("ssh", args)
+    }
+
+    /// [`Self::start`] with another program than ssh in the middle: the tests' `sh`.
+    fn start_with(program: &'static str, args: Vec<String>) -> Result<Self, String> {
         let dir = tempfile::Builder::new()
             .prefix("aci-ssh-")
             .tempdir()
@@ -56,7 +62,7 @@ impl SshBridge {
             .name("aci-ssh-bridge".to_owned())
             .spawn({
                 let failure = failure.clone();
-                move || runtime.block_on(serve(listener, Arc::new(args), failure, stopped))
+                move || runtime.block_on(serve(listener, program, Arc::new(args), failure, stopped))
             })
             .map_err(|error| format!("cannot start the ssh bridge: {error}"))?;
         Ok(Self {
@@ -94,6 +100,7 @@ impl Drop for SshBridge {
 /// Accepts connections until `stopped`, then ends the children and waits for them.
 async fn serve(
     listener: std::os::unix::net::UnixListener,
+    program: &'static str,
     args: Arc<Vec<String>>,
     failure: Failure,
     mut stopped: oneshot::Receiver<()>,
@@ -108,7 +115,8 @@ async fn serve(
             _ = &mut stopped => break,
             accepted = listener.accept() => match accepted {
                 Ok((client, _)) => {
-                    sessions.spawn(carry(client, args.clone(), failure.clone(), quitting.clone()));
+                    let (args, failure) = (args.clone(), failure.clone());
+                    sessions.spawn(carry(client, program, args, failure, quitting.clone()));
                 }
                 // Out of descriptors, say: the client sees its connection refused or pending.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
@@ -125,6 +133,7 @@ async fn serve(
 /// client that sees the end finds the reason already there.
 async fn carry(
     client: UnixStream,
+    program: &str,
     args: Arc<Vec<String>>,
     failure: Failure,
     mut quitting: watch::Receiver<bool>,
@@ -132,7 +141,7 @@ async fn carry(
     let record = |line: String| {
         *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(line);
     };
-    let spawned = Command::new("ssh")
+    let spawned = Command::new(program)
         .args(args.iter())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -142,7 +151,7 @@ async fn carry(
     let mut child = match spawned {
         Ok(child) => child,
         Err(error) => {
-            record(format!("cannot run ssh: {error}"));
+            record(format!("cannot run {program}: {error}"));
             return;
         }
     };
@@ -188,3 +197,6 @@ async fn carry(
     let _ = child.kill().await;
     let _ = client_write.shutdown().await;
 }
+
+#[cfg(test)]
+mod tests;
