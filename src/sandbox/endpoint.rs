@@ -56,6 +56,18 @@ impl SshTarget {
     /// host key it does not know fails at once with one line on its standard error.
     #[must_use]
     pub fn command(&self) -> Vec<String> {
+        self.running(&["system", "dial-stdio"])
+    }
+
+    /// The same with `docker … version` at the end: what to try by hand when the daemon
+    /// cannot be reached.
+    #[must_use]
+    pub fn probe(&self) -> Vec<String> {
+        self.running(&["version"])
+    }
+
+    /// The arguments of `ssh` that run `docker [--host unix://SOCKET] <docker_args>` there.
+    fn running(&self, docker_args: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = [
             "-o".to_owned(),
             format!("ConnectTimeout={SSH_CONNECT_TIMEOUT_SECS}"),
@@ -74,7 +86,7 @@ impl SshTarget {
         if let Some(socket) = &self.socket {
             args.extend(["--host".to_owned(), format!("unix://{socket}")]);
         }
-        args.extend(["system".to_owned(), "dial-stdio".to_owned()]);
+        args.extend(docker_args.iter().map(|arg| (*arg).to_owned()));
         args
     }
 

@@ -275,16 +275,15 @@ fn a_run_and_its_evaluation_through_ssh_and_one_line_for_each_failure() {
     let refused = aci_ssh(port, &wrong_key, &tmp, &refused_run);
     assert_eq!(refused.code, Some(1), "{}", refused.stderr);
     assert_eq!(
-        refused.stderr.lines().next(),
-        Some(
-            format!(
-                "error: docker: cannot reach the Docker daemon at ssh://root@127.0.0.1:{port} \
-                 (DOCKER_HOST): ssh: root@127.0.0.1: Permission denied (publickey)."
-            )
-            .as_str()
-        ),
-        "{}",
-        refused.stderr
+        refused.stderr,
+        format!(
+            "error: docker: cannot reach the Docker daemon at ssh://root@127.0.0.1:{port} \
+             (DOCKER_HOST): ssh: root@127.0.0.1: Permission denied (publickey).\n\
+             hint: `ssh -o ConnectTimeout=30 -o BatchMode=yes -T -l root -p {port} -- 127.0.0.1 \
+             docker version` must work without a prompt: a key of ~/.ssh/config or the agent, \
+             the host in known_hosts, docker on the remote PATH (docs/runtimes.md, \"A remote \
+             daemon\")\n"
+        )
     );
     // A host key the client has not been told of: BatchMode refuses it rather than asking.
     let nobody_known = dir.path().join("no_known_hosts");

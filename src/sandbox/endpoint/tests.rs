@@ -250,6 +250,21 @@ fn an_ssh_host_is_its_user_host_and_port_and_runs_dial_stdio_as_the_cli_does() {
         ]
     );
     assert_eq!(bare.url(), "ssh://build-host");
+    // What the hint of an unreachable daemon says to try by hand.
+    assert_eq!(
+        bare.probe(),
+        [
+            "-o",
+            "ConnectTimeout=30",
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            "--",
+            "build-host",
+            "docker",
+            "version"
+        ]
+    );
 
     // A path is the remote daemon's socket, handed to the remote `docker --host`.
     let socketed = ssh_of("ssh://me@h/run/user/1000/docker.sock").unwrap();
