@@ -177,8 +177,14 @@ async fn carry(
             }
             last
         });
-        let _ = tokio::io::copy(&mut stdout, &mut client_write).await;
+        let copied = tokio::io::copy(&mut stdout, &mut client_write).await;
         up.abort();
+        if copied.is_err() {
+            // The client is gone while the remote still talks (a stream it stopped reading):
+            // nothing to wait for, and no failure of ssh's.
+            let _ = child.kill().await;
+            return;
+        }
         let status = child.wait().await;
         // A process ssh left behind could hold its standard error open: not for long.
         let last = tokio::time::timeout(std::time::Duration::from_secs(2), last_line)
