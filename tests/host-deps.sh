@@ -3,8 +3,9 @@
 # (the base image), git, the CA bundle (pip in image builds), python3 (local-runtime tests) and
 # its venv module (mini-swe-agent side by side with aci),
 # chromium and chromium-driver (aci inspect in a real browser), docker-registry (a real
-# registry on loopback for pulls and pushes), openssl (the Kubernetes stand-in's HTTPS), and podman
-# with catatonit (its init process) and fuse-overlayfs (Podman's engine tests).
+# registry on loopback for pulls and pushes), openssl (the Kubernetes stand-in's HTTPS), podman
+# with catatonit (its init process) and fuse-overlayfs (Podman's engine tests), and
+# openssh-server with its client (a daemon reached through DOCKER_HOST=ssh://).
 # Does nothing when all are there; fails loudly, naming what is missing, when it cannot.
 set -euo pipefail
 
@@ -21,6 +22,8 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v podman >/dev/null || need+=(podman)
 [ -x /usr/bin/catatonit ] || [ -x /usr/libexec/podman/catatonit ] || need+=(catatonit)
 command -v fuse-overlayfs >/dev/null || need+=(fuse-overlayfs)
+[ -x /usr/bin/ssh ] && [ -x /usr/bin/ssh-keygen ] || need+=(openssh-client)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
 if [ ${#need[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || {
         echo "error: the tests need ${need[*]}, and there is no apt-get to install them" >&2
@@ -35,7 +38,7 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq </dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" </dev/null >/dev/null
 fi
-for tool in debootstrap git python3 chromium chromedriver docker-registry openssl podman fuse-overlayfs; do
+for tool in debootstrap git python3 chromium chromedriver docker-registry openssl podman fuse-overlayfs ssh ssh-keygen sshd; do
     command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || [ -x "/usr/bin/$tool" ] || {
         echo "error: $tool is not installed and could not be; the tests need it" >&2
         exit 1

@@ -42,13 +42,20 @@ pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
         );
         let failure = Failure::new(e.to_string());
         // A daemon that answered and is refused (rootless Podman on cgroups v1) says why.
-        if unreachable {
-            failure.hint(
+        if !unreachable {
+            return failure;
+        }
+        match ssh_target() {
+            Some(target) => failure.hint(format!(
+                "`ssh {}` must work without a prompt: a key of ~/.ssh/config or the agent, the \
+                 host in known_hosts, docker on the remote PATH (docs/runtimes.md, \"A remote \
+                 daemon\")",
+                shell_words(&target.probe())
+            )),
+            None => failure.hint(
                 "start the Docker daemon, or use --runtime local (no isolation); DOCKER_HOST or \
                  DOCKER_CONTEXT choose another daemon (docs/runtimes.md, \"A remote daemon\")",
-            )
-        } else {
-            failure
+            ),
         }
     })?;
     match runtime.reap_orphans().await {
@@ -67,6 +74,31 @@ pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
         ),
     }
     Ok(runtime)
+}
+
+/// The ssh target `DOCKER_HOST` or the context names, if it is one.
+fn ssh_target() -> Option<aci::sandbox::endpoint::SshTarget> {
+    let env = aci::sandbox::endpoint::DockerEnv::from_process();
+    let read = |path: &Path| std::fs::read_to_string(path).ok();
+    match aci::sandbox::endpoint::resolve(&env, &read).ok()?.endpoint {
+        aci::sandbox::endpoint::Endpoint::Ssh(target) => Some(target),
+        _ => None,
+    }
+}
+
+/// `args` joined by spaces, each with a space or quote in it single-quoted.
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|arg| {
+            if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c))
+            {
+                format!("'{}'", arg.replace('\'', "'\\''"))
+            } else {
+                arg.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Creates an output directory, or fails naming it.

@@ -1,8 +1,9 @@
 //! Which Docker daemon to talk to, read as the Docker CLI reads it: `DOCKER_HOST` first, then
 //! the context `DOCKER_CONTEXT` names, then the config's `currentContext`, then the local
 //! socket. TLS comes from `DOCKER_TLS_VERIFY` and `DOCKER_CERT_PATH`, or from a context's stored
-//! certificates. Pure: the caller hands in the variables and a way to read files, and connects
-//! ([`super::docker::DockerRuntime::connect`]).
+//! certificates. `ssh://[USER@]HOST[:PORT][/SOCKET]` is reached as the CLI reaches it, through
+//! `ssh … HOST docker system dial-stdio` ([`SshTarget::command`]). Pure: the caller hands in the
+//! variables and a way to read files, and connects ([`super::docker::DockerRuntime::connect`]).
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,87 @@ pub enum Endpoint {
         /// The certificates, when the connection is TLS.
         tls: Option<TlsFiles>,
     },
+    /// A daemon on another machine, reached through ssh: every connection is a new `ssh …
+    /// docker system dial-stdio` whose standard input and output carry the HTTP.
+    Ssh(SshTarget),
+}
+
+/// Where `ssh://[USER@]HOST[:PORT][/SOCKET]` points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTarget {
+    /// The login name (`-l`), when the URL names one; else ssh's own choice (`~/.ssh/config`).
+    pub user: Option<String>,
+    /// The host name or address, without brackets.
+    pub host: String,
+    /// The port (`-p`), when the URL names one.
+    pub port: Option<u16>,
+    /// The daemon's socket on the remote machine (`docker --host unix://SOCKET`), when the URL
+    /// has a path; else the remote `docker`'s own default.
+    pub socket: Option<String>,
+}
+
+/// How long ssh waits for the TCP connection, as the Docker CLI passes it (`ConnectTimeout=30`).
+pub const SSH_CONNECT_TIMEOUT_SECS: u32 = 30;
+
+impl SshTarget {
+    /// The arguments of `ssh` that open one connection to the daemon, as the Docker CLI runs
+    /// it (`-o ConnectTimeout=30 -T [-l USER] [-p PORT] -- HOST docker [--host unix://SOCKET]
+    /// system dial-stdio`), plus `BatchMode=yes`: ssh never prompts, so a key it cannot use or a
+    /// host key it does not know fails at once with one line on its standard error.
+    #[must_use]
+    pub fn command(&self) -> Vec<String> {
+        self.running(&["system", "dial-stdio"])
+    }
+
+    /// The same with `docker … version` at the end: what to try by hand when the daemon
+    /// cannot be reached.
+    #[must_use]
+    pub fn probe(&self) -> Vec<String> {
+        self.running(&["version"])
+    }
+
+    /// The arguments of `ssh` that run `docker [--host unix://SOCKET] <docker_args>` there.
+    fn running(&self, docker_args: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "-o".to_owned(),
+            format!("ConnectTimeout={SSH_CONNECT_TIMEOUT_SECS}"),
+            "-o".to_owned(),
+            "BatchMode=yes".to_owned(),
+            "-T".to_owned(),
+        ]
+        .into();
+        if let Some(user) = &self.user {
+            args.extend(["-l".to_owned(), user.clone()]);
+        }
+        if let Some(port) = self.port {
+            args.extend(["-p".to_owned(), port.to_string()]);
+        }
+        args.extend(["--".to_owned(), self.host.clone(), "docker".to_owned()]);
+        if let Some(socket) = &self.socket {
+            args.extend(["--host".to_owned(), format!("unix://{socket}")]);
+        }
+        args.extend(docker_args.iter().map(|arg| (*arg).to_owned()));
+        args
+    }
+
+    /// The target as a URL: `ssh://root@10.0.0.5:2222`.
+    #[must_use]
+    pub fn url(&self) -> String {
+        let user = self
+            .user
+            .as_ref()
+            .map_or_else(String::new, |user| format!("{user}@"));
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let port = self
+            .port
+            .map_or_else(String::new, |port| format!(":{port}"));
+        let socket = self.socket.as_deref().unwrap_or_default();
+        format!("ssh://{user}{host}{port}{socket}")
+    }
 }
 
 /// The PEM files of a TLS connection: the CA that signed the daemon's certificate, and the
@@ -56,6 +138,7 @@ impl Resolved {
         match &self.endpoint {
             Endpoint::Unix { path } => format!("unix://{path}"),
             Endpoint::Tcp { addr, .. } => format!("tcp://{addr}"),
+            Endpoint::Ssh(target) => target.url(),
         }
     }
 
@@ -186,10 +269,11 @@ fn tls_files(dir: &Path) -> TlsFiles {
     }
 }
 
-/// `unix:///path` or `tcp://host:port` (or `https://`, always TLS) as an endpoint.
+/// `unix:///path`, `tcp://host:port` (or `https://`, always TLS) or `ssh://[user@]host[:port]`
+/// as an endpoint.
 fn parse_host(host: &str, tls: Option<TlsFiles>, what: &str) -> Result<Endpoint, String> {
-    let reachable = "aci reaches a daemon at unix:///PATH or tcp://HOST:PORT (TLS with \
-                     DOCKER_TLS_VERIFY=1)";
+    let reachable = "aci reaches a daemon at unix:///PATH, tcp://HOST:PORT (TLS with \
+                     DOCKER_TLS_VERIFY=1) or ssh://[USER@]HOST[:PORT]";
     if let Some(path) = host.strip_prefix("unix://") {
         if !path.starts_with('/') {
             return Err(format!(
@@ -202,12 +286,10 @@ fn parse_host(host: &str, tls: Option<TlsFiles>, what: &str) -> Result<Endpoint,
     }
     let addr = match host.split_once("://") {
         Some(("tcp" | "http" | "https", addr)) => addr.trim_end_matches('/'),
-        Some(("ssh", _)) => {
-            return Err(format!(
-                "{what}={host}: aci does not speak ssh to a daemon; forward its socket \
-                 (ssh -nNT -L /tmp/docker.sock:/var/run/docker.sock USER@HOST) and set \
-                 DOCKER_HOST=unix:///tmp/docker.sock"
-            ));
+        Some(("ssh", rest)) => {
+            return parse_ssh(rest)
+                .map(Endpoint::Ssh)
+                .map_err(|why| format!("{what}={host}: {why}"));
         }
         _ => return Err(format!("{what}={host}: {reachable}")),
     };
@@ -226,6 +308,73 @@ fn parse_host(host: &str, tls: Option<TlsFiles>, what: &str) -> Result<Endpoint,
     Ok(Endpoint::Tcp {
         addr: addr.to_owned(),
         tls,
+    })
+}
+
+/// What follows `ssh://`, read as the Docker CLI reads it: a user without a password, a host,
+/// a port, and a path that is the remote daemon's socket; no query or fragment. A path of only
+/// `/` is no path.
+fn parse_ssh(rest: &str) -> Result<SshTarget, String> {
+    let form = "an ssh URL is ssh://[USER@]HOST[:PORT][/SOCKET]";
+    if let Some((_, query)) = rest.split_once('?') {
+        return Err(format!("{form}, without a query (?{query})"));
+    }
+    if let Some((_, fragment)) = rest.split_once('#') {
+        return Err(format!("{form}, without a fragment (#{fragment})"));
+    }
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let (user, host_port) = match authority.rsplit_once('@') {
+        Some((user, host_port)) => (Some(user), host_port),
+        None => (None, authority),
+    };
+    if user.is_some_and(|user| user.contains(':')) {
+        return Err(
+            "an ssh URL carries no password: ssh logs in with a key (its agent, or the \
+             IdentityFile of ~/.ssh/config), and aci runs it with BatchMode=yes"
+                .to_owned(),
+        );
+    }
+    if user == Some("") {
+        return Err(format!("{form}: the user before @ is empty"));
+    }
+    let (name, port) = if let Some(bracketed) = host_port.strip_prefix('[') {
+        let Some((name, after)) = bracketed.split_once(']') else {
+            return Err(format!("{form}: the [ of an IPv6 address is not closed"));
+        };
+        match after {
+            "" => (name, None),
+            _ => match after.strip_prefix(':') {
+                Some(port) => (name, Some(port)),
+                None => return Err(format!("{form}: {after} follows the address")),
+            },
+        }
+    } else {
+        match host_port.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host_port, None),
+        }
+    };
+    if name.is_empty() {
+        return Err(format!("{form}: the host is empty"));
+    }
+    let port = match port {
+        None | Some("") => None,
+        Some(port) => Some(
+            port.parse::<u16>()
+                .map_err(|_| format!("{form}: the port `{port}` is not a number of 0 to 65535"))?,
+        ),
+    };
+    let socket = Some(path)
+        .filter(|path| !path.is_empty() && *path != "/")
+        .map(str::to_owned);
+    Ok(SshTarget {
+        user: user.map(str::to_owned),
+        host: name.to_owned(),
+        port,
+        socket,
     })
 }
 

@@ -40,6 +40,7 @@ mod mini_swe_agent;
 mod podman;
 mod record_spec;
 mod remote_docker;
+mod remote_ssh;
 mod resolve_as_of;
 mod sandbox;
 mod sandbox_docker;

@@ -23,6 +23,7 @@ mod error;
 mod images;
 mod podman;
 mod reap;
+mod ssh;
 mod storage;
 mod transport;
 mod types;
@@ -90,6 +91,8 @@ pub struct DockerRuntime {
     /// The daemon's size inspections of the disk watchdogs, shared by this connection's
     /// containers so that their cost stays bounded however many run.
     sizes: Arc<disk::SizeMeter>,
+    /// The bridge to a daemon reached through ssh; it ends with the last clone.
+    ssh: Option<Arc<ssh::SshBridge>>,
 }
 
 impl DockerRuntime {
@@ -114,15 +117,29 @@ impl DockerRuntime {
         Self::connect_to(&resolved).await
     }
 
-    /// Connects to the daemon `resolved` names: its socket, plain TCP, or TCP with TLS client
-    /// certificates; then tells Docker from Podman and reads what differs.
+    /// Connects to the daemon `resolved` names: its socket, plain TCP, TCP with TLS client
+    /// certificates, or ssh (through an [`ssh::SshBridge`]); then tells Docker from Podman and
+    /// reads what differs.
     ///
     /// # Errors
-    /// The certificates cannot be loaded, the daemon does not answer, or it is a Podman that
-    /// cannot keep aci's limits.
+    /// The certificates cannot be loaded, the daemon does not answer (through ssh: the last
+    /// line ssh wrote, such as `Permission denied (publickey).`), or it is a Podman that cannot
+    /// keep aci's limits.
     pub async fn connect_to(resolved: &Resolved) -> Result<Self, SandboxError> {
         let where_ = resolved.describe();
+        let mut bridge = None;
         let (docker, socket) = match &resolved.endpoint {
+            Endpoint::Ssh(target) => {
+                let started = ssh::SshBridge::start(target.command())
+                    .map_err(|error| other(format!("{where_}: {error}")))?;
+                let docker = Docker::connect_with_unix(
+                    &started.socket().to_string_lossy(),
+                    CLIENT_TIMEOUT_SECS,
+                    bollard::API_DEFAULT_VERSION,
+                );
+                bridge = Some(Arc::new(started));
+                (docker, None)
+            }
             Endpoint::Unix { path } => (
                 Docker::connect_with_unix(path, CLIENT_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION),
                 Some(std::path::PathBuf::from(path)),
@@ -149,12 +166,19 @@ impl DockerRuntime {
         let docker = docker.map_err(docker_error_in(format!(
             "cannot connect to the Docker daemon at {where_}"
         )))?;
-        let docker = docker
-            .negotiate_version()
-            .await
-            .map_err(docker_error_in(format!(
-                "cannot reach the Docker daemon at {where_}"
-            )))?;
+        let unreachable = format!("cannot reach the Docker daemon at {where_}");
+        let docker = match docker.negotiate_version().await {
+            Ok(docker) => docker,
+            Err(error) => {
+                return Err(match bridge.as_ref().and_then(|bridge| bridge.failure()) {
+                    Some(said) => SandboxError::Docker(DockerError::new(
+                        DockerErrorKind::Connect,
+                        format!("{unreachable}: ssh: {said}"),
+                    )),
+                    None => docker_error_in(unreachable)(error),
+                });
+            }
+        };
         let version = docker
             .version()
             .await
@@ -170,6 +194,7 @@ impl DockerRuntime {
         }
         let mut runtime = Self::with_client(docker);
         runtime.engine = engine;
+        runtime.ssh = bridge;
         if storage::loses_deletions(&info) {
             static SAID: std::sync::Once = std::sync::Once::new();
             SAID.call_once(|| eprintln!("{}", storage::WARNING));
@@ -199,6 +224,7 @@ impl DockerRuntime {
             closed: Arc::new(AtomicBool::new(false)),
             remote: None,
             sizes: Arc::default(),
+            ssh: None,
         }
     }
 

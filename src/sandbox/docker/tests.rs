@@ -105,6 +105,7 @@ async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
         closed: Arc::default(),
         remote: None,
         sizes: Arc::default(),
+        ssh: None,
     };
     runtime.track("before", true);
     let live = Arc::clone(&runtime.live);

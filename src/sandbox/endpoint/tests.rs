@@ -133,20 +133,14 @@ fn a_unix_docker_host_is_its_path() {
 fn hosts_aci_cannot_reach_are_one_line_each() {
     let cases = [
         (
-            "ssh://me@build-host",
-            "DOCKER_HOST=ssh://me@build-host: aci does not speak ssh to a daemon; forward its \
-             socket (ssh -nNT -L /tmp/docker.sock:/var/run/docker.sock USER@HOST) and set \
-             DOCKER_HOST=unix:///tmp/docker.sock",
-        ),
-        (
             "npipe:////./pipe/docker_engine",
-            "DOCKER_HOST=npipe:////./pipe/docker_engine: aci reaches a daemon at unix:///PATH or \
-             tcp://HOST:PORT (TLS with DOCKER_TLS_VERIFY=1)",
+            "DOCKER_HOST=npipe:////./pipe/docker_engine: aci reaches a daemon at unix:///PATH, \
+             tcp://HOST:PORT (TLS with DOCKER_TLS_VERIFY=1) or ssh://[USER@]HOST[:PORT]",
         ),
         (
             "tcp://host-without-port",
-            "DOCKER_HOST=tcp://host-without-port: aci reaches a daemon at unix:///PATH or \
-             tcp://HOST:PORT (TLS with DOCKER_TLS_VERIFY=1)",
+            "DOCKER_HOST=tcp://host-without-port: aci reaches a daemon at unix:///PATH, \
+             tcp://HOST:PORT (TLS with DOCKER_TLS_VERIFY=1) or ssh://[USER@]HOST[:PORT]",
         ),
         (
             "unix://relative.sock",
@@ -178,6 +172,200 @@ fn tls_without_verification_is_refused() {
     assert!(
         error.starts_with("DOCKER_TLS is set without DOCKER_TLS_VERIFY: aci does not talk to a daemon whose certificate it cannot verify"),
         "{error}"
+    );
+}
+
+/// The endpoint `DOCKER_HOST=host` resolves to.
+fn ssh_of(host: &str) -> Result<SshTarget, String> {
+    let env = DockerEnv {
+        host: Some(host.to_owned()),
+        ..blank()
+    };
+    match resolve(&env, &files(&[]))?.endpoint {
+        Endpoint::Ssh(target) => Ok(target),
+        other => panic!("{host} is {other:?}"),
+    }
+}
+
+#[test]
+fn an_ssh_host_is_its_user_host_and_port_and_runs_dial_stdio_as_the_cli_does() {
+    let target = ssh_of("ssh://root@10.0.0.5:2222").unwrap();
+    assert_eq!(
+        target,
+        SshTarget {
+            user: Some("root".to_owned()),
+            host: "10.0.0.5".to_owned(),
+            port: Some(2222),
+            socket: None,
+        }
+    );
+    // The CLI's `ssh -o ConnectTimeout=30 -T -l root -p 2222 -- 10.0.0.5 docker system
+    // dial-stdio`, with BatchMode so that nothing prompts.
+    assert_eq!(
+        target.command(),
+        [
+            "-o",
+            "ConnectTimeout=30",
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            "-l",
+            "root",
+            "-p",
+            "2222",
+            "--",
+            "10.0.0.5",
+            "docker",
+            "system",
+            "dial-stdio"
+        ]
+    );
+    let env = DockerEnv {
+        host: Some("ssh://root@10.0.0.5:2222".to_owned()),
+        ..blank()
+    };
+    let resolved = resolve(&env, &files(&[])).unwrap();
+    assert!(!resolved.is_local());
+    assert_eq!(
+        resolved.describe(),
+        "ssh://root@10.0.0.5:2222 (DOCKER_HOST)"
+    );
+
+    // No user or port: ssh's own (`~/.ssh/config`, then 22 and the local user's name).
+    let bare = ssh_of("ssh://build-host").unwrap();
+    assert_eq!((bare.user.as_deref(), bare.port), (None, None));
+    assert_eq!(
+        bare.command(),
+        [
+            "-o",
+            "ConnectTimeout=30",
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            "--",
+            "build-host",
+            "docker",
+            "system",
+            "dial-stdio"
+        ]
+    );
+    assert_eq!(bare.url(), "ssh://build-host");
+    // What the hint of an unreachable daemon says to try by hand.
+    assert_eq!(
+        bare.probe(),
+        [
+            "-o",
+            "ConnectTimeout=30",
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            "--",
+            "build-host",
+            "docker",
+            "version"
+        ]
+    );
+
+    // A path is the remote daemon's socket, handed to the remote `docker --host`.
+    let socketed = ssh_of("ssh://me@h/run/user/1000/docker.sock").unwrap();
+    assert_eq!(
+        socketed.socket.as_deref(),
+        Some("/run/user/1000/docker.sock")
+    );
+    assert_eq!(
+        socketed.command()[8..],
+        [
+            "h",
+            "docker",
+            "--host",
+            "unix:///run/user/1000/docker.sock",
+            "system",
+            "dial-stdio"
+        ]
+    );
+    assert_eq!(socketed.url(), "ssh://me@h/run/user/1000/docker.sock");
+    // A lone `/` is no path.
+    assert_eq!(ssh_of("ssh://me@h:22/").unwrap().socket, None);
+
+    // An IPv6 address is written in brackets and passed without them.
+    let six = ssh_of("ssh://[::1]:2200").unwrap();
+    assert_eq!((six.host.as_str(), six.port), ("::1", Some(2200)));
+    assert_eq!(six.url(), "ssh://[::1]:2200");
+}
+
+#[test]
+fn ssh_urls_the_cli_refuses_are_one_line_each() {
+    let form = "an ssh URL is ssh://[USER@]HOST[:PORT][/SOCKET]";
+    let cases = [
+        (
+            "ssh://me:secret@h",
+            "DOCKER_HOST=ssh://me:secret@h: an ssh URL carries no password: ssh logs in with a \
+             key (its agent, or the IdentityFile of ~/.ssh/config), and aci runs it with \
+             BatchMode=yes"
+                .to_owned(),
+        ),
+        (
+            "ssh://me@",
+            format!("DOCKER_HOST=ssh://me@: {form}: the host is empty"),
+        ),
+        (
+            "ssh://@h",
+            format!("DOCKER_HOST=ssh://@h: {form}: the user before @ is empty"),
+        ),
+        (
+            "ssh://h:x",
+            format!("DOCKER_HOST=ssh://h:x: {form}: the port `x` is not a number of 0 to 65535"),
+        ),
+        (
+            "ssh://h:70000",
+            format!(
+                "DOCKER_HOST=ssh://h:70000: {form}: the port `70000` is not a number of 0 to 65535"
+            ),
+        ),
+        (
+            "ssh://h?x=1",
+            format!("DOCKER_HOST=ssh://h?x=1: {form}, without a query (?x=1)"),
+        ),
+        (
+            "ssh://h#f",
+            format!("DOCKER_HOST=ssh://h#f: {form}, without a fragment (#f)"),
+        ),
+        (
+            "ssh://[::1:22",
+            format!("DOCKER_HOST=ssh://[::1:22: {form}: the [ of an IPv6 address is not closed"),
+        ),
+    ];
+    for (host, message) in cases {
+        assert_eq!(ssh_of(host).unwrap_err(), message, "{host}");
+    }
+}
+
+#[test]
+fn a_context_may_name_an_ssh_host() {
+    let id = remote_id();
+    let meta = format!("/home/u/.docker/contexts/meta/{id}/meta.json");
+    let entries = [(
+        meta.as_str(),
+        r#"{"Name":"remote","Metadata":{},"Endpoints":{"docker":{"Host":"ssh://deploy@build-host","SkipTLSVerify":false}}}"#,
+    )];
+    let read = files(&entries);
+    let env = DockerEnv {
+        context: Some("remote".to_owned()),
+        ..blank()
+    };
+    let resolved = resolve(&env, &read).unwrap();
+    assert_eq!(
+        resolved.endpoint,
+        Endpoint::Ssh(SshTarget {
+            user: Some("deploy".to_owned()),
+            host: "build-host".to_owned(),
+            port: None,
+            socket: None,
+        })
+    );
+    assert_eq!(
+        resolved.describe(),
+        "ssh://deploy@build-host (context `remote`)"
     );
 }
 
