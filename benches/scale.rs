@@ -12,6 +12,8 @@
 //! remote daemon and Podman get), so the size inspections show. Needs the base image
 //! (`aci images build`). A benchmark, not a test: it asserts nothing about time.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// The table on stdout is what this benchmark is for.
+#![allow(clippy::print_stdout)]
 
 use std::time::{Duration, Instant};
 
