@@ -152,7 +152,8 @@ pub struct SelectionArgs {
 /// `--engine` and the cluster's options.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// Where tasks run: this machine's Docker daemon, or pods of a Kubernetes cluster.
+    /// Where tasks run: this machine's Docker daemon, a Podman service, or pods of a Kubernetes
+    /// cluster.
     #[arg(long, value_parser = engine_values(), default_value = "docker")]
     pub engine: Kind,
     /// With --engine k8s: the namespace of the pods (default: env.k8s.namespace, else the
@@ -177,11 +178,15 @@ fn runtime_values() -> impl TypedValueParser<Value = Kind> {
     .map(|name| Kind::from_name(&name).unwrap_or(Kind::Docker))
 }
 
-/// `--engine docker|k8s`: where tasks run.
+/// `--engine docker|podman|k8s`: where tasks run.
 fn engine_values() -> impl TypedValueParser<Value = Kind> {
     PossibleValuesParser::new([
         PossibleValue::new("docker")
             .help("Containers of this machine's Docker daemon (the default)"),
+        PossibleValue::new("podman").help(
+            "Containers of a Podman service, through its Docker-compatible API: CONTAINER_HOST, \
+             else /run/podman/podman.sock as root, $XDG_RUNTIME_DIR/podman/podman.sock rootless",
+        ),
         PossibleValue::new("k8s").help(
             "One pod per task in a Kubernetes cluster: KUBECONFIG (or ~/.kube/config, or the \
              in-cluster service account) says which; images are built here and pushed to \

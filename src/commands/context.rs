@@ -8,7 +8,7 @@ use aci::engine::{Engine, Kind};
 use aci::sandbox::docker::DockerRuntime;
 
 use super::settings::{self, Settings};
-use super::{Failure, connect_docker, create_output_dir, default_run_id, engine};
+use super::{Failure, connect_engine, create_output_dir, default_run_id, engine};
 use crate::cli;
 
 /// The settings of `aci run` and `aci batch`: [`settings::resolve`], then `--api-base`.
@@ -30,19 +30,20 @@ struct RunStart {
     runtime: Engine,
 }
 
-/// Picks the run id and the output directory (and creates it), and connects to Docker when
-/// instances run there.
+/// Picks the run id and the output directory (and creates it), and connects to Docker (or
+/// Podman, with `--engine podman`) when instances run there.
 async fn start_run(
     run_id: Option<String>,
     output: Option<PathBuf>,
     runtime: Kind,
+    engine: Kind,
 ) -> Result<RunStart, Failure> {
     let run_id = run_id.unwrap_or_else(default_run_id);
     let output = output.unwrap_or_else(|| PathBuf::from("aci-runs").join(&run_id));
     create_output_dir(&output)?;
     let runtime = match runtime {
         Kind::Local => Engine::Local,
-        Kind::Docker | Kind::K8s => Engine::Docker(connect_docker().await?),
+        Kind::Docker | Kind::K8s | Kind::Podman => Engine::Docker(connect_engine(engine).await?),
     };
     Ok(RunStart {
         run_id,
@@ -61,7 +62,7 @@ pub async fn run_context(
     runtime: Kind,
     engine: &cli::EngineArgs,
 ) -> Result<RunContext, Failure> {
-    let started = start_run(run_id, output, runtime).await?;
+    let started = start_run(run_id, output, runtime, engine.engine).await?;
     let config = settings.config;
     let runtime = engine::attach(started.runtime, engine, &config.env).await?;
     Ok(RunContext::new(

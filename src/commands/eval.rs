@@ -18,7 +18,7 @@ use aci::text::escape_controls;
 use aci::batch::Interrupt;
 
 use super::{
-    Failure, Out, Signals, connect_docker, create_output_dir, default_run_id, engine, keep_ids,
+    Failure, Out, Signals, connect_engine, create_output_dir, default_run_id, engine, keep_ids,
     load_instances, settings, shown,
 };
 use crate::cli::{EvalArgs, SpecArg};
@@ -91,7 +91,7 @@ pub async fn execute(
         Some(stop) => stop,
         None => Signals::listen()?.first_sets(),
     };
-    let docker = connect_docker().await?;
+    let docker = connect_engine(args.cluster.engine).await?;
     let engine = engine::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),

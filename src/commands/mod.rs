@@ -58,6 +58,35 @@ pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
             ),
         }
     })?;
+    reap(&runtime).await;
+    Ok(runtime)
+}
+
+/// The daemon of `--engine`: the Docker daemon ([`connect_docker`]), or with `podman` the
+/// Podman service `CONTAINER_HOST` or this user's Podman socket names.
+pub async fn connect_engine(engine: aci::engine::Kind) -> Result<DockerRuntime, Failure> {
+    if engine != aci::engine::Kind::Podman {
+        return connect_docker().await;
+    }
+    let runtime = DockerRuntime::connect_podman().await.map_err(|e| {
+        let unreachable = matches!(
+            &e,
+            aci::sandbox::SandboxError::Docker(error) if error.kind == DockerErrorKind::Connect
+        );
+        let failure = Failure::new(e.to_string());
+        if !unreachable {
+            return failure;
+        }
+        failure.hint(
+            "start Podman's API service (as root `systemctl start podman.socket`, rootless              `systemctl --user start podman.socket`, or `podman system service --time=0`), or              name its socket in CONTAINER_HOST (docs/runtimes.md, \"Podman\")",
+        )
+    })?;
+    reap(&runtime).await;
+    Ok(runtime)
+}
+
+/// Removes the containers of aci runs that are gone, saying how many.
+async fn reap(runtime: &DockerRuntime) {
     match runtime.reap_orphans().await {
         Ok(reaped) => {
             if reaped.removed > 0 {
@@ -73,7 +102,6 @@ pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
             escape_controls(&error.to_string())
         ),
     }
-    Ok(runtime)
 }
 
 /// The ssh target `DOCKER_HOST` or the context names, if it is one.

@@ -13,7 +13,7 @@ use aci::text::{escape_controls, escape_controls_in_lines};
 use aci::validate::{table, validate as validate_instances};
 
 use super::{
-    Failure, Signals, connect_docker, create_output_dir, default_run_id, engine, keep_ids,
+    Failure, Signals, connect_engine, create_output_dir, default_run_id, engine, keep_ids,
     load_instances, settings,
 };
 use crate::cli::ValidateArgs;
@@ -48,7 +48,7 @@ pub async fn validate(args: ValidateArgs) -> Result<ExitCode, Failure> {
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     // SIGTERM (a CI runner's stop, `kill`) ends the run as Ctrl-C does.
     let mut signals = Signals::listen()?;
-    let docker = connect_docker().await?;
+    let docker = connect_engine(args.cluster.engine).await?;
     let engine = engine::eval_engine(docker, &args.cluster, &config.env).await?;
     let settings = EvalSettings {
         run_id: run_id.clone(),

@@ -13,7 +13,8 @@ use crate::sandbox::docker::DockerRuntime;
 use crate::sandbox::local::LocalSandbox;
 use crate::sandbox::{AnySandbox, SandboxError, SandboxSpec};
 
-/// Which engine: what `--runtime docker|local` and `--engine docker|k8s` choose between.
+/// Which engine: what `--runtime docker|local` and `--engine docker|podman|k8s` choose between.
+/// Podman runs through the Docker engine, on Podman's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Containers of this machine's Docker daemon.
@@ -22,21 +23,24 @@ pub enum Kind {
     Local,
     /// Pods of a Kubernetes cluster.
     K8s,
+    /// Containers of a Podman service, through its Docker-compatible API.
+    Podman,
 }
 
 impl Kind {
-    /// The name on the command line and in `manifest.json`: `docker`, `local` or `k8s`.
+    /// The name on the command line: `docker`, `local`, `k8s` or `podman`.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Docker => "docker",
             Kind::Local => "local",
             Kind::K8s => "k8s",
+            Kind::Podman => "podman",
         }
     }
 
     /// The kind named `name` ([`Kind::name`]).
     pub fn from_name(name: &str) -> Option<Kind> {
-        [Kind::Docker, Kind::Local, Kind::K8s]
+        [Kind::Docker, Kind::Local, Kind::K8s, Kind::Podman]
             .into_iter()
             .find(|kind| kind.name() == name)
     }

@@ -196,6 +196,70 @@ impl DockerEnv {
     }
 }
 
+/// What chooses the Podman service of `--engine podman`: Podman's own variable, and where its
+/// sockets are for this user.
+#[derive(Debug, Clone, Default)]
+pub struct PodmanEnv {
+    /// `CONTAINER_HOST` (what `podman --remote` reads): `unix:///PATH`, `tcp://…` or
+    /// `ssh://…`.
+    pub host: Option<String>,
+    /// Whether aci runs as root: the service's socket is then `/run/podman/podman.sock`.
+    pub root: bool,
+    /// `XDG_RUNTIME_DIR`, where a rootless service's socket is (`podman/podman.sock`).
+    pub runtime_dir: Option<String>,
+    /// The user's id, for `/run/user/UID` when `XDG_RUNTIME_DIR` is not set.
+    pub uid: u32,
+}
+
+impl PodmanEnv {
+    /// Reads this process's environment and user.
+    #[must_use]
+    pub fn from_process() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        let uid = rustix::process::geteuid().as_raw();
+        Self {
+            host: var("CONTAINER_HOST"),
+            root: uid == 0,
+            runtime_dir: var("XDG_RUNTIME_DIR"),
+            uid,
+        }
+    }
+}
+
+/// Podman's socket as root.
+pub const PODMAN_ROOT_SOCKET: &str = "/run/podman/podman.sock";
+
+/// Chooses the Podman service of `--engine podman`: `CONTAINER_HOST`, else the socket Podman's
+/// `podman.socket` unit listens on for this user (as root `/run/podman/podman.sock`, else
+/// `$XDG_RUNTIME_DIR/podman/podman.sock`).
+///
+/// # Errors
+/// `CONTAINER_HOST` names a scheme aci cannot reach.
+pub fn resolve_podman(env: &PodmanEnv) -> Result<Resolved, String> {
+    if let Some(host) = &env.host {
+        return Ok(Resolved {
+            endpoint: parse_host(host, None, "CONTAINER_HOST")?,
+            source: "CONTAINER_HOST".to_owned(),
+        });
+    }
+    let (path, source) = if env.root {
+        (PODMAN_ROOT_SOCKET.to_owned(), "Podman's socket as root")
+    } else {
+        let dir = env
+            .runtime_dir
+            .clone()
+            .unwrap_or_else(|| format!("/run/user/{}", env.uid));
+        (
+            format!("{}/podman/podman.sock", dir.trim_end_matches('/')),
+            "Podman's rootless socket",
+        )
+    };
+    Ok(Resolved {
+        endpoint: Endpoint::Unix { path },
+        source: source.to_owned(),
+    })
+}
+
 /// Chooses the endpoint. `read` returns a file's text, or `None` when it cannot be read.
 ///
 /// # Errors

@@ -240,9 +240,16 @@ fn the_demo_batch_and_eval_through_podman_give_the_docker_report() {
         summary_rows(&batch.stdout),
         rows(&[("submitted", 2), ("total", 2)])
     );
-    aci_podman(
-        &podman,
-        &strs(&eval_args(&podman_preds, &podman_eval, &podman_runs.1)),
+    // The evaluation through `--engine podman`, which finds the service by CONTAINER_HOST; a
+    // DOCKER_HOST that leads nowhere shows Docker's variables are not read.
+    Run::from(
+        aci()
+            .args(eval_args(&podman_preds, &podman_eval, &podman_runs.1))
+            .args(["--engine", "podman"])
+            .env("CONTAINER_HOST", podman.docker_host())
+            .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+            .output()
+            .unwrap(),
     )
     .expect_code(0);
 
@@ -286,6 +293,30 @@ fn the_demo_batch_and_eval_through_podman_give_the_docker_report() {
     ] {
         assert_eq!(containers_of(run), Vec::<String>::new(), "{run}");
     }
+}
+
+#[test]
+fn engine_podman_refuses_a_socket_that_docker_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let instances = write_instances(dir.path(), &["demo__inicfg-1"], &[]);
+    let output = dir.path().join("eval");
+    let run = Run::from(
+        aci()
+            .args(["eval", "--predictions", "gold", "--instances"])
+            .arg(&instances)
+            .arg("--output")
+            .arg(&output)
+            .args(["--engine", "podman"])
+            .env("CONTAINER_HOST", "unix:///var/run/docker.sock")
+            .output()
+            .unwrap(),
+    );
+    run.expect_code(1);
+    assert_eq!(
+        run.stderr,
+        "error: docker: --engine podman: unix:///var/run/docker.sock (CONTAINER_HOST) is \
+         answered by Docker, not Podman\n"
+    );
 }
 
 fn strs(args: &[String]) -> Vec<&str> {

@@ -105,6 +105,18 @@ impl DockerRuntime {
         Self::connect_to(&resolved).await
     }
 
+    /// Connects to the Podman service `--engine podman` names: `CONTAINER_HOST`, else this
+    /// user's Podman socket ([`super::endpoint::resolve_podman`]); refuses a Docker daemon
+    /// found there, so that a run asked of Podman never lands on Docker.
+    ///
+    /// # Errors
+    /// No service answers, it is not Podman, or it cannot keep aci's limits.
+    pub async fn connect_podman() -> Result<Self, SandboxError> {
+        let env = super::endpoint::PodmanEnv::from_process();
+        let resolved = super::endpoint::resolve_podman(&env).map_err(other)?;
+        Self::connect_expecting(&resolved, Some(Engine::Podman)).await
+    }
+
     /// Connects to the daemon listening on the Unix socket `socket`, as [`Self::connect`] does
     /// to the one `DOCKER_HOST` names.
     pub async fn connect_to_socket(socket: &std::path::Path) -> Result<Self, SandboxError> {
@@ -126,6 +138,14 @@ impl DockerRuntime {
     /// line ssh wrote, such as `Permission denied (publickey).`), or it is a Podman that cannot
     /// keep aci's limits.
     pub async fn connect_to(resolved: &Resolved) -> Result<Self, SandboxError> {
+        Self::connect_expecting(resolved, None).await
+    }
+
+    /// [`Self::connect_to`], refusing the daemon when it is not the engine `expected`.
+    async fn connect_expecting(
+        resolved: &Resolved,
+        expected: Option<Engine>,
+    ) -> Result<Self, SandboxError> {
         let where_ = resolved.describe();
         let mut bridge = None;
         let (docker, socket) = match &resolved.endpoint {
@@ -184,6 +204,11 @@ impl DockerRuntime {
             .await
             .map_err(docker_error_in("cannot read the Docker daemon's version"))?;
         let engine = podman::engine_of(&version);
+        if expected == Some(Engine::Podman) && engine != Engine::Podman {
+            return Err(other(format!(
+                "--engine podman: {where_} is answered by Docker, not Podman"
+            )));
+        }
         let info = docker.info().await.map_err(docker_error_in(
             "cannot read the Docker daemon's configuration",
         ))?;

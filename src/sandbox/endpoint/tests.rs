@@ -456,3 +456,58 @@ fn a_context_that_does_not_exist_or_skips_verification_is_refused() {
             .starts_with(&format!("{meta} is not JSON: "))
     );
 }
+
+#[test]
+fn podman_is_found_by_container_host_first() {
+    let env = PodmanEnv {
+        host: Some("unix:///tmp/p.sock".to_owned()),
+        root: true,
+        runtime_dir: Some("/run/user/1000".to_owned()),
+        uid: 0,
+    };
+    let resolved = resolve_podman(&env).unwrap();
+    assert_eq!(resolved.describe(), "unix:///tmp/p.sock (CONTAINER_HOST)");
+}
+
+#[test]
+fn podman_as_root_and_rootless_have_their_sockets() {
+    let root = PodmanEnv {
+        root: true,
+        uid: 0,
+        ..PodmanEnv::default()
+    };
+    assert_eq!(
+        resolve_podman(&root).unwrap().describe(),
+        "unix:///run/podman/podman.sock (Podman's socket as root)"
+    );
+    let rootless = PodmanEnv {
+        runtime_dir: Some("/run/user/1000/".to_owned()),
+        uid: 1000,
+        ..PodmanEnv::default()
+    };
+    assert_eq!(
+        resolve_podman(&rootless).unwrap().describe(),
+        "unix:///run/user/1000/podman/podman.sock (Podman's rootless socket)"
+    );
+    let no_runtime_dir = PodmanEnv {
+        uid: 1001,
+        ..PodmanEnv::default()
+    };
+    assert_eq!(
+        resolve_podman(&no_runtime_dir).unwrap().url(),
+        "unix:///run/user/1001/podman/podman.sock"
+    );
+}
+
+#[test]
+fn a_container_host_aci_cannot_reach_is_one_line() {
+    let env = PodmanEnv {
+        host: Some("npipe:////./pipe/podman".to_owned()),
+        ..PodmanEnv::default()
+    };
+    let error = resolve_podman(&env).unwrap_err();
+    assert!(
+        error.starts_with("CONTAINER_HOST=npipe:////./pipe/podman: "),
+        "{error}"
+    );
+}
