@@ -87,6 +87,8 @@ pub struct DockerRuntime {
     /// The daemon's URL when it is not reached through a local socket: its files are not
     /// this machine's, so nothing of aci's mounts or deletes them.
     remote: Option<String>,
+    /// `env.max_starting`: the containers in their start phase at once, and their peak.
+    starting: Arc<super::starting::StartGate>,
 }
 
 impl DockerRuntime {
@@ -195,7 +197,29 @@ impl DockerRuntime {
             disk: Arc::new(tokio::sync::OnceCell::new()),
             closed: Arc::new(AtomicBool::new(false)),
             remote: None,
+            starting: Arc::default(),
         }
+    }
+
+    /// This connection (and its clones made from now on) with at most `max` containers in
+    /// their start phase at once (create to shell ready); 0: no cap (`env.max_starting`).
+    #[must_use]
+    pub fn with_max_starting(mut self, max: usize) -> Self {
+        self.starting = Arc::new(super::starting::StartGate::new(max));
+        self
+    }
+
+    /// The containers starting now through this connection and its clones, and the most there
+    /// have been at once.
+    #[must_use]
+    pub fn start_counts(&self) -> super::starting::StartCounts {
+        self.starting.counts()
+    }
+
+    /// The cap on containers starting at once (0: none).
+    #[must_use]
+    pub fn max_starting(&self) -> usize {
+        self.starting.max()
     }
 
     /// This connection with `env.disk_mb` only measured, whatever this machine supports: to

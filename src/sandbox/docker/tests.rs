@@ -104,6 +104,7 @@ async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
         disk: Arc::default(),
         closed: Arc::default(),
         remote: None,
+        starting: Arc::default(),
     };
     runtime.track("before", true);
     let live = Arc::clone(&runtime.live);
