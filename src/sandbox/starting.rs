@@ -130,12 +130,17 @@ mod tests {
     #[test]
     fn with_a_cap_of_one_a_second_start_waits_until_the_first_ends() {
         let gate = StartGate::new(1);
-        let first = gate.enter().now_or_never().expect("the first start goes in");
+        let first = gate
+            .enter()
+            .now_or_never()
+            .expect("the first start goes in");
         let mut second = Box::pin(gate.enter());
         assert!((&mut second).now_or_never().is_none(), "the second waits");
         assert_eq!(gate.counts(), StartCounts { now: 1, peak: 1 });
         drop(first);
-        let second = second.now_or_never().expect("the second goes in once the first ended");
+        let second = second
+            .now_or_never()
+            .expect("the second goes in once the first ended");
         assert_eq!(gate.counts(), StartCounts { now: 1, peak: 1 });
         drop(second);
         assert_eq!(gate.counts(), StartCounts { now: 0, peak: 1 });
