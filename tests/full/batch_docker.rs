@@ -545,3 +545,95 @@ fn image_id(tag: &str) -> String {
         docker.inspect_image(tag).await.unwrap().unwrap().id
     })
 }
+
+/// The demo batch of [`DETERMINISM_IDS`] in this process on Docker with `--workers 3` and
+/// `sets`: each instance's result, and the runtime's count of containers starting at once.
+fn batch_in_process(
+    dir: &Path,
+    name: &str,
+    sets: &[&str],
+) -> (
+    Vec<(String, aci::batch::InstanceResult)>,
+    aci::sandbox::starting::StartCounts,
+    usize,
+) {
+    use aci::batch::progress::{Progress, Style};
+    use aci::batch::runner::{BatchOptions, Interrupt, Outcome, run_batch};
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    let instances = write_instances(&dir.join(name), &DETERMINISM_IDS, &[]);
+    let instances = aci::instance::load_instances_file(&instances)
+        .unwrap()
+        .instances;
+    let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
+    let config = aci::config::resolve(&[], &sets).unwrap();
+    let run = run_id(name);
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let (results, counts, max) = tokio.block_on(async {
+        let docker = aci::sandbox::docker::DockerRuntime::connect()
+            .await
+            .expect("this test needs the Docker daemon");
+        let ctx = aci::batch::RunContext::new(
+            config,
+            Vec::new(),
+            "replay".to_owned(),
+            aci::engine::Engine::Docker(docker),
+            run.clone(),
+            dir.join(name).join("out"),
+        )
+        .unwrap();
+        let ctx = std::sync::Arc::new(ctx);
+        let options = BatchOptions {
+            workers: 3,
+            redo: true,
+            replay_dir: Some(demo_dir().join("replays")),
+        };
+        let mut progress = Progress::new(Box::new(std::io::sink()), Style::Lines, 6);
+        let report = run_batch(
+            std::sync::Arc::clone(&ctx),
+            instances,
+            &options,
+            Interrupt::never(),
+            &mut progress,
+        )
+        .await;
+        assert!(!report.interrupted, "{report:?}");
+        let results: Vec<_> = report
+            .outcomes
+            .into_iter()
+            .map(|item| match item.outcome {
+                Outcome::Ran { result, .. } => (item.instance_id, result),
+                other => panic!("{}: {other:?}", item.instance_id),
+            })
+            .collect();
+        let docker = ctx.engine.docker().unwrap();
+        (results, docker.start_counts(), docker.max_starting())
+    });
+    assert!(containers_of(&run).is_empty());
+    (results, counts, max)
+}
+
+#[test]
+fn with_max_starting_1_three_workers_start_one_container_at_a_time_and_the_results_are_the_same()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let (capped, counts, max) = batch_in_process(dir.path(), "cap-1", &["env.max_starting=1"]);
+    assert_eq!(max, 1);
+    // Six containers started, never two at once, and none is still starting.
+    assert_eq!(counts.peak, 1, "{counts:?}");
+    assert_eq!(counts.now, 0, "{counts:?}");
+    let statuses: Vec<(&str, String)> = capped
+        .iter()
+        .map(|(id, result)| (id.as_str(), result.exit_status.to_string()))
+        .collect();
+    let expected: Vec<(&str, String)> = DETERMINISM_IDS
+        .iter()
+        .map(|id| (*id, "submitted".to_owned()))
+        .collect();
+    assert_eq!(statuses, expected);
+
+    let (uncapped, counts, max) = batch_in_process(dir.path(), "no-cap", &[]);
+    assert_eq!(max, 0);
+    assert!((1..=3).contains(&counts.peak), "{counts:?}");
+    assert_eq!(counts.now, 0, "{counts:?}");
+    assert_eq!(uncapped, capped);
+}
