@@ -426,11 +426,11 @@ pub struct EnvConfig {
     /// of every evaluation script, e.g. `source /opt/miniconda3/bin/activate && conda activate
     /// testbed`. When it fails the instance ends with `exit_environment_error`. Null: none.
     pub activate: Option<String>,
-    /// How many sandboxes may be in their start phase at once (for a container: create, disk
-    /// quota, start, repository copy, shell ready), across a batch's workers and an
-    /// evaluation's; the others wait their turn. 0 (the default): no cap beyond `--workers`.
-    /// Apart from the workers: many tasks can run at once on a daemon that cannot start as
-    /// many at once within their start limits.
+    /// How many Docker containers may be in their start phase at once (create, disk quota,
+    /// start, repository copy, shell ready), across a batch's workers and an evaluation's;
+    /// the others wait their turn. 0 (the default): no cap beyond `--workers`, as before the
+    /// cap existed. Apart from the workers: many tasks can run at once on a daemon that cannot
+    /// start as many at once within their start limits. Pods have `k8s`'s limits instead.
     pub max_starting: usize,
     /// `--engine k8s`: the namespace, the registry, and how long pods may take to start.
     pub k8s: K8sConfig,

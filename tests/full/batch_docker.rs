@@ -613,8 +613,7 @@ fn batch_in_process(
 }
 
 #[test]
-fn with_max_starting_1_three_workers_start_one_container_at_a_time_and_the_results_are_the_same()
-{
+fn with_max_starting_1_three_workers_start_one_container_at_a_time_and_the_results_are_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let (capped, counts, max) = batch_in_process(dir.path(), "cap-1", &["env.max_starting=1"]);
     assert_eq!(max, 1);
