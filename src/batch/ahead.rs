@@ -14,6 +14,7 @@
 //! Which instances are prepared when is [`Queue`]'s decision, the same for both.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
@@ -153,6 +154,8 @@ pub struct DockerAhead {
     env: EnvConfig,
     run_id: String,
     ahead: Ahead<Result<Provisioned, PrepareError>>,
+    /// How many instances took an environment provisioned ahead.
+    taken_ahead: AtomicUsize,
 }
 
 impl DockerAhead {
@@ -169,7 +172,14 @@ impl DockerAhead {
             env,
             run_id,
             ahead: Ahead::default(),
+            taken_ahead: AtomicUsize::new(0),
         }
+    }
+
+    /// How many instances so far took an environment provisioned ahead (rather than
+    /// provisioning their own when they started).
+    pub fn taken_ahead(&self) -> usize {
+        self.taken_ahead.load(Ordering::Relaxed)
     }
 
     /// The instances that will start, in order; as many as there are `workers` are kept
@@ -195,6 +205,7 @@ impl DockerAhead {
         if let Some(handle) = ahead {
             // A preparation that was aborted or panicked is done again, now.
             if let Ok(provisioned) = handle.await {
+                self.taken_ahead.fetch_add(1, Ordering::Relaxed);
                 return provisioned;
             }
         }

@@ -546,17 +546,21 @@ fn image_id(tag: &str) -> String {
     })
 }
 
+/// What [`batch_in_process`] saw.
+struct InProcess {
+    /// Each instance's result, in selection order.
+    results: Vec<(String, aci::batch::InstanceResult)>,
+    /// The runtime's count of containers starting at once.
+    counts: aci::sandbox::starting::StartCounts,
+    /// The runtime's cap on them.
+    max_starting: usize,
+    /// How many instances started from an environment provisioned ahead.
+    taken_ahead: usize,
+}
+
 /// The demo batch of [`DETERMINISM_IDS`] in this process on Docker with `--workers 3` and
-/// `sets`: each instance's result, and the runtime's count of containers starting at once.
-fn batch_in_process(
-    dir: &Path,
-    name: &str,
-    sets: &[&str],
-) -> (
-    Vec<(String, aci::batch::InstanceResult)>,
-    aci::sandbox::starting::StartCounts,
-    usize,
-) {
+/// `sets`.
+fn batch_in_process(dir: &Path, name: &str, sets: &[&str]) -> InProcess {
     use aci::batch::progress::{Progress, Style};
     use aci::batch::runner::{BatchOptions, Interrupt, Outcome, run_batch};
     std::fs::create_dir_all(dir.join(name)).unwrap();
@@ -568,7 +572,7 @@ fn batch_in_process(
     let config = aci::config::resolve(&[], &sets).unwrap();
     let run = run_id(name);
     let tokio = tokio::runtime::Runtime::new().unwrap();
-    let (results, counts, max) = tokio.block_on(async {
+    let seen = tokio.block_on(async {
         let docker = aci::sandbox::docker::DockerRuntime::connect()
             .await
             .expect("this test needs the Docker daemon");
@@ -606,21 +610,31 @@ fn batch_in_process(
             })
             .collect();
         let docker = ctx.engine.docker().unwrap();
-        (results, docker.start_counts(), docker.max_starting())
+        InProcess {
+            results,
+            counts: docker.start_counts(),
+            max_starting: docker.max_starting(),
+            taken_ahead: ctx.docker_ahead.as_ref().unwrap().taken_ahead(),
+        }
     });
     assert!(containers_of(&run).is_empty());
-    (results, counts, max)
+    seen
 }
 
 #[test]
-fn with_max_starting_1_three_workers_start_one_container_at_a_time_and_the_results_are_the_same() {
+fn three_workers_provision_ahead_and_with_max_starting_1_start_one_container_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
-    let (capped, counts, max) = batch_in_process(dir.path(), "cap-1", &["env.max_starting=1"]);
-    assert_eq!(max, 1);
+    let capped = batch_in_process(dir.path(), "cap-1", &["env.max_starting=1"]);
+    assert_eq!(capped.max_starting, 1);
     // Six containers started, never two at once, and none is still starting.
+    let counts = capped.counts;
     assert_eq!(counts.peak, 1, "{counts:?}");
     assert_eq!(counts.now, 0, "{counts:?}");
+    // The first three provisioned their own; when the first started, the other three's
+    // environments were provisioned ahead, and each took its own.
+    assert_eq!(capped.taken_ahead, 3);
     let statuses: Vec<(&str, String)> = capped
+        .results
         .iter()
         .map(|(id, result)| (id.as_str(), result.exit_status.to_string()))
         .collect();
@@ -630,9 +644,11 @@ fn with_max_starting_1_three_workers_start_one_container_at_a_time_and_the_resul
         .collect();
     assert_eq!(statuses, expected);
 
-    let (uncapped, counts, max) = batch_in_process(dir.path(), "no-cap", &[]);
-    assert_eq!(max, 0);
+    let uncapped = batch_in_process(dir.path(), "no-cap", &[]);
+    assert_eq!(uncapped.max_starting, 0);
+    let counts = uncapped.counts;
     assert!((1..=3).contains(&counts.peak), "{counts:?}");
     assert_eq!(counts.now, 0, "{counts:?}");
-    assert_eq!(uncapped, capped);
+    assert_eq!(uncapped.taken_ahead, 3);
+    assert_eq!(uncapped.results, capped.results);
 }
