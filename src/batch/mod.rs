@@ -351,7 +351,18 @@ impl RunContext {
                     "env_image".to_owned(),
                     env_image_record(&provisioned.env_image),
                 );
-                Ok((AnySandbox::Docker(runtime.start(&spec).await?), info))
+                // The bar says why an instance is not starting yet (the count may change
+                // meanwhile: it is only what the display shows).
+                let max = runtime.max_starting();
+                let waits = max > 0 && runtime.start_counts().now >= max;
+                if waits {
+                    activity(Some("waiting for a turn to start (env.max_starting)"));
+                }
+                let started = runtime.start(&spec).await;
+                if waits {
+                    activity(None);
+                }
+                Ok((AnySandbox::Docker(started?), info))
             }
             Engine::Local => {
                 let provisioned = self
