@@ -589,11 +589,16 @@ mod tests {
         assert_eq!(resolve_text(&[], &set).unwrap().env.max_starting, 4);
         assert_eq!(
             error(&[], &["env.max_starting=-1"]),
-            "--set env.max_starting=-1: env.max_starting: invalid type: integer `-1`, expected usize"
+            "--set env.max_starting=-1: env.max_starting: expected a count, 0 or more, got -1"
+        );
+        assert_eq!(
+            error(&[], &["env.max_starting=1.5"]),
+            "--set env.max_starting=1.5: env.max_starting: invalid type: floating point `1.5`, \
+             expected a count, 0 or more"
         );
         assert_eq!(
             error(&[("a.yaml", "env:\n  max_starting: some\n")], &[]),
-            "a.yaml:2:17: env.max_starting: invalid type: string \"some\", expected usize"
+            "a.yaml:2:17: env.max_starting: invalid type: string \"some\", expected a count, 0 or more"
         );
     }
 

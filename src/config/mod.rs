@@ -431,6 +431,7 @@ pub struct EnvConfig {
     /// the others wait their turn. 0 (the default): no cap beyond `--workers`, as before the
     /// cap existed. Apart from the workers: many tasks can run at once on a daemon that cannot
     /// start as many at once within their start limits. Pods have `k8s`'s limits instead.
+    #[serde(deserialize_with = "units::count")]
     pub max_starting: usize,
     /// `--engine k8s`: the namespace, the registry, and how long pods may take to start.
     pub k8s: K8sConfig,
