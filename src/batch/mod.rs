@@ -69,19 +69,6 @@ pub struct RunContext {
     pub provisioner: Arc<Provisioner>,
 }
 
-impl RunContext {
-    /// Stops preparing instances ahead and abandons what was not taken (the end of a batch,
-    /// or its interrupt). Pods created ahead are deleted by [`ahead::K8sRun::finish`].
-    pub fn close_ahead(&self) {
-        if let Some(run) = &self.ahead {
-            run.close();
-        }
-        if let Some(run) = &self.docker_ahead {
-            run.close();
-        }
-    }
-}
-
 /// Why a run could not even start (tier 3).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -280,6 +267,17 @@ impl RunContext {
         Ok(plan)
     }
 
+    /// Stops preparing instances ahead and abandons what was not taken (the end of a batch,
+    /// or its interrupt). Pods created ahead are deleted by [`ahead::K8sRun::finish`].
+    pub fn close_ahead(&self) {
+        if let Some(run) = &self.ahead {
+            run.close();
+        }
+        if let Some(run) = &self.docker_ahead {
+            run.close();
+        }
+    }
+
     fn policy(&self) -> StopPolicy {
         let mut limits = self.config.agent.limits.clone();
         limits.max_cost = self.config.model.per_instance_cost_limit;
@@ -298,10 +296,11 @@ impl RunContext {
     /// Starts the sandbox for `instance`: its image (pulled when `env.pull` says so), its
     /// repository ([`crate::source`]: `repo_path`, the image, or a mirror clone) and, on
     /// Docker, its environment image (built once per content hash and shared with `aci eval`),
-    /// so no repository is copied per run. In a batch these were prepared ahead
-    /// ([`ahead`]) when an earlier instance started, and the next instances' start being
-    /// prepared now; the container then starts when `env.max_starting` lets it. The second value is the trajectory's extra `info`:
-    /// `env_image` and `repository`.
+    /// so no repository is copied per run. In a batch on Docker (after the first wave) these
+    /// were provisioned ahead ([`ahead`]) when an earlier instance started, and this start
+    /// sets the next instances' going. The container then starts when `env.max_starting`
+    /// lets it. The second value is the trajectory's extra `info`: `env_image` and
+    /// `repository`.
     pub async fn start_sandbox(
         &self,
         instance: &Instance,
