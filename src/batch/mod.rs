@@ -46,6 +46,9 @@ pub struct RunContext {
     pub engine: Engine,
     /// With a cluster: its pods created ahead of need.
     pub ahead: Option<Arc<ahead::K8sRun>>,
+    /// On Docker: the environments provisioned ahead of need (a batch plans them; `aci run`
+    /// provisions its one instance when it starts).
+    pub docker_ahead: Option<Arc<ahead::DockerAhead>>,
     /// The run id labelled on containers.
     pub run_id: String,
     /// The output directory.
@@ -206,6 +209,13 @@ impl RunContext {
             .enabled(&config.aci.commands)
             .map_err(|e| RunError::Config(e.to_string()))?;
         let demonstrations = load_demonstrations(&config, &config_dirs, &prompts)?;
+        // Every container of the run starts through the same gate (`env.max_starting`).
+        let engine = match engine {
+            Engine::Docker(runtime) => {
+                Engine::Docker(runtime.with_max_starting(config.env.max_starting))
+            }
+            other => other,
+        };
         let ahead = match &engine {
             Engine::K8s(cluster) => Some(Arc::new(ahead::K8sRun::new(
                 Arc::clone(cluster),
@@ -218,12 +228,22 @@ impl RunContext {
             Some(run) => Arc::clone(&run.provisioner),
             None => Arc::new(Provisioner::new()),
         };
+        let docker_ahead = match &engine {
+            Engine::Docker(runtime) => Some(Arc::new(ahead::DockerAhead::new(
+                runtime.clone(),
+                Arc::clone(&provisioner),
+                config.env.clone(),
+                run_id.clone(),
+            ))),
+            Engine::K8s(_) | Engine::Local => None,
+        };
         Ok(Self {
             config,
             config_dirs,
             model,
             engine,
             ahead,
+            docker_ahead,
             run_id,
             output,
             prompts,
@@ -247,6 +267,17 @@ impl RunContext {
         Ok(plan)
     }
 
+    /// Stops preparing instances ahead and abandons what was not taken (the end of a batch,
+    /// or its interrupt). Pods created ahead are deleted by [`ahead::K8sRun::finish`].
+    pub fn close_ahead(&self) {
+        if let Some(run) = &self.ahead {
+            run.close();
+        }
+        if let Some(run) = &self.docker_ahead {
+            run.close();
+        }
+    }
+
     fn policy(&self) -> StopPolicy {
         let mut limits = self.config.agent.limits.clone();
         limits.max_cost = self.config.model.per_instance_cost_limit;
@@ -265,8 +296,11 @@ impl RunContext {
     /// Starts the sandbox for `instance`: its image (pulled when `env.pull` says so), its
     /// repository ([`crate::source`]: `repo_path`, the image, or a mirror clone) and, on
     /// Docker, its environment image (built once per content hash and shared with `aci eval`),
-    /// so no repository is copied per run. The second value is the trajectory's extra `info`:
-    /// `env_image` and `repository`.
+    /// so no repository is copied per run. In a batch on Docker (after the first wave) these
+    /// were provisioned ahead ([`ahead`]) when an earlier instance started, and this start
+    /// sets the next instances' going. The container then starts when `env.max_starting`
+    /// lets it. The second value is the trajectory's extra `info`: `env_image` and
+    /// `repository`.
     pub async fn start_sandbox(
         &self,
         instance: &Instance,
@@ -301,18 +335,33 @@ impl RunContext {
         let (env, run_id) = (&self.config.env, self.run_id.as_str());
         match &self.engine {
             Engine::Docker(runtime) => {
-                let provisioned = self
-                    .provisioner
-                    .provision(runtime, instance, &request)
-                    .await
-                    .map_err(StartError::Prepare)?;
+                let provisioned = match &self.docker_ahead {
+                    Some(run) => run.take(instance, &request).await,
+                    None => {
+                        self.provisioner
+                            .provision(runtime, instance, &request)
+                            .await
+                    }
+                }
+                .map_err(StartError::Prepare)?;
                 let spec = provisioned.sandbox_spec(env, run_id, SpecUse::Agent);
                 let mut info = repository_info(&provisioned);
                 info.insert(
                     "env_image".to_owned(),
                     env_image_record(&provisioned.env_image),
                 );
-                Ok((AnySandbox::Docker(runtime.start(&spec).await?), info))
+                // The bar says why an instance is not starting yet (the count may change
+                // meanwhile: it is only what the display shows).
+                let max = runtime.max_starting();
+                let waits = max > 0 && runtime.start_counts().now >= max;
+                if waits {
+                    activity(Some("waiting for a turn to start (env.max_starting)"));
+                }
+                let started = runtime.start(&spec).await;
+                if waits {
+                    activity(None);
+                }
+                Ok((AnySandbox::Docker(started?), info))
             }
             Engine::Local => {
                 let provisioned = self

@@ -281,6 +281,21 @@ pub async fn run_batch(
     if let Some(run) = &ctx.ahead {
         run.plan(queue.iter().map(|(_, i)| i.clone()), options.workers);
     }
+    if let Some(run) = &ctx.docker_ahead {
+        // The first `workers` start at once, each provisioning its own (with its progress
+        // lines); the work ahead is for the instances after them.
+        let later = queue.iter().skip(options.workers.max(1));
+        run.plan(later.map(|(_, i)| i.clone()), options.workers);
+    }
+    // Ctrl-C abandons the work ahead at once; the running instances wind down meanwhile.
+    let abandon = {
+        let ctx = Arc::clone(&ctx);
+        let mut interrupt = interrupt.clone();
+        tokio::spawn(async move {
+            interrupt.wait().await;
+            ctx.close_ahead();
+        })
+    };
     let task_ctx = Arc::clone(&ctx);
     let replay_dir = options.replay_dir.clone();
     let task = move |instance: Instance, interrupt: Interrupt| {
@@ -293,6 +308,8 @@ pub async fn run_batch(
         fail(&ctx, instance, ExitStatus::ExitError, &message)
     };
     let scheduled = schedule(queue, options.workers, interrupt, task, on_panic, progress).await;
+    abandon.abort();
+    ctx.close_ahead();
     for (index, outcome) in scheduled.outcomes {
         outcomes[index] = Some(outcome);
     }

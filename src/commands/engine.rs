@@ -83,12 +83,14 @@ pub async fn attach(
     Ok(Engine::K8s(connect_cluster(docker, &env).await?))
 }
 
-/// The engine of `aci eval` and `aci validate`.
+/// The engine of `aci eval` and `aci validate`, its containers starting at most
+/// `env.max_starting` at once.
 pub async fn eval_engine(
     docker: DockerRuntime,
     args: &EngineArgs,
     env: &EnvConfig,
 ) -> Result<Engine, Failure> {
+    let docker = docker.with_max_starting(env.max_starting);
     attach(Engine::Docker(docker), args, env).await
 }
 

@@ -578,7 +578,27 @@ mod tests {
             "configs/x.yaml:3:3: env: unknown field `comand_timeout`, expected one of `image`, `images`, \
              `repo_dir`, `command_timeout`, `instance_timeout`, `build_timeout`, `memory_mb`, `cpus`, `pids`, `disk_mb`, `network`, \
              `output_head_bytes`, `output_tail_bytes`, `variables`, `min_free_disk_gb`, `repo_url`, `repo_cache`, \
-             `image_template`, `pull`, `activate`, `k8s`, `specs`, `spec_source`, `build_logs`, `resolve_as_of`\nhint: did you mean `command_timeout`?"
+             `image_template`, `pull`, `activate`, `max_starting`, `k8s`, `specs`, `spec_source`, `build_logs`, `resolve_as_of`\nhint: did you mean `command_timeout`?"
+        );
+    }
+
+    #[test]
+    fn max_starting_is_a_count_and_a_bad_one_is_one_line_naming_the_key() {
+        assert_eq!(resolve_text(&[], &[]).unwrap().env.max_starting, 0);
+        let set = ["env.max_starting=4".to_owned()];
+        assert_eq!(resolve_text(&[], &set).unwrap().env.max_starting, 4);
+        assert_eq!(
+            error(&[], &["env.max_starting=-1"]),
+            "--set env.max_starting=-1: env.max_starting: expected a count, 0 or more, got -1"
+        );
+        assert_eq!(
+            error(&[], &["env.max_starting=1.5"]),
+            "--set env.max_starting=1.5: env.max_starting: invalid type: floating point `1.5`, \
+             expected a count, 0 or more"
+        );
+        assert_eq!(
+            error(&[("a.yaml", "env:\n  max_starting: some\n")], &[]),
+            "a.yaml:2:17: env.max_starting: invalid type: string \"some\", expected a count, 0 or more"
         );
     }
 

@@ -426,6 +426,13 @@ pub struct EnvConfig {
     /// of every evaluation script, e.g. `source /opt/miniconda3/bin/activate && conda activate
     /// testbed`. When it fails the instance ends with `exit_environment_error`. Null: none.
     pub activate: Option<String>,
+    /// How many Docker containers may be in their start phase at once (create, disk quota,
+    /// start, repository copy, shell ready), across a batch's workers and an evaluation's;
+    /// the others wait their turn. 0 (the default): no cap beyond `--workers`, as before the
+    /// cap existed. Apart from the workers: many tasks can run at once on a daemon that cannot
+    /// start as many at once within their start limits. Pods have `k8s`'s limits instead.
+    #[serde(deserialize_with = "units::count")]
+    pub max_starting: usize,
     /// `--engine k8s`: the namespace, the registry, and how long pods may take to start.
     pub k8s: K8sConfig,
     /// Extra SWE-bench spec files, in the format of the built-in `specs/swebench.yaml`, read
@@ -515,6 +522,7 @@ impl Default for EnvConfig {
             image_template: None,
             pull: PullPolicy::Missing,
             activate: None,
+            max_starting: 0,
             k8s: K8sConfig::default(),
             specs: Vec::new(),
             spec_source: crate::spec::SpecSource::Record,

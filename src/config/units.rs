@@ -34,6 +34,12 @@ pub enum RangeError {
     /// Text that is not a number.
     #[error("expected a number of seconds, got `{0}`")]
     NotANumber(String),
+    /// A count below 0 (or too large to count).
+    #[error("expected a count, 0 or more, got {value}")]
+    NotACount {
+        /// The value given.
+        value: String,
+    },
 }
 
 impl Seconds {
@@ -279,6 +285,26 @@ fn float(raw: Raw) -> f64 {
         Raw::Integer(value) => value as f64,
         Raw::Float(value) => value,
     }
+}
+
+/// Reads a count (0 or more) such as `env.max_starting`, as a field's `deserialize_with`: a
+/// negative one is a config error naming the key (`expected a count, 0 or more, got -1`).
+///
+/// # Errors
+/// The value is not a whole number of 0 or more.
+pub fn count<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
+    // Read as signed, so that a negative count reaches the check (and its message).
+    deserializer.deserialize_i64(CheckedNumber {
+        expecting: "a count, 0 or more",
+        check: |raw| match raw {
+            Raw::Integer(value) => usize::try_from(value).map_err(|_| RangeError::NotACount {
+                value: value.to_string(),
+            }),
+            Raw::Float(value) => Err(RangeError::NotACount {
+                value: number_text(value),
+            }),
+        },
+    })
 }
 
 impl<'de> Deserialize<'de> for Seconds {

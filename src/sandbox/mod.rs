@@ -17,6 +17,7 @@ pub mod liveness;
 pub mod local;
 pub mod repo;
 pub mod shell;
+pub mod starting;
 pub mod transport;
 
 use std::future::Future;

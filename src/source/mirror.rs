@@ -275,6 +275,9 @@ async fn clone(url: &str, path: &Path) -> Result<(), MirrorError> {
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_ALLOW_PROTOCOL", ALLOWED_PROTOCOLS)
         .stdin(std::process::Stdio::null())
+        // A clone abandoned (Ctrl-C, or work ahead that no instance takes) stops with its
+        // temporary directory, rather than writing on into a directory that is gone.
+        .kill_on_drop(true)
         .output()
         .await
         .map_err(|e| failed(format!("cannot run git: {e}")))?;

@@ -545,3 +545,110 @@ fn image_id(tag: &str) -> String {
         docker.inspect_image(tag).await.unwrap().unwrap().id
     })
 }
+
+/// What [`batch_in_process`] saw.
+struct InProcess {
+    /// Each instance's result, in selection order.
+    results: Vec<(String, aci::batch::InstanceResult)>,
+    /// The runtime's count of containers starting at once.
+    counts: aci::sandbox::starting::StartCounts,
+    /// The runtime's cap on them.
+    max_starting: usize,
+    /// How many instances started from an environment provisioned ahead.
+    taken_ahead: usize,
+}
+
+/// The demo batch of [`DETERMINISM_IDS`] in this process on Docker with `--workers 3` and
+/// `sets`.
+fn batch_in_process(dir: &Path, name: &str, sets: &[&str]) -> InProcess {
+    use aci::batch::progress::{Progress, Style};
+    use aci::batch::runner::{BatchOptions, Interrupt, Outcome, run_batch};
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    let instances = write_instances(&dir.join(name), &DETERMINISM_IDS, &[]);
+    let instances = aci::instance::load_instances_file(&instances)
+        .unwrap()
+        .instances;
+    let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
+    let config = aci::config::resolve(&[], &sets).unwrap();
+    let run = run_id(name);
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let seen = tokio.block_on(async {
+        let docker = aci::sandbox::docker::DockerRuntime::connect()
+            .await
+            .expect("this test needs the Docker daemon");
+        let ctx = aci::batch::RunContext::new(
+            config,
+            Vec::new(),
+            "replay".to_owned(),
+            aci::engine::Engine::Docker(docker),
+            run.clone(),
+            dir.join(name).join("out"),
+        )
+        .unwrap();
+        let ctx = std::sync::Arc::new(ctx);
+        let options = BatchOptions {
+            workers: 3,
+            redo: true,
+            replay_dir: Some(demo_dir().join("replays")),
+        };
+        let mut progress = Progress::new(Box::new(std::io::sink()), Style::Lines, 6);
+        let report = run_batch(
+            std::sync::Arc::clone(&ctx),
+            instances,
+            &options,
+            Interrupt::never(),
+            &mut progress,
+        )
+        .await;
+        assert!(!report.interrupted, "{report:?}");
+        let results: Vec<_> = report
+            .outcomes
+            .into_iter()
+            .map(|item| match item.outcome {
+                Outcome::Ran { result, .. } => (item.instance_id, result),
+                other => panic!("{}: {other:?}", item.instance_id),
+            })
+            .collect();
+        let docker = ctx.engine.docker().unwrap();
+        InProcess {
+            results,
+            counts: docker.start_counts(),
+            max_starting: docker.max_starting(),
+            taken_ahead: ctx.docker_ahead.as_ref().unwrap().taken_ahead(),
+        }
+    });
+    assert!(containers_of(&run).is_empty());
+    seen
+}
+
+#[test]
+fn three_workers_provision_ahead_and_with_max_starting_1_start_one_container_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let capped = batch_in_process(dir.path(), "cap-1", &["env.max_starting=1"]);
+    assert_eq!(capped.max_starting, 1);
+    // Six containers started, never two at once, and none is still starting.
+    let counts = capped.counts;
+    assert_eq!(counts.peak, 1, "{counts:?}");
+    assert_eq!(counts.now, 0, "{counts:?}");
+    // The first three provisioned their own; when the first started, the other three's
+    // environments were provisioned ahead, and each took its own.
+    assert_eq!(capped.taken_ahead, 3);
+    let statuses: Vec<(&str, String)> = capped
+        .results
+        .iter()
+        .map(|(id, result)| (id.as_str(), result.exit_status.to_string()))
+        .collect();
+    let expected: Vec<(&str, String)> = DETERMINISM_IDS
+        .iter()
+        .map(|id| (*id, "submitted".to_owned()))
+        .collect();
+    assert_eq!(statuses, expected);
+
+    let uncapped = batch_in_process(dir.path(), "no-cap", &[]);
+    assert_eq!(uncapped.max_starting, 0);
+    let counts = uncapped.counts;
+    assert!((1..=3).contains(&counts.peak), "{counts:?}");
+    assert_eq!(counts.now, 0, "{counts:?}");
+    assert_eq!(uncapped.taken_ahead, 3);
+    assert_eq!(uncapped.results, capped.results);
+}

@@ -83,6 +83,10 @@ fn every_out_of_range_duration_or_limit_is_one_error_line_naming_the_key_and_exi
             "env.cpus=.nan",
             "expected a number above 0, got NaN".to_owned(),
         ),
+        (
+            "env.max_starting=-1",
+            "expected a count, 0 or more, got -1".to_owned(),
+        ),
     ];
     for (set, message) in cases {
         let dir = tempfile::tempdir().unwrap();

@@ -28,8 +28,16 @@ use super::{
 const CAPABILITIES: [&str; 4] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"];
 
 impl DockerRuntime {
-    /// Starts a task container as `spec` says and opens its shell.
+    /// Starts a task container as `spec` says and opens its shell, waiting first for a turn
+    /// when `env.max_starting` containers are starting already
+    /// ([`DockerRuntime::with_max_starting`]).
     pub async fn start(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
+        let _starting = self.starting.enter().await;
+        self.start_now(spec).await
+    }
+
+    /// [`DockerRuntime::start`] once its turn came.
+    async fn start_now(&self, spec: &SandboxSpec) -> Result<DockerSandbox, SandboxError> {
         let image = match self.disk_mode().await {
             disk::DiskMode::Enforced { images } => Some(disk::next_image(&images)),
             disk::DiskMode::Measured { .. } => None,

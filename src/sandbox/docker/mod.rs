@@ -93,6 +93,8 @@ pub struct DockerRuntime {
     sizes: Arc<disk::SizeMeter>,
     /// The bridge to a daemon reached through ssh; it ends with the last clone.
     ssh: Option<Arc<ssh::SshBridge>>,
+    /// `env.max_starting`: the containers in their start phase at once, and their peak.
+    starting: Arc<super::starting::StartGate>,
 }
 
 impl DockerRuntime {
@@ -250,7 +252,29 @@ impl DockerRuntime {
             remote: None,
             sizes: Arc::default(),
             ssh: None,
+            starting: Arc::default(),
         }
+    }
+
+    /// This connection (and its clones made from now on) with at most `max` containers in
+    /// their start phase at once (create to shell ready); 0: no cap (`env.max_starting`).
+    #[must_use]
+    pub fn with_max_starting(mut self, max: usize) -> Self {
+        self.starting = Arc::new(super::starting::StartGate::new(max));
+        self
+    }
+
+    /// The containers starting now through this connection and its clones, and the most there
+    /// have been at once.
+    #[must_use]
+    pub fn start_counts(&self) -> super::starting::StartCounts {
+        self.starting.counts()
+    }
+
+    /// The cap on containers starting at once (0: none).
+    #[must_use]
+    pub fn max_starting(&self) -> usize {
+        self.starting.max()
     }
 
     /// This connection with `env.disk_mb` only measured, whatever this machine supports: to

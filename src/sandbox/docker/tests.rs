@@ -106,6 +106,7 @@ async fn container_tracking_goes_on_after_a_panic_poisoned_its_lock() {
         remote: None,
         sizes: Arc::default(),
         ssh: None,
+        starting: Arc::default(),
     };
     runtime.track("before", true);
     let live = Arc::clone(&runtime.live);
