@@ -114,8 +114,11 @@ fn is_engine(comm: &str, cmdline: &str) -> bool {
         || (comm == "podman" && cmdline.contains("system\0service"))
 }
 
-fn engine_usage() -> Usage {
-    let mut total = Usage::default();
+/// The engine's processes by pid.
+type Engine = std::collections::HashMap<String, Usage>;
+
+fn engine_processes() -> Engine {
+    let mut processes = Engine::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let pid = entry.file_name().to_string_lossy().into_owned();
         if !pid.bytes().all(|b| b.is_ascii_digit()) {
@@ -126,11 +129,25 @@ fn engine_usage() -> Usage {
         if is_engine(comm.trim(), &cmdline)
             && let Some(usage) = usage_of(&pid)
         {
-            total.cpu += usage.cpu;
-            total.rss += usage.rss;
+            processes.insert(pid, usage);
         }
     }
-    total
+    processes
+}
+
+/// What the engine's processes used from `before` to `after`: the CPU time of the processes
+/// alive at `after` since `before` (or since they started), and the growth of their memory.
+/// A process that ended in between takes its CPU time with it, so the CPU is a lower bound.
+fn engine_delta(before: &Engine, after: &Engine) -> Usage {
+    let cpu = after
+        .iter()
+        .map(|(pid, usage)| usage.cpu - before.get(pid).map_or(0.0, |b| b.cpu))
+        .sum();
+    let rss = |processes: &Engine| processes.values().map(|usage| usage.rss).sum::<u64>();
+    Usage {
+        cpu,
+        rss: rss(after).saturating_sub(rss(before)),
+    }
 }
 
 fn own_usage() -> Usage {
@@ -161,7 +178,7 @@ async fn level(runtime: &DockerRuntime, options: &Options, sessions: usize) -> L
     let specs: Vec<SandboxSpec> = (0..sessions)
         .map(|i| SandboxSpec::new(run_id.clone(), format!("scale-{i}"), options.image.clone()))
         .collect();
-    let (aci_before, engine_before) = (own_usage(), engine_usage());
+    let (aci_before, engine_before) = (own_usage(), engine_processes());
     let started = join_all(specs.iter().map(|spec| async move {
         let start = Instant::now();
         let sandbox = runtime.start(spec).await;
@@ -186,14 +203,14 @@ async fn level(runtime: &DockerRuntime, options: &Options, sessions: usize) -> L
         times
     }))
     .await;
-    let (aci_after, engine_after) = (own_usage(), engine_usage());
+    let (aci_after, engine_after) = (own_usage(), engine_processes());
     // Idle: what the engine and the watchdogs cost while every session waits on its model.
     let inspections = runtime.size_inspections();
-    let engine_idle = engine_usage();
+    let engine_idle = engine_processes();
     tokio::time::sleep(options.idle).await;
     let idle_seconds = options.idle.as_secs_f64();
     let inspections_per_second = (runtime.size_inspections() - inspections) as f64 / idle_seconds;
-    let engine_idle_cpu = (engine_usage() - engine_idle).cpu / idle_seconds;
+    let engine_idle_cpu = engine_delta(&engine_idle, &engine_processes()).cpu / idle_seconds;
     join_all(sandboxes.into_iter().map(|sandbox| async move {
         sandbox.shutdown().await.unwrap();
     }))
@@ -206,7 +223,7 @@ async fn level(runtime: &DockerRuntime, options: &Options, sessions: usize) -> L
         ready,
         round_trip,
         aci: aci_after - aci_before,
-        engine: engine_after - engine_before,
+        engine: engine_delta(&engine_before, &engine_after),
         inspections_per_second,
         engine_idle_cpu,
     }
