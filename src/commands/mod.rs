@@ -36,10 +36,7 @@ pub use signals::Signals;
 /// Connects to the Docker daemon and removes the containers of aci runs that are gone.
 pub async fn connect_docker() -> Result<DockerRuntime, Failure> {
     let runtime = DockerRuntime::connect().await.map_err(|e| {
-        let unreachable = matches!(
-            &e,
-            aci::sandbox::SandboxError::Docker(error) if error.kind == DockerErrorKind::Connect
-        );
+        let unreachable = is_unreachable(&e);
         let failure = Failure::new(e.to_string());
         // A daemon that answered and is refused (rootless Podman on cgroups v1) says why.
         if !unreachable {
@@ -69,10 +66,7 @@ pub async fn connect_engine(engine: aci::engine::Kind) -> Result<DockerRuntime, 
         return connect_docker().await;
     }
     let runtime = DockerRuntime::connect_podman().await.map_err(|e| {
-        let unreachable = matches!(
-            &e,
-            aci::sandbox::SandboxError::Docker(error) if error.kind == DockerErrorKind::Connect
-        );
+        let unreachable = is_unreachable(&e);
         let failure = Failure::new(e.to_string());
         if !unreachable {
             return failure;
@@ -83,6 +77,14 @@ pub async fn connect_engine(engine: aci::engine::Kind) -> Result<DockerRuntime, 
     })?;
     reap(&runtime).await;
     Ok(runtime)
+}
+
+/// Whether `error` says no daemon answered (rather than one that answered and refused).
+fn is_unreachable(error: &aci::sandbox::SandboxError) -> bool {
+    matches!(
+        error,
+        aci::sandbox::SandboxError::Docker(error) if error.kind == DockerErrorKind::Connect
+    )
 }
 
 /// Removes the containers of aci runs that are gone, saying how many.
