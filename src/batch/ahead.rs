@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
 
 use super::StartError;
+use super::progress::Feed;
 use crate::config::EnvConfig;
 use crate::engine::Cluster;
 use crate::image::pull::Notes;
@@ -129,12 +130,19 @@ impl<T> Ahead<T> {
             .and_then(|mut queue| queue.take(id, prepare))
     }
 
-    fn close(&self) {
-        if let Ok(mut queue) = self.queue.lock() {
-            for handle in queue.close() {
-                handle.abort();
+    /// Closes the queue and aborts its tasks; returns how many were still running.
+    fn close(&self) -> usize {
+        let Ok(mut queue) = self.queue.lock() else {
+            return 0;
+        };
+        let mut running = 0;
+        for handle in queue.close() {
+            if !handle.is_finished() {
+                running += 1;
             }
+            handle.abort();
         }
+        running
     }
 }
 
@@ -156,6 +164,10 @@ pub struct DockerAhead {
     ahead: Ahead<Result<Provisioned, PrepareError>>,
     /// How many instances took an environment provisioned ahead.
     taken_ahead: AtomicUsize,
+    /// How many provisionings were aborted while they ran (an image build among them, maybe).
+    aborted: AtomicUsize,
+    /// Where the work ahead's pull and clone lines go: the batch's progress display.
+    lines: std::sync::OnceLock<Feed>,
 }
 
 impl DockerAhead {
@@ -173,7 +185,14 @@ impl DockerAhead {
             run_id,
             ahead: Ahead::default(),
             taken_ahead: AtomicUsize::new(0),
+            aborted: AtomicUsize::new(0),
+            lines: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sends the work ahead's pull and clone lines to `feed` (the first feed given stays).
+    pub fn send_lines_to(&self, feed: Feed) {
+        let _ = self.lines.set(feed);
     }
 
     /// How many instances so far took an environment provisioned ahead (rather than
@@ -219,8 +238,17 @@ impl DockerAhead {
         let provisioner = Arc::clone(&self.provisioner);
         let env = self.env.clone();
         let run_id = self.run_id.clone();
+        let feed = self.lines.get().cloned();
         tokio::spawn(async move {
-            let notes = Notes::quiet();
+            let line = move |text: &str| {
+                if let Some(feed) = &feed {
+                    feed.line(text);
+                }
+            };
+            let notes = Notes {
+                line: &line,
+                activity: &|_| {},
+            };
             let request = ProvisionRequest {
                 env: &env,
                 run_id: &run_id,
@@ -234,9 +262,26 @@ impl DockerAhead {
     /// Stops provisioning ahead and aborts what was not taken (nothing but images and
     /// mirrors is made ahead, so nothing is left to remove).
     pub fn close(&self) {
-        self.ahead.close();
+        let running = self.ahead.close();
+        self.aborted.fetch_add(running, Ordering::Relaxed);
+    }
+
+    /// After [`Self::close`]: when it aborted provisionings that were running, waits (at most
+    /// [`SETTLE_LIMIT`]) until the daemon has removed the containers of the image builds they
+    /// left (the builder removes a cancelled step's container on its own, after the client is
+    /// gone). Returns how many are still there.
+    pub async fn settle(&self) -> usize {
+        if self.aborted.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.runtime
+            .wait_for_no_containers_of(&self.run_id, SETTLE_LIMIT)
+            .await
     }
 }
+
+/// How long [`DockerAhead::settle`] waits for the daemon.
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A pod created for an instance, and what was provisioned for it.
 pub struct AheadPod {
@@ -316,7 +361,7 @@ impl K8sRun {
     /// Stops creating pods ahead and abandons those not taken (their pods are deleted when
     /// dropped, and by the run's final sweep).
     pub fn close(&self) {
-        self.ahead.close();
+        let _running = self.ahead.close();
     }
 
     /// Closes, then deletes every pod this process made for the run.

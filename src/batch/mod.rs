@@ -278,6 +278,21 @@ impl RunContext {
         }
     }
 
+    /// After [`Self::close_ahead`]: waits for the daemon to remove what the image builds it
+    /// aborted left ([`ahead::DockerAhead::settle`]), saying so when some is still there.
+    pub async fn settle_ahead(&self) {
+        if let Some(run) = &self.docker_ahead {
+            let left = run.settle().await;
+            if left > 0 {
+                eprintln!(
+                    "warning: {left} container(s) of image builds stopped by the interrupt are \
+                     still being removed by the daemon (label aci.run_id={})",
+                    self.run_id
+                );
+            }
+        }
+    }
+
     fn policy(&self) -> StopPolicy {
         let mut limits = self.config.agent.limits.clone();
         limits.max_cost = self.config.model.per_instance_cost_limit;

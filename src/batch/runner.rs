@@ -310,6 +310,7 @@ pub async fn run_batch(
     let scheduled = schedule(queue, options.workers, interrupt, task, on_panic, progress).await;
     abandon.abort();
     ctx.close_ahead();
+    ctx.settle_ahead().await;
     for (index, outcome) in scheduled.outcomes {
         outcomes[index] = Some(outcome);
     }

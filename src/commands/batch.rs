@@ -73,6 +73,9 @@ pub async fn execute(args: &BatchArgs, stop: Stop, out: Out) -> Result<BatchEnd,
     let docker = ctx.engine.docker().cloned();
     let mut progress = batch::progress::Progress::stderr(selected.len());
     ctx.feed = Some(progress.feed());
+    if let Some(run) = &ctx.docker_ahead {
+        run.send_lines_to(progress.feed());
+    }
     warn_on_config_change(&output, &ctx.config.hash(), args.redo);
     let refs: Vec<&Instance> = selected.iter().collect();
     write_manifest(

@@ -2,6 +2,7 @@
 //! removed, and this process's own swept before it exits.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use bollard::query_parameters::ListContainersOptionsBuilder;
 
@@ -69,6 +70,22 @@ impl DockerRuntime {
             .into_iter()
             .filter_map(|c| Some((c.id?, c.labels.unwrap_or_default())))
             .collect())
+    }
+
+    /// Waits, at most `limit`, until no container carries `aci.run_id=run_id`; returns how
+    /// many still do (none also when the daemon cannot be asked).
+    pub async fn wait_for_no_containers_of(&self, run_id: &str, limit: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let left = self
+                .list_with_labels(vec![format!("{LABEL_RUN_ID}={run_id}")])
+                .await
+                .map_or(0, |containers| containers.len());
+            if left == 0 || tokio::time::Instant::now() >= deadline {
+                return left;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Removes containers left by `aci` processes that are gone, reading liveness from
